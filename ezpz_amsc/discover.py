@@ -1,0 +1,200 @@
+"""Stage 1: find the files of a run directory in one pass over its tree.
+
+Nothing here parses metrics; per-rank files are only *named*, never opened,
+so a 12,288-rank run costs one directory listing, not 12,288 opens.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import AmscError
+
+# Folders that hold plots, checkpoints or tracker caches: never metrics, and
+# often thousands of files each.
+_SKIP_DIRS = frozenset(
+    {"plots", "mplot", "tplot", "assets", "wandb", "mlruns", "tensorboard", "tb", "runs_tb",
+     "aim", ".aim", ".git", "__pycache__", ".cache", "cache", "lightning_logs", "ckpt",
+     "ckpts", "checkpoint", "checkpoints", "hub", "datasets"}
+)
+_SKIP_PREFIXES = ("checkpoint", "ckpt", "global_step", "step_", ".")
+
+_PER_RANK = re.compile(r"metrics-(\d+)\.jsonl\Z")
+_SNIFF_LINES = 8
+_SNIFF_BYTES = 1 << 20
+
+
+@dataclass
+class MetricsSource:
+    """Where the step records are: per-rank files, or one file filtered by rank."""
+
+    scheme: str  # "per-rank" | "interleaved" | "run-id"
+    folder: Path
+    per_rank: dict[int, Path] = field(default_factory=dict)  # scheme == "per-rank"
+    single: Path | None = None  # "interleaved" or "run-id"
+
+
+@dataclass
+class RunFiles:
+    root: Path
+    metrics: MetricsSource | None
+    run_info: list[Path] = field(default_factory=list)
+    config: list[Path] = field(default_factory=list)
+    reports: list[Path] = field(default_factory=list)
+    skipped_logs: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _skip_dir(name: str) -> bool:
+    low = name.lower()
+    return low in _SKIP_DIRS or low.startswith(_SKIP_PREFIXES)
+
+
+def sniff_jsonl(path: Path) -> str:
+    """Classify a ``*.jsonl`` by content: ``metrics``, ``log`` or ``unknown``.
+
+    Reads at most a few lines (bounded bytes), so a huge structured log costs
+    nothing. A record with a ``metrics`` object is a metrics record; one with
+    ``message``/``level`` is a structured-log record.
+    """
+    try:
+        with open(path, "rb") as f:
+            budget = _SNIFF_BYTES
+            for _ in range(_SNIFF_LINES):
+                line = f.readline(budget)
+                if not line:
+                    break
+                budget -= len(line)
+                try:
+                    rec = json.loads(line)
+                except (ValueError, RecursionError):
+                    if budget <= 0:
+                        break
+                    continue
+                if isinstance(rec, dict):
+                    if isinstance(rec.get("metrics"), dict):
+                        return "metrics"
+                    if "message" in rec or "level" in rec:
+                        return "log"
+                if budget <= 0:
+                    break
+    except OSError:
+        return "unknown"
+    return "unknown"
+
+
+def _rel(root: Path, p: Path) -> str:
+    try:
+        return str(p.relative_to(root)) or "."
+    except ValueError:
+        return str(p)
+
+
+def find_run_files(run_dir: str | os.PathLike[str]) -> RunFiles:
+    """Walk ``run_dir`` once and name every file the export may need."""
+    root = Path(run_dir)
+    if not root.exists():
+        raise AmscError(f"{root}: no such directory; pass the run directory ezpz wrote")
+    if not root.is_dir():
+        raise AmscError(f"{root}: not a directory; pass the run directory ezpz wrote")
+    try:
+        first = list(os.scandir(root))
+    except OSError as e:
+        raise AmscError(f"{root}: cannot list directory: {e.strerror or e}") from None
+
+    per_rank: dict[Path, dict[int, Path]] = {}
+    interleaved: dict[Path, Path] = {}
+    other_jsonl: dict[Path, list[Path]] = {}
+    files = RunFiles(root=root, metrics=None)
+
+    # Depth-first over real directories only: a symlinked directory is never
+    # entered, so symlink loops cannot trap the walk.
+    stack: list[tuple[Path, list[os.DirEntry[str]]]] = [(root, first)]
+    while stack:
+        folder, entries = stack.pop()
+        for entry in entries:
+            name = entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if not _skip_dir(name):
+                        sub = Path(entry.path)
+                        try:
+                            stack.append((sub, list(os.scandir(sub))))
+                        except OSError as e:
+                            files.notes.append(
+                                f"skipped folder {_rel(root, sub)}: {e.strerror or e}"
+                            )
+                    continue
+                is_file = entry.is_file()  # follows file symlinks; False if dangling
+            except OSError:
+                continue
+            if not is_file:
+                continue
+            path = Path(entry.path)
+            if name.endswith(".jsonl"):
+                m = _PER_RANK.match(name)
+                if m:
+                    per_rank.setdefault(folder, {})[int(m.group(1))] = path
+                elif name == "metrics.jsonl":
+                    interleaved[folder] = path
+                else:
+                    other_jsonl.setdefault(folder, []).append(path)
+            elif name == "run_info.json":
+                files.run_info.append(path)
+            elif name == "config.json":
+                files.config.append(path)
+            elif name.startswith("report") and name.endswith(".md"):
+                files.reports.append(path)
+
+    run_id: dict[Path, list[Path]] = {}
+    for folder, paths in other_jsonl.items():
+        for p in sorted(paths):
+            kind = sniff_jsonl(p)
+            if kind == "metrics":
+                run_id.setdefault(folder, []).append(p)
+            elif kind == "log":
+                files.skipped_logs.append(p)
+
+    folders = sorted(set(per_rank) | set(interleaved) | set(run_id))
+    if len(folders) > 1:
+        shown = ", ".join(_rel(root, f) for f in folders[:4])
+        more = f" and {len(folders) - 4} more" if len(folders) > 4 else ""
+        raise AmscError(
+            f"{root}: metrics files in {len(folders)} folders ({shown}{more}); "
+            "pass the directory of a single run"
+        )
+    if folders:
+        folder = folders[0]
+        schemes = []
+        if folder in per_rank:
+            schemes.append("metrics-<rank>.jsonl")
+        if folder in interleaved:
+            schemes.append("metrics.jsonl")
+        if folder in run_id:
+            schemes.extend(p.name for p in run_id[folder])
+        if len(schemes) > 1:
+            raise AmscError(
+                f"{_rel(root, folder)}: more than one metrics file scheme "
+                f"({', '.join(schemes)}); keep one run per directory"
+            )
+        if folder in per_rank:
+            files.metrics = MetricsSource("per-rank", folder, per_rank=per_rank[folder])
+        elif folder in interleaved:
+            files.metrics = MetricsSource("interleaved", folder, single=interleaved[folder])
+        else:
+            files.metrics = MetricsSource("run-id", folder, single=run_id[folder][0])
+
+    # Provenance next to the metrics first, then the shallowest.
+    anchor = files.metrics.folder if files.metrics else root
+
+    def rank(p: Path) -> tuple[int, int, str]:
+        return (0 if p.parent == anchor else 1, len(p.parts), str(p))
+
+    files.run_info.sort(key=rank)
+    files.config.sort(key=rank)
+    files.reports.sort(key=rank)
+    return files

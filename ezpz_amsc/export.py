@@ -1,0 +1,207 @@
+"""The pipeline end to end: run directory in, one row plus its story out.
+
+find files → read steps → provenance → reduce → row. Pure: no printing, no
+writing; the CLI and the finalize hook decide where rows and notes go.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from .discover import find_run_files
+from .errors import AmscError
+from .provenance import load_provenance, resolve_placement
+from .row import build_row, dashboard_problems, fmt, format_timestamp
+from .steps import MAX_LINE_BYTES, read_steps
+
+
+@dataclass
+class ExportOptions:
+    config: str
+    system: str | None = None
+    nodes: int | None = None
+    gpus: int | None = None
+    status: str = "pass"
+    error: str = ""
+    warmup: int = 1
+    reducer: str = "median"
+    wall_time_sec: float | None = None
+    timestamp: str | None = None
+    max_line_bytes: int = MAX_LINE_BYTES
+
+
+@dataclass
+class ExportResult:
+    row: dict[str, str]
+    notes: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def validate_options(opts: ExportOptions) -> None:
+    """Refuse bad options before any file is touched."""
+    from .reduce import REDUCERS
+    from .row import STATUSES, parse_timestamp
+
+    if not opts.config or not opts.config.strip():
+        raise AmscError("--config is required and must not be empty, "
+                        "e.g. --config agpt-2b/bs1/seq2048/tp1")
+    if opts.reducer not in REDUCERS:
+        raise AmscError(f"unknown reducer {opts.reducer!r}; pass --reducer one of "
+                        f"{', '.join(REDUCERS)}")
+    if opts.warmup < 0:
+        raise AmscError(f"--warmup must be 0 or more, got {opts.warmup}")
+    if opts.status not in STATUSES:
+        raise AmscError(f"--status must be pass or fail, got {opts.status!r}")
+    for flag, val in (("--nodes", opts.nodes), ("--gpus", opts.gpus)):
+        if val is not None and val < 1:
+            raise AmscError(f"{flag} must be 1 or more, got {val}")
+    if opts.wall_time_sec is not None and not (0 < opts.wall_time_sec < float("inf")):
+        raise AmscError(f"--wall-time-sec must be a positive number, got {opts.wall_time_sec}")
+    if opts.timestamp is not None:
+        try:
+            parse_timestamp(opts.timestamp)
+        except ValueError:
+            raise AmscError(f"--timestamp must look like 2026-08-11T17:11:17Z, "
+                            f"got {opts.timestamp!r}") from None
+    for flag, val in (("--config", opts.config), ("--system", opts.system or ""),
+                      ("--error", opts.error or "")):
+        if "\n" in val or "\r" in val:
+            raise AmscError(f"{flag} must be a single line")
+
+
+def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportResult:
+    """Export one run directory. Raises :class:`AmscError` for anything a user caused."""
+    validate_options(opts)
+    from .reduce import reduce_steps  # numpy: only once there is work to do
+
+    files = find_run_files(run_dir)
+    notes: list[str] = list(files.notes)
+    prov = load_provenance(files)
+    placement = resolve_placement(prov, opts.system, opts.nodes, opts.gpus)
+    notes.extend(prov.notes)
+
+    source = files.metrics
+    steps = read_steps(source, opts.max_line_bytes) if source is not None else None
+    n = len(steps) if steps is not None else 0
+
+    if n == 0 and opts.status == "pass":
+        if source is None:
+            looked = ("metrics-<rank>.jsonl, metrics.jsonl or a <run_id>.jsonl with "
+                      "'metrics' records")
+            raise AmscError(f"{files.root}: no metrics found (looked for {looked}); "
+                            "if the run failed, pass --status fail")
+        read = ", ".join(str(p) for p in steps.files_read) if steps else str(source.folder)
+        raise AmscError(f"{read}: no step records (lines with numeric 'metrics'); "
+                        "if the run failed, pass --status fail")
+
+    red = reduce_steps(steps, opts.warmup, opts.reducer) if steps is not None else None
+    if steps is not None:
+        if steps.rank not in (0, None) and n:
+            notes.append(f"rank 0 logged no step; used rank {steps.rank}")
+        dropped = {k: v for k, v in steps.nonfinite.items() if v}
+        if dropped:
+            parts = ", ".join(f"{k} {v}" for k, v in dropped.items())
+            notes.append(f"dropped {sum(dropped.values())} non-finite values ({parts})")
+        if steps.bad_lines:
+            notes.append(f"skipped {_plural(steps.bad_lines, 'unparsable line')}")
+        if steps.long_lines:
+            notes.append(f"skipped {_plural(steps.long_lines, 'line')} over "
+                         f"{opts.max_line_bytes >> 20} MiB unread")
+        if steps.truncated_last_line:
+            notes.append(f"last line of {steps.files_read[-1].name} is truncated "
+                         "(job killed?); ignored it")
+    if red is not None:
+        notes.extend(red.notes)
+
+    values: dict[str, Any] = {
+        "config": opts.config, "system": placement.system, "nodes": placement.nodes,
+        "gpus": placement.gpus, "status": opts.status, "error": opts.error or "",
+        "steps": n if n else None,
+    }
+    missing: list[str] = []
+
+    # timestamp: the first step's, else --timestamp.
+    if opts.timestamp:
+        values["timestamp"] = opts.timestamp
+    elif red is not None and red.first_timestamp is not None:
+        values["timestamp"] = format_timestamp(red.first_timestamp)
+    else:
+        missing.append("--timestamp YYYY-MM-DDTHH:MM:SSZ")
+
+    # wall time: summed step time over all steps (warmup included), else the flag.
+    summed = red.wall_time_sec if red is not None else None
+    if opts.wall_time_sec is not None:
+        values["wall_time_sec"] = fmt(opts.wall_time_sec, 3)
+        if summed is not None:
+            notes.append(f"wall_time_sec from --wall-time-sec; summed step time is {summed:.3f}")
+    elif summed is not None and summed > 0:
+        values["wall_time_sec"] = fmt(summed, 3)
+    else:
+        missing.append("--wall-time-sec SECONDS")
+
+    if missing:
+        why = "no step was logged" if n == 0 else "the steps do not record it"
+        what = ", ".join(m.split()[0][2:].replace("-", "_") for m in missing)
+        raise AmscError(f"cannot tell {what} ({why}); pass {' '.join(missing)}")
+
+    if red is not None and n:
+        st = red.stats
+        tps, tpg = st["tps"].value, st["tps_per_gpu"].value
+        if tps is None and tpg is not None:
+            tps = tpg * placement.gpus
+            notes.append(f"throughput_tokens_per_sec derived as per-GPU x {placement.gpus} gpus "
+                         "(no global throughput logged)")
+        elif tpg is None and tps is not None:
+            tpg = tps / placement.gpus
+            notes.append(f"throughput_tokens_per_sec_per_gpu derived as global / "
+                         f"{placement.gpus} gpus (no per-GPU throughput logged)")
+        mfu = st["mfu"].value
+        if st["mfu"].all_zero:
+            mfu = None
+            notes.append("mfu is 0.0 on every step (ezpz writes 0.0 when it does not know the "
+                         "device's peak FLOPS); left empty")
+        for name, s in st.items():
+            if s.kept_warmup:
+                notes.append(f"--warmup {opts.warmup} leaves no {name} values; reduced all "
+                             f"{_plural(s.used, 'step')}")
+        values.update({
+            "throughput_tokens_per_sec": fmt(tps, 3),
+            "throughput_tokens_per_sec_per_gpu": fmt(tpg, 3),
+            "mfu": fmt(mfu, 3),
+            "tflops": fmt(st["tflops"].value, 3),
+            "final_loss": fmt(red.final_loss, 6),
+        })
+
+    row = build_row(values)
+    problems = dashboard_problems(row)
+    if problems:  # a bug, not a user error: never print a row the dashboard rejects
+        raise AmscError(f"internal: row would be rejected by the dashboard: {'; '.join(problems)}")
+
+    details: dict[str, Any] = {
+        "run_dir": str(files.root),
+        "metrics_scheme": source.scheme if source else None,
+        "files_read": [str(p) for p in steps.files_read] if steps else [],
+        "rank_files_not_read": steps.files_not_read if steps else 0,
+        "rank": steps.rank if steps else None,
+        "provenance": {"tiers": prov.tiers, "sources": prov.source},
+        "placement": placement.how,
+        "steps": n,
+        "warmup": opts.warmup,
+        "reducer": opts.reducer,
+        "series": {},
+    }
+    if red is not None:
+        for name, s in red.stats.items():
+            key = steps.keys_used.get(name) if steps else None
+            details["series"][name] = {
+                "key": key, "present": s.present, "used": s.used,
+                "dropped_warmup": s.dropped_warmup, "kept_warmup": s.kept_warmup,
+                "value": s.value, "p10": s.p10, "p90": s.p90,
+            }
+    return ExportResult(row=row, notes=notes, details=details)

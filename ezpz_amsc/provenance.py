@@ -1,0 +1,231 @@
+"""Stage 3: where the run ran — system, nodes, gpus (SPEC §1.3, §2.4).
+
+Three tiers, first hit wins per key: ``run_info.json`` → ``config.json`` →
+the ``### Distributed`` section of a report. Explicit flags beat all of them.
+Ranks are never counted from rank files: ranks ≠ GPUs in general.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .discover import RunFiles
+from .errors import AmscError
+
+KEYS = ("MACHINE", "HOSTNAME", "NUM_NODES", "NGPUS", "GPUS_PER_NODE",
+        "WORLD_SIZE_IN_USE", "world_size")
+_COUNT_KEYS = ("NUM_NODES", "NGPUS", "GPUS_PER_NODE", "WORLD_SIZE_IN_USE", "world_size")
+_MAX_PROVENANCE_BYTES = 16 << 20
+_BULLET = re.compile(r"^\s*[-*]\s+\*\*(?P<key>[^*]+)\*\*:\s*(?P<val>.*?)\s*$")
+
+
+@dataclass
+class Provenance:
+    values: dict[str, str] = field(default_factory=dict)
+    source: dict[str, str] = field(default_factory=dict)  # key -> "run_info.json (path)"
+    tiers: list[str] = field(default_factory=list)  # files that contributed
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Placement:
+    system: str
+    nodes: int
+    gpus: int
+    how: dict[str, str]  # column -> one-line derivation, for --explain
+
+
+def _read_text(path: Path, notes: list[str]) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            data = f.read(_MAX_PROVENANCE_BYTES + 1)
+    except OSError as e:
+        notes.append(f"skipped {path.name}: {e.strerror or e}")
+        return None
+    if len(data) > _MAX_PROVENANCE_BYTES:
+        notes.append(f"skipped {path.name}: larger than {_MAX_PROVENANCE_BYTES >> 20} MiB")
+        return None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        notes.append(f"skipped {path.name}: not UTF-8")
+        return None
+
+
+def _scalar(v: Any) -> str | None:
+    """Provenance values as strings, as ezpz writes them in run_info.json."""
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, (int, float, str)):
+        return str(v).strip()
+    return None
+
+
+def _from_json(path: Path, section: str | None, notes: list[str]) -> dict[str, str] | None:
+    text = _read_text(path, notes)
+    if text is None:
+        return None
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        notes.append(f"skipped {path.name}: not valid JSON")
+        return None
+    if section is not None:
+        doc = doc.get(section) if isinstance(doc, dict) else None
+    if not isinstance(doc, dict):
+        if section is not None:
+            notes.append(f"{path.name} has no {section!r} section")
+        else:
+            notes.append(f"skipped {path.name}: not a JSON object")
+        return None
+    out = {}
+    for k in KEYS:
+        s = _scalar(doc.get(k))
+        if s:
+            out[k] = s
+    return out
+
+
+def _from_report(path: Path, notes: list[str]) -> dict[str, str] | None:
+    text = _read_text(path, notes)
+    if text is None:
+        return None
+    out: dict[str, str] = {}
+    inside = False
+    for line in text.splitlines():
+        if line.startswith("#"):
+            if inside:
+                break
+            inside = line.strip().lstrip("#").strip() == "Distributed"
+            continue
+        if inside:
+            m = _BULLET.match(line)
+            if m and m.group("key").strip() in KEYS and m.group("val"):
+                out[m.group("key").strip()] = m.group("val")
+    return out if out else None
+
+
+def load_provenance(files: RunFiles) -> Provenance:
+    """Merge the three tiers, first hit per key; never reads more than needed."""
+    prov = Provenance()
+    tiers: list[tuple[str, list[Path]]] = [
+        ("run_info.json", files.run_info),
+        ("config.json", files.config),
+        ("report", files.reports),
+    ]
+    for label, paths in tiers:
+        if all(k in prov.values for k in KEYS):
+            break
+        for path in paths:
+            if label == "run_info.json":
+                got = _from_json(path, "Distributed", prov.notes)
+            elif label == "config.json":
+                got = _from_json(path, None, prov.notes)
+            else:
+                got = _from_report(path, prov.notes)
+            if not got:
+                continue
+            rel = _rel(files.root, path)
+            used = False
+            for k, v in got.items():
+                if k not in prov.values:
+                    prov.values[k] = v
+                    prov.source[k] = rel
+                    used = True
+            if used:
+                prov.tiers.append(rel)
+            break  # one file per tier: the one next to the metrics
+    return prov
+
+
+def _rel(root: Path, p: Path) -> str:
+    try:
+        return str(p.relative_to(root))
+    except ValueError:
+        return str(p)
+
+
+def _count(prov: Provenance, key: str, allow_zero: bool = False) -> int | None:
+    """A positive integer count from provenance; notes and ignores anything else."""
+    raw = prov.values.get(key)
+    if raw is None:
+        return None
+    try:
+        val = float(raw)
+        ok = math.isfinite(val) and val == int(val)
+    except ValueError:
+        ok = False
+    if not ok or val < 0 or (val == 0 and not allow_zero):
+        prov.notes.append(f"ignored {key}={raw!r} from {prov.source[key]}: not a usable count")
+        return None
+    return int(val)
+
+
+def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
+                      gpus: int | None) -> Placement:
+    """Apply flags, then the SPEC §2.4 rules; one error naming every missing flag."""
+    how: dict[str, str] = {}
+    missing: list[str] = []
+
+    if system:
+        how["system"] = "--system"
+    elif prov.values.get("MACHINE"):
+        system = prov.values["MACHINE"]
+        how["system"] = f"MACHINE from {prov.source['MACHINE']}"
+    else:
+        missing.append("--system NAME")
+
+    # Counts are parsed only when a rule needs them, so an irrelevant odd value
+    # (NGPUS=0 on a CPU host) raises no note.
+    wsiu = None if gpus is not None else _count(prov, "WORLD_SIZE_IN_USE")
+    ws = None if gpus is not None else _count(prov, "world_size")
+    gpn = None if nodes is not None else _count(prov, "GPUS_PER_NODE", allow_zero=True)
+
+    if gpus is not None:
+        how["gpus"] = "--gpus"
+    elif wsiu is not None or ws is not None:
+        # Under torchrun WORLD_SIZE_IN_USE reads 1 while world_size is right.
+        gpus = max(x for x in (wsiu, ws) if x is not None)
+        how["gpus"] = (f"gpus {gpus} = max(WORLD_SIZE_IN_USE {wsiu if wsiu is not None else '?'}"
+                       f", world_size {ws if ws is not None else '?'})")
+    elif (ngpus := _count(prov, "NGPUS")) is not None:
+        gpus = ngpus
+        how["gpus"] = f"gpus {gpus} = NGPUS (the allocation; no world size recorded)"
+    else:
+        missing.append("--gpus N")
+
+    if nodes is not None:
+        how["nodes"] = "--nodes"
+    elif gpus is not None and gpn:
+        nodes = -(-gpus // gpn)
+        how["nodes"] = f"nodes {nodes} = ceil({gpus} / GPUS_PER_NODE {gpn})"
+    elif (num_nodes := _count(prov, "NUM_NODES")) is not None:
+        nodes = num_nodes
+        why = "GPUS_PER_NODE is 0" if gpn == 0 else "GPUS_PER_NODE unknown"
+        how["nodes"] = f"nodes {nodes} = NUM_NODES ({why})"
+        if gpus is not None and nodes > gpus and how["gpus"] != "--gpus":
+            raise AmscError(
+                f"NUM_NODES {nodes} exceeds the {gpus} ranks that ran: it describes the "
+                "allocation, not the run; pass --nodes N"
+            )
+    else:
+        missing.append("--nodes N")
+
+    if missing:
+        looked = ", ".join(prov.tiers) if prov.tiers else (
+            "no run_info.json, config.json or report with ### Distributed found")
+        raise AmscError(
+            f"cannot tell {', '.join(m.split()[0][2:] for m in missing)} of this run "
+            f"(provenance: {looked}); pass {' '.join(missing)}"
+        )
+    assert system is not None and nodes is not None and gpus is not None
+    if gpn is None:
+        gpn = _count(prov, "GPUS_PER_NODE", allow_zero=True)
+    if how["gpus"] == "--gpus" and gpn and how["nodes"] != "--nodes" and gpus % gpn:
+        prov.notes.append(f"--gpus {gpus} is not a multiple of GPUS_PER_NODE {gpn}")
+    return Placement(system=system, nodes=nodes, gpus=gpus, how=how)

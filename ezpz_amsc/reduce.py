@@ -1,0 +1,119 @@
+"""Stage 4: order the steps, drop warmup, reduce each series (SPEC §2.3).
+
+numpy is imported here and only here, so ``--help`` and the plugin load never
+pay for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .steps import SERIES, Steps
+
+REDUCERS = ("median", "mean", "max", "min", "last")
+
+
+@dataclass
+class SeriesStats:
+    """How one series was reduced, for notes and ``--explain``."""
+
+    value: float | None
+    present: int  # finite values over all steps
+    used: int  # values the reducer saw
+    dropped_warmup: int  # finite values dropped as warmup
+    kept_warmup: bool  # warmup would have left nothing, so it was kept
+    p10: float | None = None
+    p90: float | None = None
+    values: np.ndarray | None = None  # all steps in order (NaN = absent), for sparklines
+    all_zero: bool = False  # every finite value is exactly 0.0
+
+
+@dataclass
+class Reduced:
+    steps: int
+    first_timestamp: float | None
+    wall_time_sec: float | None
+    final_loss: float | None
+    stats: dict[str, SeriesStats] = field(default_factory=dict)
+    step_values: np.ndarray | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _reduce(x: np.ndarray, reducer: str) -> float:
+    if reducer == "median":
+        return float(np.median(x))
+    if reducer == "mean":
+        return float(np.mean(x))
+    if reducer == "max":
+        return float(np.max(x))
+    if reducer == "min":
+        return float(np.min(x))
+    return float(x[-1])
+
+
+def reduce_series(values: np.ndarray, warmup: int, reducer: str) -> SeriesStats:
+    """Drop the first ``warmup`` steps, then reduce the finite values left.
+
+    Warmup counts steps, not values: a metric missing on step 1 still has
+    step 1 dropped. If warmup leaves nothing, the whole series is kept — a
+    warmup-tainted number beats an empty cell (the caller notes it).
+    """
+    finite = np.isfinite(values)
+    present = int(finite.sum())
+    if present == 0:
+        return SeriesStats(None, 0, 0, 0, False, values=values)
+    tail = values[warmup:]
+    kept = tail[np.isfinite(tail)]
+    kept_warmup = False
+    if kept.size == 0:
+        kept = values[finite]
+        kept_warmup = warmup > 0
+    dropped = present - int(kept.size)
+    p10, p90 = (float(v) for v in np.percentile(kept, [10, 90]))
+    return SeriesStats(_reduce(kept, reducer), present, int(kept.size), dropped, kept_warmup,
+                       p10, p90, values, all_zero=not values[finite].any())
+
+
+def reduce_steps(steps: Steps, warmup: int, reducer: str) -> Reduced:
+    """Order records by step key then timestamp, and reduce every series."""
+    if reducer not in REDUCERS:
+        raise ValueError(f"unknown reducer {reducer!r}")
+    n = len(steps)
+    notes: list[str] = []
+    if n == 0:
+        return Reduced(0, None, None, None, notes=notes)
+    step = np.frombuffer(steps.step, dtype=np.float64)
+    ts = np.frombuffer(steps.timestamp, dtype=np.float64)
+    cols = {k: np.frombuffer(steps.series[k], dtype=np.float64) for k in SERIES}
+
+    step_key = np.where(np.isfinite(step), step, np.inf)
+    ts_key = np.where(np.isfinite(ts), ts, np.inf)
+    order = np.lexsort((np.arange(n), ts_key, step_key))
+    if not np.array_equal(order, np.arange(n)):
+        notes.append(f"records were out of order; sorted {n} steps by step key, then timestamp")
+        step, ts = step[order], ts[order]
+        cols = {k: v[order] for k, v in cols.items()}
+    missing_step = int((~np.isfinite(step)).sum())
+    if missing_step and steps.step_key is not None:
+        notes.append(f"{missing_step} of {n} steps have no step key; ordered by timestamp, last")
+    if np.isfinite(step).any():
+        finite_steps = step[np.isfinite(step)]
+        dups = int(finite_steps.size - np.unique(finite_steps).size)
+        if dups:
+            notes.append(f"{dups} step numbers appear more than once (restarted run?)")
+
+    good_ts = np.isfinite(ts)
+    first_ts = float(ts[0]) if good_ts[0] else (float(ts[good_ts][0]) if good_ts.any() else None)
+
+    dt = cols["dt"]
+    dt_ok = np.isfinite(dt)
+    wall = float(dt[dt_ok].sum()) if dt_ok.any() else None
+
+    loss = cols["loss"]
+    loss_ok = np.flatnonzero(np.isfinite(loss))
+    final_loss = float(loss[loss_ok[-1]]) if loss_ok.size else None
+
+    stats = {k: reduce_series(cols[k], warmup, reducer) for k in SERIES}
+    return Reduced(n, first_ts, wall, final_loss, stats, step, notes)
