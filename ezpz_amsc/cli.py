@@ -75,18 +75,19 @@ def export_amsc(run_dir: str, config: str | None, system: str | None, nodes: int
         error=error_text, warmup=warmup, reducer=reducer, wall_time_sec=wall_time_sec,
         timestamp=timestamp,
     )
+    from .sink import append_rows, check_append_target, write_stdout
+
+    if append_path:
+        check_append_target(append_path)  # validate first: fail before any work
     result = export_run(run_dir, opts)
-    for note in result.notes:
-        click.echo(f"note: {note}", err=True)
     cells = [result.row[k] for k in result.row]
     if append_path:
-        from .sink import append_rows
-
         append_rows(append_path, [cells])
     else:
-        from .sink import write_stdout
-
-        write_stdout([cells], header=not no_header, out=click.get_text_stream("stdout"))
+        write_stdout([cells], header=not no_header, out=sys.stdout)
+    # Notes only once the row is out: a failed command prints its error line alone.
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
 
 
 def main(argv: list[str] | None = None, prog_name: str = "ezpz-amsc") -> Any:

@@ -82,20 +82,20 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
 
     files = find_run_files(run_dir)
     notes: list[str] = list(files.notes)
+    source = files.metrics
+    if source is None and opts.status == "pass":
+        looked = "metrics-<rank>.jsonl, metrics.jsonl or a <run_id>.jsonl with 'metrics' records"
+        raise AmscError(f"{files.root}: no metrics found (looked for {looked}); "
+                        "if the run failed, pass --status fail")
+    # Provenance before the (possibly long) read: a missing flag fails fast.
     prov = load_provenance(files)
     placement = resolve_placement(prov, opts.system, opts.nodes, opts.gpus)
     notes.extend(prov.notes)
 
-    source = files.metrics
     steps = read_steps(source, opts.max_line_bytes) if source is not None else None
     n = len(steps) if steps is not None else 0
 
     if n == 0 and opts.status == "pass":
-        if source is None:
-            looked = ("metrics-<rank>.jsonl, metrics.jsonl or a <run_id>.jsonl with "
-                      "'metrics' records")
-            raise AmscError(f"{files.root}: no metrics found (looked for {looked}); "
-                            "if the run failed, pass --status fail")
         read = ", ".join(str(p) for p in steps.files_read) if steps else str(source.folder)
         raise AmscError(f"{read}: no step records (lines with numeric 'metrics'); "
                         "if the run failed, pass --status fail")

@@ -66,6 +66,15 @@ def _existing_state(path: Path) -> tuple[bool, str, bool]:
     return True, newline, last in (b"\n", b"\r")
 
 
+def check_append_target(path: str | os.PathLike[str]) -> None:
+    """Refuse a bad ``--append`` target before any export work is done."""
+    p = Path(path)
+    if p.is_dir():
+        raise AmscError(f"{p}: is a directory; --append needs a CSV file path")
+    if p.exists():
+        _existing_state(p)
+
+
 def append_rows(path: str | os.PathLike[str], rows: Sequence[Sequence[str]]) -> None:
     """Append ``rows`` to ``path``, creating it (and its folder) with the header."""
     p = Path(path)
