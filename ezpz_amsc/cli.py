@@ -35,7 +35,7 @@ class _OneLineErrors(click.Command):
     cls=_OneLineErrors,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
-@click.argument("run_dir", metavar="RUN_DIR", type=click.Path(file_okay=True, dir_okay=True))
+@click.argument("run_dirs", metavar="RUN_DIR...", nargs=-1)
 @click.option("--config", "config", metavar="LABEL",
               help="Benchmark label for the row, e.g. agpt-2b/bs1/seq2048/tp1 (required).")
 @click.option("--system", metavar="NAME", help="Facility name. Default: MACHINE from provenance.")
@@ -58,36 +58,91 @@ class _OneLineErrors(click.Command):
 @click.option("--append", "append_path", metavar="PATH",
               help="Append the row to this results CSV (created with a header if new).")
 @click.option("--no-header", is_flag=True, help="Omit the header line on stdout.")
-def export_amsc(run_dir: str, config: str | None, system: str | None, nodes: int | None,
-                gpus: int | None, status: str, error_text: str, warmup: int, reducer: str,
-                wall_time_sec: float | None, timestamp: str | None, append_path: str | None,
-                no_header: bool) -> None:
-    """Export a finished ezpz run directory as one AmSC benchmark CSV row.
+@click.option("--allow-duplicate", is_flag=True,
+              help="Append even if the file already has this run (same timestamp, system, "
+                   "config, nodes, gpus).")
+@click.option("--lock-timeout", type=float, default=60.0, show_default=True, metavar="SECONDS",
+              help="How long --append waits for the results file's lock.")
+@click.option("--keep-going", is_flag=True,
+              help="With several RUN_DIRs: write the rows that worked, report the others "
+                   "(exit status stays non-zero).")
+@click.option("--check", "check_path", metavar="PATH",
+              help="Validate a results CSV the way the dashboard reads it; no RUN_DIR needed.")
+@click.pass_context
+def export_amsc(ctx: click.Context, run_dirs: tuple[str, ...], config: str | None,
+                system: str | None, nodes: int | None, gpus: int | None, status: str,
+                error_text: str, warmup: int, reducer: str, wall_time_sec: float | None,
+                timestamp: str | None, append_path: str | None, no_header: bool,
+                allow_duplicate: bool, lock_timeout: float, keep_going: bool,
+                check_path: str | None) -> None:
+    """Export finished ezpz run directories as AmSC benchmark CSV rows, one per run.
 
     RUN_DIR is the directory ezpz's History wrote: metrics JSONL, run_info.json,
-    and a report. The row goes to stdout (or --append PATH); notes about what
-    was dropped or derived go to stderr.
+    and a report. Rows go to stdout (or --append PATH), in the order given; notes
+    about what was dropped or derived go to stderr.
     """
-    from .export import ExportOptions, export_run
+    if check_path is not None:
+        if run_dirs:
+            raise AmscUsageError("--check takes no RUN_DIR")
+        _check(check_path)
+        return
+    if not run_dirs:
+        raise AmscUsageError("missing argument 'RUN_DIR'")
+    if not lock_timeout >= 0:
+        raise AmscError(f"--lock-timeout must be 0 or more, got {lock_timeout}")
+
+    from .export import ExportOptions, export_many
+    from .sink import append_rows, check_append_target, write_stdout
 
     opts = ExportOptions(
         config=config or "", system=system, nodes=nodes, gpus=gpus, status=status,
         error=error_text, warmup=warmup, reducer=reducer, wall_time_sec=wall_time_sec,
         timestamp=timestamp,
     )
-    from .sink import append_rows, check_append_target, write_stdout
-
     if append_path:
         check_append_target(append_path)  # validate first: fail before any work
-    result = export_run(run_dir, opts)
-    cells = [result.row[k] for k in result.row]
-    if append_path:
-        append_rows(append_path, [cells])
-    else:
-        write_stdout([cells], header=not no_header, out=sys.stdout)
-    # Notes only once the row is out: a failed command prints its error line alone.
-    for note in result.notes:
-        click.echo(f"note: {note}", err=True)
+    done, failed = export_many(list(run_dirs), opts)
+    batch = len(run_dirs) > 1
+    if failed and not batch:
+        raise failed[0][1]
+    if failed and not keep_going:
+        _report_failures(failed, written=False)
+        ctx.exit(1)
+    rows = [list(result.row.values()) for _, result in done]
+    if rows:
+        if append_path:
+            append_rows(append_path, rows, lock_timeout_sec=lock_timeout,
+                        allow_duplicate=allow_duplicate)
+        else:
+            write_stdout(rows, header=not no_header, out=sys.stdout)
+    # Notes only once the rows are out: a failed command prints its error line alone.
+    for run_dir, result in done:
+        for note in result.notes:
+            click.echo(f"note: {run_dir}: {note}" if batch else f"note: {note}", err=True)
+    if failed:
+        _report_failures(failed, written=True)
+        ctx.exit(1)
+
+
+def _report_failures(failed: list, written: bool) -> None:
+    for run_dir, err in failed:
+        click.echo(f"error: {run_dir}: {err.format_message()}", err=True)
+    n = len(failed)
+    click.echo(f"error: {n} run{'s' if n > 1 else ''} failed; "
+               + ("the other rows were written" if written else
+                  "nothing written (pass --keep-going to write the rows that worked)"),
+               err=True)
+
+
+def _check(path: str) -> None:
+    from .check import check_results_file
+
+    rows, problems = check_results_file(path)
+    for p in problems:
+        click.echo(p, err=True)
+    if problems:
+        raise AmscError(f"{path}: {len(problems)} problem(s) in {rows} row(s)")
+    click.echo(f"{path}: {rows} row(s), all readable by the dashboard")
 
 
 def main(argv: list[str] | None = None, prog_name: str = "ezpz-amsc") -> Any:

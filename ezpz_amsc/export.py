@@ -205,3 +205,21 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
                 "value": s.value, "p10": s.p10, "p90": s.p90,
             }
     return ExportResult(row=row, notes=notes, details=details)
+
+
+def export_many(run_dirs: list[str], opts: ExportOptions
+                ) -> tuple[list[tuple[str, ExportResult]], list[tuple[str, AmscError]]]:
+    """Export every directory, in order; failures are collected, not raised.
+
+    Batch semantics live in the caller: validate all, then write all or nothing
+    (or the good ones with ``--keep-going``).
+    """
+    validate_options(opts)
+    done: list[tuple[str, ExportResult]] = []
+    failed: list[tuple[str, AmscError]] = []
+    for d in run_dirs:
+        try:
+            done.append((d, export_run(d, opts)))
+        except AmscError as e:
+            failed.append((d, e))
+    return done, failed

@@ -1,17 +1,34 @@
-"""Stage 6: write rows — to stdout, or appended to a results CSV (SPEC §2.5)."""
+"""Stage 6: write rows — to stdout, or appended to a shared results CSV (SPEC §2.5).
+
+A sweep finishes dozens of jobs within seconds, all appending to one file on a
+parallel filesystem. Header check, duplicate check and write therefore happen
+under one exclusive ``fcntl`` lock on ``<file>.lock``, and each batch of rows
+goes out as a single ``write`` of complete lines, flushed and fsynced. A failed
+write cuts the file back to its old size, so a results file is never left
+half-written.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import csv
+import errno
+import fcntl
 import io
 import os
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from .errors import AmscError
 from .row import HEADER
+
+# The identity of a run on the dashboard: a second row with these is a double count.
+KEY_COLUMNS = ("timestamp", "system", "config", "nodes", "gpus")
+_KEY_IDX = tuple(HEADER.index(c) for c in KEY_COLUMNS)
+DEFAULT_LOCK_TIMEOUT_SEC = 60.0
 
 
 def render_csv(rows: Iterable[Sequence[str]], header: bool = True,
@@ -29,8 +46,15 @@ def write_stdout(rows: Iterable[Sequence[str]], header: bool, out: TextIO) -> No
     out.flush()
 
 
-def _existing_state(path: Path) -> tuple[bool, str, bool]:
-    """(has content, line ending, ends with newline) after checking the header.
+@dataclass
+class _FileState:
+    has_content: bool
+    newline: str  # the file's own line ending, kept when appending
+    ends_with_newline: bool
+
+
+def _read_state(path: Path) -> _FileState:
+    """Check the header of an existing file and learn its line-ending style.
 
     A header that differs only by a UTF-8 BOM or CRLF endings is the same
     header; any other difference (names, order, count) is refused.
@@ -38,12 +62,13 @@ def _existing_state(path: Path) -> tuple[bool, str, bool]:
     try:
         with open(path, "rb") as f:
             head = f.readline(1 << 20)
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
+            size = f.seek(0, os.SEEK_END)
             last = b""
             if size:
                 f.seek(size - 1)
                 last = f.read(1)
+    except FileNotFoundError:
+        return _FileState(False, "\n", True)
     except IsADirectoryError:
         raise AmscError(f"{path}: is a directory; --append needs a CSV file path") from None
     except OSError as e:
@@ -51,7 +76,7 @@ def _existing_state(path: Path) -> tuple[bool, str, bool]:
     if not head.strip(b"\xef\xbb\xbf\r\n \t"):
         if size > len(head):
             raise AmscError(f"{path}: first line is empty; not a results file, refusing to append")
-        return False, "\n", True
+        return _FileState(False, "\n", True)
     newline = "\r\n" if head.endswith(b"\r\n") else "\n"
     try:
         text = head.decode("utf-8-sig").rstrip("\r\n")
@@ -63,45 +88,122 @@ def _existing_state(path: Path) -> tuple[bool, str, bool]:
             f"{path}: existing header differs from this tool's "
             f"({','.join(found)[:120]!r}); refusing to append — write to a new file"
         )
-    return True, newline, last in (b"\n", b"\r")
+    return _FileState(True, newline, last in (b"\n", b"\r"))
 
 
 def check_append_target(path: str | os.PathLike[str]) -> None:
-    """Refuse a bad ``--append`` target before any export work is done."""
+    """Refuse a bad ``--append`` target before any export work is done.
+
+    Only a fast pre-check: the authoritative check runs again under the lock.
+    """
     p = Path(path)
     if p.is_dir():
         raise AmscError(f"{p}: is a directory; --append needs a CSV file path")
-    if p.exists():
-        _existing_state(p)
+    _read_state(p)
 
 
-def append_rows(path: str | os.PathLike[str], rows: Sequence[Sequence[str]]) -> None:
-    """Append ``rows`` to ``path``, creating it (and its folder) with the header."""
-    p = Path(path)
-    if p.exists() or p.is_symlink():
-        has_content, newline, ends_nl = _existing_state(p)
-    else:
-        has_content, newline, ends_nl = False, "\n", True
-        try:
-            p.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise AmscError(f"{p.parent}: cannot create folder: {e.strerror or e}") from None
-    data = render_csv(rows, header=not has_content, newline=newline)
-    if has_content and not ends_nl:
-        data = newline + data  # a hand-edited file without a final newline
+@contextlib.contextmanager
+def locked(lock_path: Path, timeout_sec: float) -> Iterator[None]:
+    """Hold an exclusive ``fcntl`` lock on ``lock_path`` (created if missing).
+
+    POSIX record locks die with their process, so a killed appender never
+    leaves a stale lock behind. The lock file itself is never removed:
+    unlinking a lock file lets two processes lock two different inodes.
+    """
     try:
-        fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    except IsADirectoryError:
-        raise AmscError(f"{p}: is a directory; --append needs a CSV file path") from None
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
-        raise AmscError(f"{p}: cannot open results file: {e.strerror or e}") from None
+        raise AmscError(f"{lock_path}: cannot create lock file: {e.strerror or e}") from None
     try:
-        _write_all(fd, data.encode("utf-8"))
+        deadline = time.monotonic() + timeout_sec
+        delay = 0.005
+        while True:
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as e:
+                if e.errno not in (errno.EACCES, errno.EAGAIN):
+                    raise AmscError(f"{lock_path}: cannot lock: {e.strerror or e} (on Lustre, "
+                                    "mount with -o flock)") from None
+            if time.monotonic() >= deadline:
+                raise AmscError(f"{lock_path}: still locked by another writer after "
+                                f"{timeout_sec:g} s; retry, or raise --lock-timeout")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.25)
+        yield
     finally:
-        os.close(fd)
+        os.close(fd)  # releases the lock
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def find_duplicates(path: Path | None, rows: Sequence[Sequence[str]]) -> list[str]:
+    """Describe every row whose run key is already in ``path`` or earlier in ``rows``."""
+    if path is None:
+        path = Path(os.devnull)
+    wanted: dict[tuple[str, ...], int] = {}
+    problems: list[str] = []
+    for i, r in enumerate(rows):
+        key = tuple(r[j] for j in _KEY_IDX)
+        if key in wanted:
+            problems.append(f"rows {wanted[key] + 1} and {i + 1} of this export are the same run "
+                            f"({', '.join(key)})")
+        wanted.setdefault(key, i)
+    try:
+        f = open(path, newline="", encoding="utf-8-sig", errors="replace")  # noqa: SIM115
+    except FileNotFoundError:
+        return problems
+    except OSError as e:
+        raise AmscError(f"{path}: cannot read results file: {e.strerror or e}") from None
+    with f:
+        reader = csv.reader(f)
+        next(reader, None)
+        for cells in reader:
+            if len(cells) < len(HEADER):
+                continue
+            key = tuple(cells[j] for j in _KEY_IDX)
+            if key in wanted:
+                problems.append(f"the run ({', '.join(key)}) is already at line "
+                                f"{reader.line_num} of {path}")
+    return problems
+
+
+def lock_path_for(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+def append_rows(path: str | os.PathLike[str], rows: Sequence[Sequence[str]], *,
+                lock_timeout_sec: float = DEFAULT_LOCK_TIMEOUT_SEC,
+                allow_duplicate: bool = False) -> None:
+    """Append ``rows`` to ``path`` under its lock, creating file and folder as needed."""
+    p = Path(path)
+    if p.is_dir():
+        raise AmscError(f"{p}: is a directory; --append needs a CSV file path")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise AmscError(f"{p.parent}: cannot create folder: {e.strerror or e}") from None
+    with locked(lock_path_for(p), lock_timeout_sec):
+        state = _read_state(p)
+        if not allow_duplicate:
+            dups = find_duplicates(p if state.has_content else None, rows)
+            if dups:
+                raise AmscError(f"{dups[0]}; not appending a double count "
+                                "(pass --allow-duplicate to add it anyway)")
+        data = render_csv(rows, header=not state.has_content, newline=state.newline)
+        if state.has_content and not state.ends_with_newline:
+            data = state.newline + data  # a hand-edited file without a final newline
+        try:
+            fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except IsADirectoryError:
+            raise AmscError(f"{p}: is a directory; --append needs a CSV file path") from None
+        except OSError as e:
+            raise AmscError(f"{p}: cannot open results file: {e.strerror or e}") from None
+        try:
+            _write_all(fd, p, data.encode("utf-8"))
+        finally:
+            os.close(fd)
+
+
+def _write_all(fd: int, path: Path, data: bytes) -> None:
     """One append of complete lines; on failure the file is cut back to its old size."""
     start = os.lseek(fd, 0, os.SEEK_END)
     try:
@@ -113,5 +215,5 @@ def _write_all(fd: int, data: bytes) -> None:
     except OSError as e:
         with contextlib.suppress(OSError):
             os.ftruncate(fd, start)
-        raise AmscError(f"cannot write results file: {e.strerror or e}; file left as it was") \
-            from None
+        raise AmscError(f"{path}: cannot write results file: {e.strerror or e}; "
+                        "file left as it was") from None

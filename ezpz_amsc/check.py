@@ -1,0 +1,59 @@
+"""``--check PATH``: read a results file the way the dashboard does, line by line."""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+from .errors import AmscError
+from .row import HEADER, REQUIRED, dashboard_problems
+from .sink import KEY_COLUMNS
+
+
+def check_results_file(path: str | os.PathLike[str]) -> tuple[int, list[str]]:
+    """Return (data rows read, problems as ``PATH:LINE: what``); empty list = clean."""
+    p = Path(path)
+    if p.is_dir():
+        raise AmscError(f"{p}: is a directory; --check needs a results CSV")
+    try:
+        f = open(p, newline="", encoding="utf-8-sig")  # noqa: SIM115
+    except FileNotFoundError:
+        raise AmscError(f"{p}: no such file") from None
+    except OSError as e:
+        raise AmscError(f"{p}: cannot read: {e.strerror or e}") from None
+    problems: list[str] = []
+    rows = 0
+    with f:
+        try:
+            reader = csv.reader(f)
+            header = next(reader, None)
+            if header is None:
+                raise AmscError(f"{p}: empty file, no header")
+            missing = [c for c in REQUIRED if c not in header]
+            if missing:
+                raise AmscError(f"{p}: header lacks required column(s) {', '.join(missing)}")
+            if tuple(header) != HEADER:
+                problems.append(f"{p}:1: header differs from this tool's (order or columns)")
+            index = {c: header.index(c) for c in HEADER if c in header}
+            seen: dict[tuple[str, ...], int] = {}
+            for cells in reader:
+                line = reader.line_num
+                if not any(c.strip() for c in cells):
+                    continue
+                rows += 1
+                if len(cells) != len(header):
+                    problems.append(f"{p}:{line}: {len(cells)} cells, header has {len(header)}")
+                    continue
+                row = {c: cells[i] for c, i in index.items()}
+                problems.extend(f"{p}:{line}: {what}" for what in dashboard_problems(row))
+                key = tuple(row.get(c, "") for c in KEY_COLUMNS)
+                if key in seen:
+                    problems.append(f"{p}:{line}: same run as line {seen[key]}")
+                else:
+                    seen[key] = line
+        except UnicodeDecodeError:
+            problems.append(f"{p}: not UTF-8 text")
+        except csv.Error as e:
+            problems.append(f"{p}:{reader.line_num}: {e}")
+    return rows, problems
