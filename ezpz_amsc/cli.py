@@ -58,10 +58,17 @@ class _OneLineErrors(click.Command):
 @click.option("--append", "append_path", metavar="PATH",
               help="Append the row to this results CSV (created with a header if new).")
 @click.option("--no-header", is_flag=True, help="Omit the header line on stdout.")
+@click.option("--format", "out_format", type=click.Choice(["csv", "json"]), default="csv",
+              show_default=True,
+              help="stdout format; json: one object per run with the row's exact CSV strings "
+                   "and the details. --append always writes CSV.")
+@click.option("--explain", is_flag=True,
+              help="After the row, report on stderr where its numbers came from.")
+@click.option("-q", "--quiet", is_flag=True, help="No notes on stderr (errors still shown).")
 def export_amsc(run_dir: str, config: str | None, system: str | None, nodes: int | None,
                 gpus: int | None, status: str, error_text: str, warmup: int, reducer: str,
                 wall_time_sec: float | None, timestamp: str | None, append_path: str | None,
-                no_header: bool) -> None:
+                no_header: bool, out_format: str, explain: bool, quiet: bool) -> None:
     """Export a finished ezpz run directory as one AmSC benchmark CSV row.
 
     RUN_DIR is the directory ezpz's History wrote: metrics JSONL, run_info.json,
@@ -76,17 +83,38 @@ def export_amsc(run_dir: str, config: str | None, system: str | None, nodes: int
         timestamp=timestamp,
     )
     result = export_run(run_dir, opts)
-    for note in result.notes:
-        click.echo(f"note: {note}", err=True)
+    if not quiet and not explain:  # --explain lists every note itself, after the row
+        for note in result.notes:
+            click.echo(f"note: {note}", err=True)
     cells = [result.row[k] for k in result.row]
     if append_path:
         from .sink import append_rows
 
         append_rows(append_path, [cells])
-    else:
+    elif out_format == "csv":
         from .sink import write_stdout
 
         write_stdout([cells], header=not no_header, out=click.get_text_stream("stdout"))
+    if out_format == "json":
+        _write_json(result)
+    if explain:
+        _write_explain(result, quiet)
+
+
+def _write_json(result: Any) -> None:
+    from .explain import to_json
+
+    out = click.get_text_stream("stdout")
+    out.write(to_json(result) + "\n")
+    out.flush()
+
+
+def _write_explain(result: Any, quiet: bool) -> None:
+    from .explain import render, use_colour
+
+    err = click.get_text_stream("stderr")
+    err.write(render(result, colour=use_colour(err), quiet=quiet))
+    err.flush()
 
 
 def main(argv: list[str] | None = None, prog_name: str = "ezpz-amsc") -> Any:
