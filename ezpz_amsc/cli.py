@@ -94,7 +94,7 @@ def export_amsc(run_dir: str, config: str | None, system: str | None, nodes: int
     elif out_format == "csv":
         from .sink import write_stdout
 
-        write_stdout([cells], header=not no_header, out=click.get_text_stream("stdout"))
+        write_stdout([cells], header=not no_header, out=sys.stdout)
     if out_format == "json":
         _write_json(result)
     if explain:
@@ -104,7 +104,7 @@ def export_amsc(run_dir: str, config: str | None, system: str | None, nodes: int
 def _write_json(result: Any) -> None:
     from .explain import to_json
 
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     out.write(to_json(result) + "\n")
     out.flush()
 
@@ -112,7 +112,7 @@ def _write_json(result: Any) -> None:
 def _write_explain(result: Any, quiet: bool) -> None:
     from .explain import render, use_colour
 
-    err = click.get_text_stream("stderr")
+    err = sys.stderr
     err.write(render(result, colour=use_colour(err), quiet=quiet))
     err.flush()
 
