@@ -113,16 +113,16 @@ def _trend_lines(trend: Mapping[str, Any] | None, paint: _Paint) -> list[str]:
     warm, used = list(trend["warmup"]), list(trend["used"])
     scale_pts = [v for v in used if v is not None] or [v for v in warm if v is not None]
     lo, hi = (min(scale_pts), max(scale_pts)) if scale_pts else (0.0, 0.0)
-    line = paint.good(sparkline(used, lo, hi))
-    if warm:
-        line = paint.dim(sparkline(warm, lo, hi)) + paint.warn(WARMUP_MARK) + line
-    lines.append(line)
-
     n, w, per = trend["steps"], trend["warmup_steps"], trend["steps_per_point"]
     how = ("1 glyph per step" if per == 1
            else f"{len(warm) + len(used)} glyphs wide, each the mean of ~{per} steps")
     lines.append(f"{key}, {_plural(n, 'step')}, {how}; scale {BARS[0]} {_num(lo)} .. "
                  f"{BARS[-1]} {_num(hi)}")
+    # The sparkline gets a line of its own, so it can be picked out (and copied) whole.
+    line = paint.good(sparkline(used, lo, hi))
+    if warm:
+        line = paint.dim(sparkline(warm, lo, hi)) + paint.warn(WARMUP_MARK) + line
+    lines.append(line)
     if w:
         known = [v for v in warm if v is not None]
         shown = ", ".join(_num(v) for v in warm[:3]) + (", .." if len(warm) > 3 else "")
@@ -216,8 +216,8 @@ def render(result: ExportResult, colour: bool = False, quiet: bool = False) -> s
     item("steps", steps)
     cov = d.get("step_coverage")
     if cov:
-        more(f"step numbers {cov['first']}..{cov['last']} logged every {cov['stride']}+: "
-             f"{cov['logged']} of ~{cov['estimated_total']} steps")
+        more(f"step numbers {cov['first']}..{cov['last']} have gaps (smallest stride "
+             f"{cov['stride']}): {cov['logged']} of ~{cov['estimated_total']} steps logged")
 
     trend = d.get("trend")
     label = _TREND_LABEL.get(trend["series"], "trend") if trend else "throughput"
