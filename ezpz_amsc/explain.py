@@ -207,7 +207,9 @@ def render(result: ExportResult, colour: bool = False, quiet: bool = False) -> s
     block("placement", [placement[c] for c in ("system", "gpus", "nodes") if c in placement])
 
     n, used, dropped = d.get("steps", 0), d.get("steps_used", 0), d.get("steps_dropped_warmup", 0)
-    if n and not dropped and d.get("warmup"):
+    if not n:
+        steps = "no step records"
+    elif not dropped and d.get("warmup"):
         steps = (f"{_plural(n, 'step')} logged; --warmup {d['warmup']} would leave none, "
                  "so all were reduced")
     else:

@@ -219,10 +219,10 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
     details: dict[str, Any] = {
         "run_dir": str(files.root),
         "metrics_scheme": source.scheme if source else None,
-        "files_read": [str(p) for p in steps.files_read] if steps else [],
-        "rank_files_not_read": steps.files_not_read if steps else 0,
-        "other_rank_records": sum(steps.other_ranks.values()) if steps else 0,
-        "rank": steps.rank if steps else None,
+        "files_read": [str(p) for p in steps.files_read] if steps is not None else [],
+        "rank_files_not_read": steps.files_not_read if steps is not None else 0,
+        "other_rank_records": sum(steps.other_ranks.values()) if steps is not None else 0,
+        "rank": steps.rank if steps is not None else None,
         "provenance": {"tiers": prov.tiers, "sources": prov.source},
         "placement": placement.how,
         "steps": n,
@@ -238,7 +238,7 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
     }
     if red is not None:
         for name, s in red.stats.items():
-            key = steps.keys_used.get(name) if steps else None
+            key = steps.keys_used.get(name) if steps is not None else None
             details["series"][name] = {
                 "key": key, "present": s.present, "used": s.used,
                 "dropped_warmup": s.dropped_warmup, "kept_warmup": s.kept_warmup,
@@ -256,8 +256,8 @@ def _trend(red: Reduced, series: dict[str, dict[str, Any]], warmup: int) -> dict
     from .reduce import trend
 
     for name in _TREND_SERIES:
-        s = red.stats[name]
-        if s.present and s.values is not None:
+        s = red.stats.get(name)  # no stats at all when no step was logged (a failed run)
+        if s is not None and s.present and s.values is not None:
             warm = 0 if s.kept_warmup else min(warmup, int(s.values.size))
             return {"series": name, "key": series[name]["key"], **trend(s.values, warm)}
     return None

@@ -295,3 +295,59 @@ def test_bad_format_is_one_error_line():
     res = run_cli(RUNS / "minimal-1rank", "--config", "c", "--format", "xml")
     assert res.exit_code == 2
     assert res.stderr.startswith("error: ") and len(res.stderr.splitlines()) == 1
+
+
+# --- a failed run with no step, and the reduce helpers behind the report ------------------
+
+def test_failed_run_without_steps_explains_and_serialises(tmp_path):
+    run = _run(tmp_path, [])
+    args = ["--config", "c", "--status", "fail", "--error", "OOM", "--wall-time-sec", "5",
+            "--timestamp", "2026-01-01T00:00:00Z"]
+    explained = run_cli(run, *args, "--explain")
+    assert one_row(explained)["status"] == "fail"
+    assert "no step records" in explained.stderr
+    assert "nothing to draw" in explained.stderr
+    (obj,) = _json(run_cli(run, *args, "--format", "json").stdout)
+    d = obj["details"]
+    assert d["files_read"] == [str(run / "metrics-0.jsonl")]  # read, and empty
+    assert (d["steps"], d["trend"], d["series"]) == (0, None, {})
+
+
+@pytest.mark.parametrize(("steps", "want"), [
+    (range(10, 301, 10), (30, 10, 300, 10, 300)),
+    (range(0, 300, 10), (30, 0, 290, 10, 300)),
+    ([1, 2, 3, 4, 8, 9, 10], (7, 1, 10, 1, 10)),
+    ([5, 15, 10, 15, 20], (4, 5, 20, 5, 20)),  # order and a repeated step do not matter
+    (range(6, 40), None),  # contiguous from a late start
+    ([1, 2, 3, 1, 2, 3], None),  # a restart, no gap
+    ([0.5, 1.0, 5.0], None),  # not step numbers
+    ([7], None),
+    ([], None),
+])
+def test_step_coverage(steps, want):
+    import numpy as np
+
+    from ezpz_amsc.reduce import step_coverage
+
+    got = step_coverage(np.array(list(steps), dtype=float))
+    if want is None:
+        assert got is None
+    else:
+        assert (got.logged, got.first, got.last, got.stride, got.estimated_total) == want
+
+
+def test_trend_buckets_warmup_apart():
+    import numpy as np
+
+    from ezpz_amsc.reduce import trend
+
+    x = np.array([100.0] + [10.0] * 4 + [float("nan")] * 2 + [20.0] * 3)
+    short = trend(x, 1, width=60)
+    assert short["warmup"] == [100.0] and len(short["used"]) == 9
+    assert short["used"][4:6] == [None, None]
+    long = trend(x, 1, width=4)  # 1 warmup glyph + 3 used glyphs of 3 steps
+    assert long["warmup"] == [100.0]
+    assert long["used"] == [10.0, 10.0, 20.0]  # nan-only steps left out of the mean
+    assert long["steps_per_point"] == 3
+    assert trend(x, 0, width=60)["warmup"] == []
+    assert trend(x[:0], 1)["used"] == []
