@@ -116,8 +116,7 @@ def _trend_lines(trend: Mapping[str, Any] | None, paint: _Paint) -> list[str]:
     n, w, per = trend["steps"], trend["warmup_steps"], trend["steps_per_point"]
     how = ("1 glyph per step" if per == 1
            else f"{len(warm) + len(used)} glyphs wide, each the mean of ~{per} steps")
-    lines.append(f"{key}, {_plural(n, 'step')}, {how}; scale {BARS[0]} {_num(lo)} .. "
-                 f"{BARS[-1]} {_num(hi)}")
+    lines.append(f"{key}, {_plural(n, 'step')}, {how}; scale {_scale(lo, hi)}")
     # The sparkline gets a line of its own, so it can be picked out (and copied) whole.
     line = paint.good(sparkline(used, lo, hi))
     if warm:
@@ -133,6 +132,14 @@ def _trend_lines(trend: Mapping[str, Any] | None, paint: _Paint) -> list[str]:
     else:
         lines.append("no warmup step dropped")
     return lines
+
+
+def _scale(lo: float, hi: float) -> str:
+    """The sparkline's range, with enough digits that a narrow one does not read as flat."""
+    digits = 6
+    while digits < 12 and lo != hi and _num(lo, digits) == _num(hi, digits):
+        digits += 1
+    return f"{BARS[0]} {_num(lo, digits)} .. {BARS[-1]} {_num(hi, digits)}"
 
 
 def _table(details: Mapping[str, Any]) -> list[str]:

@@ -351,3 +351,9 @@ def test_trend_buckets_warmup_apart():
     assert long["steps_per_point"] == 3
     assert trend(x, 0, width=60)["warmup"] == []
     assert trend(x[:0], 1)["used"] == []
+
+
+def test_narrow_scale_gets_enough_digits(tmp_path):
+    recs = [step(i, dt=1.0, tps=1003.0 + (i % 2) * 0.01) for i in range(1, 8)]
+    err = run_cli(_run(tmp_path, recs), "--config", "c", "--explain").stderr
+    assert f"scale {BARS[0]} 1003 .. {BARS[-1]} 1003.01" in err
