@@ -68,13 +68,20 @@ class _OneLineErrors(click.Command):
                    "(exit status stays non-zero).")
 @click.option("--check", "check_path", metavar="PATH",
               help="Validate a results CSV the way the dashboard reads it; no RUN_DIR needed.")
+@click.option("--format", "out_format", type=click.Choice(["csv", "json"]), default="csv",
+              show_default=True,
+              help="stdout format; json: one object per run with the row's exact CSV strings "
+                   "and the details. --append always writes CSV.")
+@click.option("--explain", is_flag=True,
+              help="After the row, report on stderr where its numbers came from.")
+@click.option("-q", "--quiet", is_flag=True, help="No notes on stderr (errors still shown).")
 @click.pass_context
 def export_amsc(ctx: click.Context, run_dirs: tuple[str, ...], config: str | None,
                 system: str | None, nodes: int | None, gpus: int | None, status: str,
                 error_text: str, warmup: int, reducer: str, wall_time_sec: float | None,
                 timestamp: str | None, append_path: str | None, no_header: bool,
                 allow_duplicate: bool, lock_timeout: float, keep_going: bool,
-                check_path: str | None) -> None:
+                check_path: str | None, out_format: str, explain: bool, quiet: bool) -> None:
     """Export finished ezpz run directories as AmSC benchmark CSV rows, one per run.
 
     RUN_DIR is the directory ezpz's History wrote: metrics JSONL, run_info.json,
@@ -113,12 +120,17 @@ def export_amsc(ctx: click.Context, run_dirs: tuple[str, ...], config: str | Non
         if append_path:
             append_rows(append_path, rows, lock_timeout_sec=lock_timeout,
                         allow_duplicate=allow_duplicate)
-        else:
+        elif out_format == "csv":
             write_stdout(rows, header=not no_header, out=sys.stdout)
+    if out_format == "json":
+        _write_json([result for _, result in done])
     # Notes only once the rows are out: a failed command prints its error line alone.
     for run_dir, result in done:
-        for note in result.notes:
-            click.echo(f"note: {run_dir}: {note}" if batch else f"note: {note}", err=True)
+        if explain:  # the report lists every note itself, after the row
+            _write_explain(result, quiet)
+        elif not quiet:
+            for note in result.notes:
+                click.echo(f"note: {run_dir}: {note}" if batch else f"note: {note}", err=True)
     if failed:
         _report_failures(failed, written=True)
         ctx.exit(1)
@@ -143,6 +155,23 @@ def _check(path: str) -> None:
     if problems:
         raise AmscError(f"{path}: {len(problems)} problem(s) in {rows} row(s)")
     click.echo(f"{path}: {rows} row(s), all readable by the dashboard")
+
+
+def _write_json(results: list[Any]) -> None:
+    from .explain import to_json
+
+    out = sys.stdout
+    for result in results:
+        out.write(to_json(result) + "\n")
+    out.flush()
+
+
+def _write_explain(result: Any, quiet: bool) -> None:
+    from .explain import render, use_colour
+
+    err = sys.stderr
+    err.write(render(result, colour=use_colour(err), quiet=quiet))
+    err.flush()
 
 
 def main(argv: list[str] | None = None, prog_name: str = "ezpz-amsc") -> Any:

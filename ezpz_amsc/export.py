@@ -7,14 +7,17 @@ writing; the CLI and the finalize hook decide where rows and notes go.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from .discover import find_run_files
+from .discover import RunFiles, find_run_files
 from .errors import AmscError
 from .provenance import load_provenance, resolve_placement
 from .row import build_row, dashboard_problems, fmt, format_timestamp
-from .steps import MAX_LINE_BYTES, read_steps
+from .steps import MAX_LINE_BYTES, Steps, read_steps
+
+if TYPE_CHECKING:
+    from .reduce import Reduced
 
 
 @dataclass
@@ -41,6 +44,27 @@ class ExportResult:
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def unfinished_evidence(files: RunFiles, steps: Steps | None) -> list[str]:
+    """Signs that the job did not reach ``History.finalize()`` (it cannot prove success)."""
+    why = []
+    if steps is not None and steps.truncated_last_line:
+        why.append(f"{steps.files_read[-1].name} ends in a truncated line")
+    if not files.run_info and not files.reports:
+        why.append("no run_info.json and no report: History.finalize() did not run")
+    return why
+
+
+def coverage_text(red: Reduced) -> str | None:
+    """``30 of ~300 steps (...)`` when the logged step numbers leave gaps."""
+    cov = red.coverage
+    timed = red.stats["dt"].present if "dt" in red.stats else 0
+    if cov is None or not timed:
+        return None
+    every = f"every {cov.stride} steps" if cov.stride > 1 else "with gaps"
+    return (f"{timed} of ~{cov.estimated_total} steps (logged {every}, "
+            f"steps {cov.first}..{cov.last})")
 
 
 def validate_options(opts: ExportOptions) -> None:
@@ -96,7 +120,7 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
     n = len(steps) if steps is not None else 0
 
     if n == 0 and opts.status == "pass":
-        read = ", ".join(str(p) for p in steps.files_read) if steps else str(source.folder)
+        read = ", ".join(str(p) for p in steps.files_read) if steps is not None else str(source.folder)
         raise AmscError(f"{read}: no step records (lines with numeric 'metrics'); "
                         "if the run failed, pass --status fail")
 
@@ -114,8 +138,12 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
             notes.append(f"skipped {_plural(steps.long_lines, 'line')} over "
                          f"{opts.max_line_bytes >> 20} MiB unread")
         if steps.truncated_last_line:
-            notes.append(f"last line of {steps.files_read[-1].name} is truncated "
-                         "(job killed?); ignored it")
+            notes.append(f"last line of {steps.files_read[-1].name} is truncated; ignored it")
+    unfinished = unfinished_evidence(files, steps)
+    if unfinished:
+        hint = "; pass --status fail if the job failed" if opts.status == "pass" else ""
+        notes.append(f"run looks unfinished ({'; '.join(unfinished)}); "
+                     f"status stays {opts.status!r}{hint}")
     if red is not None:
         notes.extend(red.notes)
 
@@ -136,12 +164,16 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
 
     # wall time: summed step time over all steps (warmup included), else the flag.
     summed = red.wall_time_sec if red is not None else None
+    covers = coverage_text(red) if red is not None else None
     if opts.wall_time_sec is not None:
         values["wall_time_sec"] = fmt(opts.wall_time_sec, 3)
         if summed is not None:
-            notes.append(f"wall_time_sec from --wall-time-sec; summed step time is {summed:.3f}")
+            notes.append(f"wall_time_sec from --wall-time-sec; summed step time is {summed:.3f}"
+                         + (f" and covers {covers}" if covers else ""))
     elif summed is not None and summed > 0:
         values["wall_time_sec"] = fmt(summed, 3)
+        if covers:  # the sum is of the logged steps only; never scaled up silently
+            notes.append(f"wall_time_sec covers {covers}; pass --wall-time-sec")
     else:
         missing.append("--wall-time-sec SECONDS")
 
@@ -183,27 +215,36 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
     if problems:  # a bug, not a user error: never print a row the dashboard rejects
         raise AmscError(f"internal: row would be rejected by the dashboard: {'; '.join(problems)}")
 
+    warm_steps = min(opts.warmup, n) if n > opts.warmup else 0  # all kept when none is left
     details: dict[str, Any] = {
         "run_dir": str(files.root),
         "metrics_scheme": source.scheme if source else None,
-        "files_read": [str(p) for p in steps.files_read] if steps else [],
-        "rank_files_not_read": steps.files_not_read if steps else 0,
-        "rank": steps.rank if steps else None,
+        "files_read": [str(p) for p in steps.files_read] if steps is not None else [],
+        "rank_files_not_read": steps.files_not_read if steps is not None else 0,
+        "other_rank_records": sum(steps.other_ranks.values()) if steps is not None else 0,
+        "rank": steps.rank if steps is not None else None,
         "provenance": {"tiers": prov.tiers, "sources": prov.source},
         "placement": placement.how,
         "steps": n,
+        "steps_used": n - warm_steps,
+        "steps_dropped_warmup": warm_steps,
         "warmup": opts.warmup,
         "reducer": opts.reducer,
         "series": {},
+        "trend": None,
+        "step_coverage": asdict(red.coverage) if red is not None and red.coverage else None,
+        "unfinished": unfinished,
+        "notes": notes,
     }
     if red is not None:
         for name, s in red.stats.items():
-            key = steps.keys_used.get(name) if steps else None
+            key = steps.keys_used.get(name) if steps is not None else None
             details["series"][name] = {
                 "key": key, "present": s.present, "used": s.used,
                 "dropped_warmup": s.dropped_warmup, "kept_warmup": s.kept_warmup,
-                "value": s.value, "p10": s.p10, "p90": s.p90,
+                "value": s.value, "p10": s.p10, "p90": s.p90, "all_zero": s.all_zero,
             }
+        details["trend"] = _trend(red, details["series"], opts.warmup)
     return ExportResult(row=row, notes=notes, details=details)
 
 
@@ -223,3 +264,18 @@ def export_many(run_dirs: list[str], opts: ExportOptions
         except AmscError as e:
             failed.append((d, e))
     return done, failed
+
+
+# The sparkline shows throughput; a run that logs none gets its step time.
+_TREND_SERIES = ("tps", "tps_per_gpu", "dt")
+
+
+def _trend(red: Reduced, series: dict[str, dict[str, Any]], warmup: int) -> dict[str, Any] | None:
+    from .reduce import trend
+
+    for name in _TREND_SERIES:
+        s = red.stats.get(name)  # no stats at all when no step was logged (a failed run)
+        if s is not None and s.present and s.values is not None:
+            warm = 0 if s.kept_warmup else min(warmup, int(s.values.size))
+            return {"series": name, "key": series[name]["key"], **trend(s.values, warm)}
+    return None

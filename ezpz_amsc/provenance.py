@@ -172,11 +172,14 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
     how: dict[str, str] = {}
     missing: list[str] = []
 
+    # ``how`` reads "column value = where it came from", e.g. for --explain:
+    # "gpus 12 = max(WORLD_SIZE_IN_USE 12, world_size 12)".
+    gpus_flag, nodes_flag = gpus is not None, nodes is not None
     if system:
-        how["system"] = "--system"
+        how["system"] = f"system {system} = --system"
     elif prov.values.get("MACHINE"):
         system = prov.values["MACHINE"]
-        how["system"] = f"MACHINE from {prov.source['MACHINE']}"
+        how["system"] = f"system {system} = MACHINE from {prov.source['MACHINE']}"
     else:
         missing.append("--system NAME")
 
@@ -187,7 +190,7 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
     gpn = None if nodes is not None else _count(prov, "GPUS_PER_NODE", allow_zero=True)
 
     if gpus is not None:
-        how["gpus"] = "--gpus"
+        how["gpus"] = f"gpus {gpus} = --gpus"
     elif wsiu is not None or ws is not None:
         # Under torchrun WORLD_SIZE_IN_USE reads 1 while world_size is right.
         gpus = max(x for x in (wsiu, ws) if x is not None)
@@ -200,7 +203,7 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
         missing.append("--gpus N")
 
     if nodes is not None:
-        how["nodes"] = "--nodes"
+        how["nodes"] = f"nodes {nodes} = --nodes"
     elif gpus is not None and gpn:
         nodes = -(-gpus // gpn)
         how["nodes"] = f"nodes {nodes} = ceil({gpus} / GPUS_PER_NODE {gpn})"
@@ -208,7 +211,7 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
         nodes = num_nodes
         why = "GPUS_PER_NODE is 0" if gpn == 0 else "GPUS_PER_NODE unknown"
         how["nodes"] = f"nodes {nodes} = NUM_NODES ({why})"
-        if gpus is not None and nodes > gpus and how["gpus"] != "--gpus":
+        if gpus is not None and nodes > gpus and not gpus_flag:
             raise AmscError(
                 f"NUM_NODES {nodes} exceeds the {gpus} ranks that ran: it describes the "
                 "allocation, not the run; pass --nodes N"
@@ -226,6 +229,6 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
     assert system is not None and nodes is not None and gpus is not None
     if gpn is None:
         gpn = _count(prov, "GPUS_PER_NODE", allow_zero=True)
-    if how["gpus"] == "--gpus" and gpn and how["nodes"] != "--nodes" and gpus % gpn:
+    if gpus_flag and gpn and not nodes_flag and gpus % gpn:
         prov.notes.append(f"--gpus {gpus} is not a multiple of GPUS_PER_NODE {gpn}")
     return Placement(system=system, nodes=nodes, gpus=gpus, how=how)

@@ -31,6 +31,17 @@ class SeriesStats:
 
 
 @dataclass
+class StepCoverage:
+    """Which step numbers the logged records cover, when they leave gaps."""
+
+    logged: int  # distinct step numbers logged
+    first: int
+    last: int
+    stride: int  # smallest distance between consecutive logged step numbers
+    estimated_total: int  # steps the run likely took between first and last
+
+
+@dataclass
 class Reduced:
     steps: int
     first_timestamp: float | None
@@ -39,6 +50,7 @@ class Reduced:
     stats: dict[str, SeriesStats] = field(default_factory=dict)
     step_values: np.ndarray | None = None
     notes: list[str] = field(default_factory=list)
+    coverage: StepCoverage | None = None  # set only when the step numbers have gaps
 
 
 def _reduce(x: np.ndarray, reducer: str) -> float:
@@ -74,6 +86,59 @@ def reduce_series(values: np.ndarray, warmup: int, reducer: str) -> SeriesStats:
     p10, p90 = (float(v) for v in np.percentile(kept, [10, 90]))
     return SeriesStats(_reduce(kept, reducer), present, int(kept.size), dropped, kept_warmup,
                        p10, p90, values, all_zero=not values[finite].any())
+
+
+def step_coverage(step: np.ndarray) -> StepCoverage | None:
+    """Gaps in the logged step numbers (a run that logged every N steps), else ``None``.
+
+    Only whole step numbers are judged; a late start (ezpz's minimal example
+    logs from step 6) is not a gap. The total is an estimate for the note, not
+    a number the row uses: ``last - first + stride`` counts the steps before
+    the first logged one that its stride implies (10, 20, .., 300 → ~300).
+    """
+    finite = step[np.isfinite(step)]
+    if finite.size < 2 or not np.all(finite == np.floor(finite)):
+        return None
+    uniq = np.unique(finite)
+    if uniq.size < 2:
+        return None
+    diffs = np.diff(uniq)
+    if float(diffs.max()) <= 1:
+        return None
+    first, last, stride = int(uniq[0]), int(uniq[-1]), int(diffs.min())
+    return StepCoverage(int(uniq.size), first, last, stride, last - first + stride)
+
+
+def trend(values: np.ndarray, warmup_steps: int, width: int = 60) -> dict[str, object]:
+    """A series squeezed to at most ``width`` points for a sparkline, warmup kept apart.
+
+    Up to ``width`` steps: one point per step. Longer: the warmup and the used
+    steps are bucketed separately (mean of each bucket's finite values), so a
+    slow first step never blurs into the steps that were reduced. Plain floats
+    and ``None`` (no finite value) only: the result goes into JSON as is.
+    """
+    n = int(values.size)
+    warmup_steps = max(0, min(warmup_steps, n))
+    if n <= width:
+        warm_chars, used_chars = warmup_steps, n - warmup_steps
+    else:
+        warm_chars = max(1, round(width * warmup_steps / n)) if warmup_steps else 0
+        used_chars = width - warm_chars
+
+    def buckets(x: np.ndarray, k: int) -> list[float | None]:
+        out: list[float | None] = []
+        for part in np.array_split(x, k) if k else []:
+            ok = part[np.isfinite(part)]
+            out.append(float(ok.mean()) if ok.size else None)
+        return out
+
+    return {
+        "steps": n,
+        "warmup_steps": warmup_steps,
+        "steps_per_point": 1 if n <= width else -(-(n - warmup_steps) // max(used_chars, 1)),
+        "warmup": buckets(values[:warmup_steps], warm_chars),
+        "used": buckets(values[warmup_steps:], used_chars),
+    }
 
 
 def reduce_steps(steps: Steps, warmup: int, reducer: str) -> Reduced:
@@ -116,4 +181,5 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str) -> Reduced:
     final_loss = float(loss[loss_ok[-1]]) if loss_ok.size else None
 
     stats = {k: reduce_series(cols[k], warmup, reducer) for k in SERIES}
-    return Reduced(n, first_ts, wall, final_loss, stats, step, notes)
+    coverage = step_coverage(step) if steps.step_key is not None else None
+    return Reduced(n, first_ts, wall, final_loss, stats, step, notes, coverage)

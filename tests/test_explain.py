@@ -1,0 +1,359 @@
+"""``--explain`` (content, not layout), ``--format json`` cross-checked with CSV, colour rules."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import pytest
+from conftest import (
+    FIXTURE_NAMES,
+    RUNS,
+    one_row,
+    parse_csv,
+    run_cli,
+    step,
+    write_jsonl,
+    write_run_info,
+)
+
+from ezpz_amsc.explain import ABSENT, BARS, WARMUP_MARK, render, sparkline, spread, use_colour
+from ezpz_amsc.export import ExportOptions, export_run
+
+ANSI = "\x1b["
+SPARK = re.compile(f"^[{BARS}{WARMUP_MARK}{ABSENT}]+$")
+
+
+def _sparklines(text: str) -> list[str]:
+    return [t for ln in text.splitlines() if SPARK.match(t := ln.strip())]
+
+
+def _json(stdout: str) -> list[dict]:
+    def no_nan(name: str) -> None:
+        raise AssertionError(f"non-standard JSON constant {name}")
+
+    return [json.loads(ln, parse_constant=no_nan) for ln in stdout.splitlines()]
+
+
+def _run(tmp_path, records, **dist):
+    write_jsonl(tmp_path / "run" / "metrics-0.jsonl", records)
+    write_run_info(tmp_path / "run", **dist)
+    return tmp_path / "run"
+
+
+# --- --explain -----------------------------------------------------------------------------
+
+def test_explain_real_run_tells_where_numbers_came_from():
+    result = run_cli(RUNS / "fsdp_tp-2rank", "--config", "c", "--explain")
+    row = one_row(result)  # the row on stdout is untouched
+    err = result.stderr
+    assert "metrics-0.jsonl (rank 0)" in err
+    assert "1 other rank file not read" in err
+    assert "run_info.json (tier 1 of 3" in err
+    assert "gpus 2 = max(WORLD_SIZE_IN_USE 2, world_size 2)" in err
+    assert "nodes 1 = NUM_NODES (GPUS_PER_NODE is 0)" in err
+    assert "system localhost = MACHINE from run_info.json" in err
+    assert "30 steps logged, 1 dropped as warmup (--warmup 1), 29 reduced with median" in err
+    # The sparkline: one glyph per step, the warmup step left of the mark.
+    (line,) = _sparklines(err)
+    warm, used = line.split(WARMUP_MARK)
+    assert (len(warm), len(used)) == (1, 29)
+    assert "1 warmup step dropped" in err and "below the scale" in err
+    assert f"throughput_tokens_per_sec={row['throughput_tokens_per_sec']}" in err
+    # every note, once (not also printed before the row)
+    assert err.count("mfu is 0.0 on every step") == 1
+    assert ANSI not in err
+
+
+def test_explain_numbers_match_details():
+    res = export_run(RUNS / "fsdp_tp-2rank-torchrun", ExportOptions(config="c"))
+    text = render(res)
+    tps = res.details["series"]["tps"]
+    sp = spread(tps["value"], tps["p10"], tps["p90"])
+    assert sp == pytest.approx((tps["p90"] - tps["p10"]) / tps["value"])
+    table = next(ln for ln in text.splitlines() if "train/tps " in ln)
+    cells = table.split()
+    assert float(cells[2]) == pytest.approx(tps["value"], rel=1e-5)
+    assert float(cells[3]) == pytest.approx(tps["p10"], rel=1e-5)
+    assert float(cells[4]) == pytest.approx(tps["p90"], rel=1e-5)
+    assert cells[5] == f"{sp:.1%}"
+    assert cells[6:] == [str(tps["used"]), str(tps["dropped_warmup"])]
+    # torchrun's WORLD_SIZE_IN_USE=1 is visible in the derivation, and lost to world_size.
+    assert "gpus 2 = max(WORLD_SIZE_IN_USE 1, world_size 2)" in text
+
+
+def test_explain_marks_warmup_with_any_count(tmp_path):
+    recs = [step(i, dt=1.0, tps=100.0 if i <= 3 else 1000.0 + i) for i in range(1, 11)]
+    run = _run(tmp_path, recs)
+    err = run_cli(run, "--config", "c", "--warmup", "3", "--explain").stderr
+    (line,) = _sparklines(err)
+    warm, used = line.split(WARMUP_MARK)
+    assert warm == BARS[0] * 3  # clipped to the bottom of the used steps' scale
+    assert len(used) == 7 and used[0] == BARS[0] and used[-1] == BARS[-1]
+    assert "3 warmup steps dropped" in err and "100, 100, 100" in err
+
+
+def test_explain_one_step_run(tmp_path):
+    run = _run(tmp_path, [step(1, dt=2.0, tps=500.0, loss=1.0)])
+    result = run_cli(run, "--config", "c", "--explain")
+    assert one_row(result)["throughput_tokens_per_sec"] == "500.000"
+    err = result.stderr
+    assert _sparklines(err) == [BARS[3]]  # a single value: mid glyph, no warmup mark
+    assert "--warmup 1 would leave none, so all were reduced" in err
+    assert "no warmup step dropped" in err
+    assert "--warmup 1 leaves no tps values; reduced all 1 step" in err
+
+
+@pytest.mark.parametrize("name", ["diffusion-1rank", "minimal-1rank"])
+def test_explain_without_throughput_falls_back_to_step_time(name):
+    result = run_cli(RUNS / name, "--config", "c", "--explain")
+    assert one_row(result)["throughput_tokens_per_sec"] == ""
+    err = result.stderr
+    assert "no throughput series logged; showing step time" in err
+    (line,) = _sparklines(err)
+    assert WARMUP_MARK in line
+    assert "tokens/s" not in err  # no row for a series that was never logged
+
+
+def test_explain_with_nothing_to_draw(tmp_path):
+    run = _run(tmp_path, [step(i, loss=1.0 / i) for i in (1, 2, 3)])
+    result = run_cli(run, "--config", "c", "--wall-time-sec", "10", "--explain")
+    one_row(result)
+    assert "no throughput or step-time series logged; nothing to draw" in result.stderr
+    assert _sparklines(result.stderr) == []
+
+
+def test_explain_long_series_is_bucketed(tmp_path):
+    recs = [step(i, dt=1.0, tps=float(i)) for i in range(1, 601)]
+    run = _run(tmp_path, recs)
+    err = run_cli(run, "--config", "c", "--warmup", "20", "--explain").stderr
+    (line,) = _sparklines(err)
+    warm, used = line.split(WARMUP_MARK)
+    assert len(warm) + len(used) == 60
+    assert len(warm) == 2  # 20 of 600 steps -> 2 of 60 glyphs; 580 steps -> 58 glyphs of 10
+    assert used == "".join(sorted(used))  # a rising series stays rising after bucketing
+    assert "60 glyphs wide, each the mean of ~10 steps" in err
+
+
+def test_explain_shows_gap_and_provenance_from_two_tiers(tmp_path):
+    recs = [step(i, dt=0.5, tps=1000.0) for i in range(10, 301, 10)]
+    run = _run(tmp_path, recs, world_size=None, WORLD_SIZE_IN_USE=None)
+    (run / "train").mkdir()
+    (run / "train" / "report-train.md").write_text(
+        "# r\n\n### Distributed\n\n- **world_size**: 4\n\n### Next\n")
+    result = run_cli(run, "--config", "c", "--explain")
+    assert one_row(result)["gpus"] == "4"
+    err = result.stderr
+    assert "run_info.json (tier 1 of 3, run_info.json: MACHINE" in err
+    assert "train/report-train.md (tier 3 of 3, report ### Distributed: world_size)" in err
+    assert "gpus 4 = max(WORLD_SIZE_IN_USE ?, world_size 4)" in err
+    assert "step numbers 10..300 have gaps (smallest stride 10): 30 of ~300 steps logged" in err
+    assert "note: wall_time_sec covers 30 of ~300 steps" in err
+
+
+def test_explain_flags_show_as_flags(tmp_path):
+    run = _run(tmp_path, [step(i, dt=1.0, tps=10.0) for i in (1, 2)])
+    err = run_cli(run, "--config", "c", "--explain", "--system", "Aurora", "--gpus", "24",
+                  "--nodes", "2").stderr
+    for text in ("system Aurora = --system", "gpus 24 = --gpus", "nodes 2 = --nodes"):
+        assert text in err
+
+
+def test_explain_quiet_hides_notes_but_keeps_report():
+    result = run_cli(RUNS / "fsdp_tp-2rank", "--config", "c", "--explain", "-q")
+    one_row(result)
+    assert "note:" not in result.stderr
+    assert "1 hidden by --quiet" in result.stderr
+    assert "gpus 2 = max(" in result.stderr
+
+
+def test_explain_after_append(tmp_path):
+    out = tmp_path / "results.csv"
+    result = run_cli(RUNS / "fsdp_tp-1rank-launch", "--config", "c", "--append", out,
+                     "--explain")
+    assert result.exit_code == 0 and result.stdout == ""
+    assert len(parse_csv(out.read_text())) == 1
+    assert "explain:" in result.stderr
+
+
+# --- colour --------------------------------------------------------------------------------
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("stream", "env", "want"), [
+    (_Tty(), {}, True),
+    (_Tty(), {"NO_COLOR": ""}, True),  # no-color.org: only a non-empty value disables
+    (_Tty(), {"NO_COLOR": "1"}, False),
+    (io.StringIO(), {}, False),
+])
+def test_use_colour(stream, env, want):
+    assert use_colour(stream, env) is want
+
+
+def test_colour_only_when_asked():
+    res = export_run(RUNS / "fsdp_tp-2rank", ExportOptions(config="c"))
+    coloured, plain = render(res, colour=True), render(res, colour=False)
+    assert ANSI in coloured and ANSI not in plain
+    assert re.sub(r"\x1b\[[0-9;]*m", "", coloured) == plain
+
+
+def test_no_ansi_through_cli_even_with_no_color(monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    result = run_cli(RUNS / "minimal-1rank", "--config", "c", "--explain")
+    assert ANSI not in result.stderr and ANSI not in result.stdout
+
+
+# --- sparkline / spread units --------------------------------------------------------------
+
+@pytest.mark.parametrize(("points", "lo", "hi", "want"), [
+    ([1.0, 2.0, None], 1.0, 2.0, BARS[0] + BARS[-1] + ABSENT),
+    ([5.0, 5.0], 5.0, 5.0, BARS[3] * 2),
+    ([0.0, 10.0, 20.0], 5.0, 15.0, BARS[0] + BARS[4] + BARS[-1]),  # clipped both ends
+    ([], 0.0, 1.0, ""),
+])
+def test_sparkline(points, lo, hi, want):
+    assert sparkline(points, lo, hi) == want
+
+
+@pytest.mark.parametrize(("value", "p10", "p90", "want"), [
+    (100.0, 90.0, 110.0, 0.2), (0.0, 0.0, 0.0, None), (None, None, None, None),
+])
+def test_spread(value, p10, p90, want):
+    assert spread(value, p10, p90) == want
+
+
+# --- --format json -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_json_matches_csv_row(name):
+    csv_run = run_cli(RUNS / name, "--config", "agpt/x", "--warmup", "2")
+    json_run = run_cli(RUNS / name, "--config", "agpt/x", "--warmup", "2", "--format", "json")
+    assert json_run.exit_code == 0, json_run.stderr
+    (obj,) = _json(json_run.stdout)
+    assert obj["row"] == one_row(csv_run)  # same strings, same columns
+    assert list(obj["row"]) == list(parse_csv(csv_run.stdout)[0])  # same order
+    d = obj["details"]
+    assert d["steps"] == int(obj["row"]["steps"])
+    assert d["steps_dropped_warmup"] == 2 and d["steps_used"] == d["steps"] - 2
+    assert d["reducer"] == "median"
+    assert [f"note: {n}" for n in d["notes"]] == csv_run.stderr.splitlines()
+    assert json_run.stderr == csv_run.stderr
+    assert d["provenance"]["tiers"] == ["run_info.json"]
+    assert all(p.endswith(".jsonl") for p in d["files_read"])
+
+
+def test_json_details_carry_series_and_trend():
+    res = run_cli(RUNS / "fsdp_tp-2rank", "--config", "c", "--format", "json")
+    (obj,) = _json(res.stdout)
+    d = obj["details"]
+    tps = d["series"]["tps"]
+    assert tps["key"] == "train/tps"
+    assert round(tps["value"], 3) == float(obj["row"]["throughput_tokens_per_sec"])
+    assert tps["p10"] <= tps["value"] <= tps["p90"]
+    assert d["rank_files_not_read"] == 1
+    assert d["placement"]["gpus"] == "gpus 2 = max(WORLD_SIZE_IN_USE 2, world_size 2)"
+    t = d["trend"]
+    assert t["series"] == "tps" and t["warmup_steps"] == 1
+    assert len(t["warmup"]) == 1 and len(t["used"]) == 29
+    with open(RUNS / "fsdp_tp-2rank" / "metrics-0.jsonl") as f:
+        logged = [m["train/tps"] for ln in f if "train/tps" in (m := json.loads(ln)["metrics"])]
+    assert [*t["warmup"], *t["used"]] == logged  # 30 steps: unbucketed, exact
+    assert d["step_coverage"] is None and d["unfinished"] == []
+
+
+def test_json_absent_values_are_null(tmp_path):
+    recs = [step(i, dt=1.0, tps=float("nan") if i == 3 else 10.0) for i in range(1, 6)]
+    run = _run(tmp_path, recs)
+    res = run_cli(run, "--config", "c", "--format", "json")
+    (obj,) = _json(res.stdout)
+    assert obj["details"]["trend"]["used"] == [10.0, None, 10.0, 10.0]
+    assert obj["details"]["series"]["mfu"]["value"] is None
+    assert obj["row"]["mfu"] == ""
+
+
+def test_json_with_append_writes_csv_to_file(tmp_path):
+    out = tmp_path / "results.csv"
+    res = run_cli(RUNS / "fsdp_tp-1rank-launch", "--config", "c", "--append", out,
+                  "--format", "json")
+    (obj,) = _json(res.stdout)
+    (row,) = parse_csv(out.read_text())
+    assert row == obj["row"]
+
+
+def test_json_quiet(tmp_path):
+    res = run_cli(RUNS / "minimal-1rank", "--config", "c", "--format", "json", "-q")
+    (obj,) = _json(res.stdout)
+    assert res.stderr == ""
+    assert obj["details"]["notes"]  # still in the data: -q only silences stderr
+
+
+def test_bad_format_is_one_error_line():
+    res = run_cli(RUNS / "minimal-1rank", "--config", "c", "--format", "xml")
+    assert res.exit_code == 2
+    assert res.stderr.startswith("error: ") and len(res.stderr.splitlines()) == 1
+
+
+# --- a failed run with no step, and the reduce helpers behind the report ------------------
+
+def test_failed_run_without_steps_explains_and_serialises(tmp_path):
+    run = _run(tmp_path, [])
+    args = ["--config", "c", "--status", "fail", "--error", "OOM", "--wall-time-sec", "5",
+            "--timestamp", "2026-01-01T00:00:00Z"]
+    explained = run_cli(run, *args, "--explain")
+    assert one_row(explained)["status"] == "fail"
+    assert "no step records" in explained.stderr
+    assert "nothing to draw" in explained.stderr
+    (obj,) = _json(run_cli(run, *args, "--format", "json").stdout)
+    d = obj["details"]
+    assert d["files_read"] == [str(run / "metrics-0.jsonl")]  # read, and empty
+    assert (d["steps"], d["trend"], d["series"]) == (0, None, {})
+
+
+@pytest.mark.parametrize(("steps", "want"), [
+    (range(10, 301, 10), (30, 10, 300, 10, 300)),
+    (range(0, 300, 10), (30, 0, 290, 10, 300)),
+    ([1, 2, 3, 4, 8, 9, 10], (7, 1, 10, 1, 10)),
+    ([5, 15, 10, 15, 20], (4, 5, 20, 5, 20)),  # order and a repeated step do not matter
+    (range(6, 40), None),  # contiguous from a late start
+    ([1, 2, 3, 1, 2, 3], None),  # a restart, no gap
+    ([0.5, 1.0, 5.0], None),  # not step numbers
+    ([7], None),
+    ([], None),
+])
+def test_step_coverage(steps, want):
+    import numpy as np
+
+    from ezpz_amsc.reduce import step_coverage
+
+    got = step_coverage(np.array(list(steps), dtype=float))
+    if want is None:
+        assert got is None
+    else:
+        assert (got.logged, got.first, got.last, got.stride, got.estimated_total) == want
+
+
+def test_trend_buckets_warmup_apart():
+    import numpy as np
+
+    from ezpz_amsc.reduce import trend
+
+    x = np.array([100.0] + [10.0] * 4 + [float("nan")] * 2 + [20.0] * 3)
+    short = trend(x, 1, width=60)
+    assert short["warmup"] == [100.0] and len(short["used"]) == 9
+    assert short["used"][4:6] == [None, None]
+    long = trend(x, 1, width=4)  # 1 warmup glyph + 3 used glyphs of 3 steps
+    assert long["warmup"] == [100.0]
+    assert long["used"] == [10.0, 10.0, 20.0]  # nan-only steps left out of the mean
+    assert long["steps_per_point"] == 3
+    assert trend(x, 0, width=60)["warmup"] == []
+    assert trend(x[:0], 1)["used"] == []
+
+
+def test_narrow_scale_gets_enough_digits(tmp_path):
+    recs = [step(i, dt=1.0, tps=1003.0 + (i % 2) * 0.01) for i in range(1, 8)]
+    err = run_cli(_run(tmp_path, recs), "--config", "c", "--explain").stderr
+    assert f"scale {BARS[0]} 1003 .. {BARS[-1]} 1003.01" in err
