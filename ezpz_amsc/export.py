@@ -120,7 +120,8 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
     n = len(steps) if steps is not None else 0
 
     if n == 0 and opts.status == "pass":
-        read = ", ".join(str(p) for p in steps.files_read) if steps is not None else str(source.folder)
+        assert steps is not None  # no metrics source at all was refused above
+        read = ", ".join(str(p) for p in steps.files_read) or str(source.folder)
         raise AmscError(f"{read}: no step records (lines with numeric 'metrics'); "
                         "if the run failed, pass --status fail")
 
