@@ -177,6 +177,15 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
     elif prov.values.get("MACHINE"):
         system = prov.values["MACHINE"]
         how["system"] = f"MACHINE from {prov.source['MACHINE']}"
+    elif prov.values.get("HOSTNAME"):
+        from ._ezpz import get_machine
+
+        host = prov.values["HOSTNAME"]
+        system, by = get_machine(host)
+        how["system"] = f"{by}(HOSTNAME {host!r} from {prov.source['HOSTNAME']}) = {system!r}"
+        known = "" if system != host else ", which names no known facility"
+        prov.notes.append(f"no MACHINE recorded; system {system!r} from HOSTNAME {host!r} "
+                          f"by {by}{known}; pass --system to override")
     else:
         missing.append("--system NAME")
 
