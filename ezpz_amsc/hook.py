@@ -167,9 +167,14 @@ def finalize_hook(history: Any, outdir: str | os.PathLike[str] | None) -> None:
             msg = str(e)
         elif hasattr(e, "format_message"):  # AmscError: already says what to do
             msg = e.format_message()
+            if " pass --" in msg:  # flags only a by-hand export can take
+                msg += " (when exporting by hand: ezpz-amsc RUN_DIR --config LABEL ...)"
         else:
-            msg = f"{type(e).__name__}: {e}"
-        log.warning("ezpz-amsc: no row written%s: %s", where, " ".join(msg.split()))
+            msg = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+        msg = " ".join(msg.splitlines())
+        if where and msg.startswith(where[len(" for "):] + ":"):
+            where = ""  # the message names the directory already
+        log.warning("ezpz-amsc: no row written%s: %s", where, msg)
 
 
 def install() -> bool:
