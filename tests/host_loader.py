@@ -38,3 +38,16 @@ def load_plugins(cli: click.Group, group: str = "ezpz.commands") -> None:
             cmd = BrokenCommand(ep.name, e)
         cli.add_command(cmd, ep.name)
 # --- end snippet ---
+
+
+# --- snippet: docs/ezpz-integration.md (finalize) ---
+def run_finalize_hooks(history: object, outdir: object) -> None:
+    """Call every ``ezpz.finalize`` hook after run_info.json is written; never fail finalize."""
+    import logging
+
+    for ep in entry_points(group="ezpz.finalize"):
+        try:
+            ep.load()(history, outdir)
+        except Exception as e:
+            logging.getLogger("ezpz").warning("finalize hook %s failed: %s", ep.name, e)
+# --- end snippet ---

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from importlib.metadata import entry_points
@@ -11,7 +12,7 @@ from pathlib import Path
 import click
 import pytest
 from conftest import REPO, _runner, error_line, one_row, parse_csv, run_cli
-from host_loader import BrokenCommand, load_plugins
+from host_loader import BrokenCommand, load_plugins, run_finalize_hooks
 
 from ezpz_amsc.cli import export_amsc
 
@@ -130,6 +131,8 @@ def broken_site(tmp_path, monkeypatch):
         "missing = amsc_test_no_such_module:cmd",
         "notacommand = ezpz_amsc.cli:main",
         "launch = ezpz_amsc.cli:export_amsc",
+        "[ezpz.finalize]",
+        "broken = amsc_test_raising_plugin:hook",
         "",
     ]), {"amsc_test_raising_plugin": "raise RuntimeError('plugin exploded on import')\n"})
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
@@ -160,9 +163,24 @@ def test_broken_plugins_show_up_broken_and_the_cli_keeps_working(broken_site, fi
     one_row(_invoke(cli, "export-amsc", fixture_run("minimal-1rank"), "--config", "still/works"))
 
 
-def test_docs_give_exactly_the_tested_loader():
+def test_host_finalize_hooks_reach_ours_past_a_broken_one(broken_site, fixture_run,
+                                                          monkeypatch, caplog):
+    run = fixture_run("minimal-1rank")
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "minimal/hooked")
+    for name in ("EZPZ_AMSC_APPEND", "EZPZ_AMSC_STATUS", "EZPZ_AMSC_WALL_TIME_SEC", "RANK"):
+        monkeypatch.delenv(name, raising=False)
+    caplog.set_level(logging.WARNING)
+    run_finalize_hooks(object(), run)
+    assert [r["config"] for r in parse_csv((run / "amsc.csv").read_text())] == ["minimal/hooked"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "finalize hook broken failed: plugin exploded on import"]
+
+
+def test_docs_give_exactly_the_tested_host_code():
     source = (REPO / "tests" / "host_loader.py").read_text()
-    snippet = source.split("# --- snippet: docs/ezpz-integration.md ---\n")[1].split(
-        "# --- end snippet ---")[0]
+    snippets = [part.split("# --- end snippet ---")[0].split("---\n", 1)[1]
+                for part in source.split("# --- snippet: ")[1:]]
     docs = (REPO / "docs" / "ezpz-integration.md").read_text()
-    assert f"```python\n{snippet}```" in docs
+    assert len(snippets) == 2
+    for snippet in snippets:
+        assert f"```python\n{snippet}```" in docs
