@@ -5,3 +5,13 @@ plugin on every call.
 """
 
 __version__ = "0.1.0"
+
+
+def install() -> bool:
+    """Export a row at the end of every ``History.finalize()`` (see :func:`ezpz_amsc.hook.install`).
+
+    Defined here, importing the hook lazily, so that ``import ezpz_amsc`` stays cheap.
+    """
+    from .hook import install as _install
+
+    return _install()

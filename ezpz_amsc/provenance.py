@@ -180,6 +180,16 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
     elif prov.values.get("MACHINE"):
         system = prov.values["MACHINE"]
         how["system"] = f"system {system} = MACHINE from {prov.source['MACHINE']}"
+    elif prov.values.get("HOSTNAME"):
+        from ._ezpz import get_machine
+
+        host = prov.values["HOSTNAME"]
+        system, by = get_machine(host)
+        how["system"] = (f"system {system} = {by}(HOSTNAME {host!r} from "
+                         f"{prov.source['HOSTNAME']})")
+        known = "" if system != host else ", which names no known facility"
+        prov.notes.append(f"no MACHINE recorded; system {system!r} from HOSTNAME {host!r} "
+                          f"by {by}{known}; pass --system to override")
     else:
         missing.append("--system NAME")
 

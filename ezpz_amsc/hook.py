@@ -1,0 +1,218 @@
+"""Export at the end of training: the ``ezpz.finalize`` hook and :func:`install` (SPEC §3).
+
+The hook runs inside a training job, after ``History.finalize()`` has written
+the run directory. Its one promise: the job never dies because of it. Every
+failure becomes one warning line on the ``ezpz_amsc`` logger and is
+swallowed. ``KeyboardInterrupt`` and ``SystemExit`` are let through on
+purpose: nothing here raises them (the export is called as a function, not
+through click's standalone main), so when they show up they come from outside
+— Ctrl-C, or a scheduler's SIGTERM turned into ``sys.exit`` by the job — and
+swallowing them would keep a job alive that was told to stop.
+
+Environment (read when the hook runs, so a job script can ``export`` them):
+
+- ``EZPZ_AMSC_CONFIG``: the config label; unset or empty → the hook does nothing.
+- ``EZPZ_AMSC_APPEND``: results CSV to append to (same rules as ``--append``);
+  unset → ``<run dir>/amsc.csv`` holding the header and this run's row.
+- ``EZPZ_AMSC_STATUS``: ``pass`` (default) or ``fail``.
+- ``EZPZ_AMSC_WALL_TIME_SEC``: the scheduler's wall time, seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("ezpz_amsc")
+
+ENV_CONFIG = "EZPZ_AMSC_CONFIG"
+ENV_APPEND = "EZPZ_AMSC_APPEND"
+ENV_STATUS = "EZPZ_AMSC_STATUS"
+ENV_WALL_TIME = "EZPZ_AMSC_WALL_TIME_SEC"
+RANK_ENV = ("RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK")
+ROW_FILE = "amsc.csv"
+_DONE_ATTR = "_ezpz_amsc_exported"  # on the History object: run dirs already exported
+_WRAPPED_ATTR = "_ezpz_amsc_wrapped"
+
+
+class _Skip(Exception):
+    """A reason not to export, worded for the warning line."""
+
+
+def _rank(history: Any) -> int:
+    """This process's global rank: the history object's, else the launcher's, else 0."""
+    for attr in ("rank", "_rank"):
+        val = getattr(history, attr, None)
+        if isinstance(val, int) and not isinstance(val, bool):
+            return val
+    for name in RANK_ENV:
+        raw = os.environ.get(name, "").strip()
+        if raw:
+            try:
+                return int(raw)
+            except ValueError:
+                raise _Skip(f"{name}={raw!r} is not a rank") from None
+    return 0
+
+
+def run_dir_of(history: Any, outdir: str | os.PathLike[str] | None) -> Path:
+    """The directory ``finalize`` wrote (SPEC §1.5).
+
+    ``outdir`` when the caller passed one. Otherwise finalize picked a stamped
+    folder and left two pointers into it: ``_jsonl_path`` (the metrics file it
+    moved there) and ``_report_dir`` (that folder, or a ``dataset_fname``
+    subfolder of it). The one that contains the other is the run directory.
+    """
+    if outdir is not None and str(outdir) != "":
+        return Path(outdir)
+    jsonl = getattr(history, "_jsonl_path", None)
+    report = getattr(history, "_report_dir", None)
+    found = [Path(p) for p in ((Path(jsonl).parent if jsonl else None), report) if p]
+    if not found:
+        raise _Skip("finalize was given no outdir and the history object has neither "
+                    "_jsonl_path nor _report_dir")
+    a, b = found[0], found[-1]
+    if b == a or b.is_relative_to(a):
+        return a
+    if a.is_relative_to(b):
+        return b
+    return Path(report) if report else a  # unrelated: run_info.json is next to the report
+
+
+def _options(config: str) -> Any:
+    from .export import ExportOptions
+
+    if "\n" in config or "\r" in config or not config.strip():
+        raise _Skip(f"{ENV_CONFIG}={config!r} is not a one-line label")
+    status = os.environ.get(ENV_STATUS, "").strip() or "pass"
+    if status not in ("pass", "fail"):
+        raise _Skip(f"{ENV_STATUS} must be pass or fail, got {status!r}")
+    raw = os.environ.get(ENV_WALL_TIME, "").strip()
+    wall = None
+    if raw:
+        try:
+            wall = float(raw)
+        except ValueError:
+            wall = None
+        if wall is None or not 0 < wall < float("inf"):
+            raise _Skip(f"{ENV_WALL_TIME} must be a positive number of seconds, got {raw!r}")
+    return ExportOptions(config=config, status=status, wall_time_sec=wall)
+
+
+def _write_row_file(path: Path, cells: list[str]) -> None:
+    """Header + row, replacing any earlier file whole: never a half-written amsc.csv."""
+    from .sink import render_csv
+
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
+            f.write(render_csv([cells], header=True))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _export(history: Any, run_dir: Path, config: str) -> None:
+    from .export import export_run
+    from .sink import append_rows
+
+    key = str(run_dir.resolve())
+    done = getattr(history, _DONE_ATTR, None)
+    if isinstance(done, set) and key in done:
+        log.info("ezpz-amsc: %s already exported by this history; not writing it twice", run_dir)
+        return
+    result = export_run(run_dir, _options(config))
+    for note in result.notes:
+        log.info("ezpz-amsc: note: %s", note)
+    cells = [result.row[k] for k in result.row]
+    target = os.environ.get(ENV_APPEND, "").strip()
+    if target:
+        append_rows(target, [cells])
+    else:
+        target = str(run_dir / ROW_FILE)
+        _write_row_file(Path(target), cells)
+    # A frozen or slotted history refuses the attribute: only the double-export guard is lost.
+    with contextlib.suppress(Exception):
+        setattr(history, _DONE_ATTR, (done if isinstance(done, set) else set()) | {key})
+    log.info("ezpz-amsc: wrote the %r row for %s to %s", config, run_dir, target)
+
+
+def finalize_hook(history: Any, outdir: str | os.PathLike[str] | None) -> None:
+    """The ``ezpz.finalize`` entry point: export the finished run, never raise.
+
+    ``outdir`` is the directory finalize wrote, or None to read it off the
+    history object. Exports only when ``EZPZ_AMSC_CONFIG`` is set, and only
+    on rank 0.
+    """
+    config = os.environ.get(ENV_CONFIG, "")
+    if not config:
+        return
+    where = f" for {outdir}" if outdir is not None else ""
+    try:
+        if _rank(history) != 0:
+            return
+        run_dir = run_dir_of(history, outdir)
+        where = f" for {run_dir}"
+        _export(history, run_dir, config)
+    except Exception as e:  # see the module docstring for what is let through and why
+        if isinstance(e, _Skip):
+            msg = str(e)
+        elif hasattr(e, "format_message"):  # AmscError: already says what to do
+            msg = e.format_message()
+            if " pass --" in msg:  # flags only a by-hand export can take
+                msg += " (when exporting by hand: ezpz-amsc RUN_DIR --config LABEL ...)"
+        else:
+            msg = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+        msg = " ".join(msg.splitlines())
+        if where and msg.startswith(where[len(" for "):] + ":"):
+            where = ""  # the message names the directory already
+        log.warning("ezpz-amsc: no row written%s: %s", where, msg)
+
+
+def install() -> bool:
+    """Run :func:`finalize_hook` after every ``ezpz.history.History.finalize()``.
+
+    For ezpz releases that do not call ``ezpz.finalize`` hooks themselves.
+    Returns True when the real ezpz History is (now) wrapped; False, touching
+    nothing, when ezpz is not installed or is the unrelated PyPI namesake.
+    Calling it again is harmless: the method is wrapped once.
+    """
+    from ._ezpz import find_history_class
+
+    cls = find_history_class()
+    if cls is None:
+        return False
+    wrap_finalize(cls)
+    return True
+
+
+def wrap_finalize(cls: type) -> None:
+    """Wrap ``cls.finalize`` once, keeping its signature and return value."""
+    original = cls.finalize  # type: ignore[attr-defined]
+    if getattr(original, _WRAPPED_ATTR, False):
+        return
+    try:
+        sig: inspect.Signature | None = inspect.signature(original)
+    except (TypeError, ValueError):
+        sig = None
+
+    @functools.wraps(original)
+    def finalize(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(self, *args, **kwargs)
+        outdir = None
+        if sig is not None:
+            with contextlib.suppress(TypeError):  # the original accepted these arguments
+                outdir = sig.bind(self, *args, **kwargs).arguments.get("outdir")
+        finalize_hook(self, outdir)
+        return result
+
+    setattr(finalize, _WRAPPED_ATTR, True)
+    cls.finalize = finalize  # type: ignore[attr-defined]

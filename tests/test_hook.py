@@ -1,0 +1,379 @@
+"""The ezpz.finalize hook and install(): a row at the end of training, never a dead job."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, parse_csv, run_cli, write_run_info
+from standin_history import StandInHistory
+
+import ezpz_amsc
+from ezpz_amsc import hook
+from ezpz_amsc.hook import finalize_hook, run_dir_of, wrap_finalize
+
+RUN = "fsdp_tp-1rank-launch"
+ENV = ("EZPZ_AMSC_CONFIG", "EZPZ_AMSC_APPEND", "EZPZ_AMSC_STATUS", "EZPZ_AMSC_WALL_TIME_SEC",
+       "RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK")
+
+pytest_plugins = ("fake_ezpz",)  # the ezpz_pkg fixture
+
+
+class Bare:
+    """A history object with nothing on it: rank and run dir must come from elsewhere."""
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch):
+    for name in ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def warnings_seen(caplog):
+    """The warning lines the hook logged."""
+    caplog.set_level(logging.INFO, logger="ezpz_amsc")
+    return lambda: [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def _cli_row(run: Path, *args: str) -> dict[str, str]:
+    rows = parse_csv(run_cli(run, "--config", "fsdp_tp/tp1", *args).stdout)
+    assert len(rows) == 1
+    return rows[0]
+
+
+def test_writes_header_and_row_next_to_the_run(fixture_run, monkeypatch, warnings_seen):
+    run = fixture_run(RUN)
+    expected = _cli_row(run)
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "fsdp_tp/tp1")
+    assert finalize_hook(Bare(), run) is None
+    assert parse_csv((run / "amsc.csv").read_text()) == [expected]
+    assert warnings_seen() == []
+    assert not list(run.glob(".amsc.csv.*"))  # no temp file left behind
+
+
+def test_status_and_wall_time_from_the_environment(fixture_run, monkeypatch, warnings_seen):
+    run = fixture_run(RUN)
+    expected = _cli_row(run, "--status", "fail", "--wall-time-sec", "754.25")
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "fsdp_tp/tp1")
+    monkeypatch.setenv("EZPZ_AMSC_STATUS", "fail")
+    monkeypatch.setenv("EZPZ_AMSC_WALL_TIME_SEC", "754.25")
+    finalize_hook(Bare(), str(run))
+    row = parse_csv((run / "amsc.csv").read_text())[0]
+    assert row == expected
+    assert (row["status"], row["wall_time_sec"]) == ("fail", "754.250")
+    assert warnings_seen() == []
+
+
+def test_appends_to_a_results_file(fixture_run, tmp_path, monkeypatch, warnings_seen):
+    runs = [fixture_run(RUN), fixture_run("minimal-1rank")]
+    results = tmp_path / "results" / "all.csv"
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "cfg")
+    monkeypatch.setenv("EZPZ_AMSC_APPEND", str(results))
+    for run in runs:
+        finalize_hook(Bare(), run)
+    text = results.read_text()
+    assert text.count("timestamp,system,config") == 1
+    assert [r["steps"] for r in parse_csv(text)] == [_cli_row(r)["steps"] for r in runs]
+    assert not any((r / "amsc.csv").exists() for r in runs)
+    assert warnings_seen() == []
+
+
+def test_the_same_history_and_run_is_exported_once(fixture_run, tmp_path, monkeypatch,
+                                                   warnings_seen):
+    """A host that calls the hook and an install()ed wrapper must not double the row."""
+    run = fixture_run(RUN)
+    results = tmp_path / "all.csv"
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "cfg")
+    monkeypatch.setenv("EZPZ_AMSC_APPEND", str(results))
+    history = Bare()
+    finalize_hook(history, run)
+    finalize_hook(history, run)  # remembered on the history: silently skipped
+    assert warnings_seen() == []
+    # Another History exporting the same run: the results file's duplicate check refuses it.
+    finalize_hook(Bare(), run)
+    assert len(parse_csv(results.read_text())) == 1
+    (warning,) = warnings_seen()
+    assert "is already at line 2" in warning
+
+
+@pytest.mark.parametrize("setup", [
+    {},                                    # no EZPZ_AMSC_CONFIG: nothing at all
+    {"EZPZ_AMSC_CONFIG": ""},
+    {"EZPZ_AMSC_CONFIG": "c", "RANK": "1"},
+    {"EZPZ_AMSC_CONFIG": "c", "PMI_RANK": "3"},
+    {"EZPZ_AMSC_CONFIG": "c", "OMPI_COMM_WORLD_RANK": "7"},
+    {"EZPZ_AMSC_CONFIG": "c", "rank_attr": 2},
+    {"EZPZ_AMSC_CONFIG": "c", "rank_attr": 5, "RANK": "0"},  # the history's own rank wins
+], ids=["unset", "empty", "RANK", "PMI_RANK", "OMPI", "history.rank", "history-over-env"])
+def test_silent_no_op_off_rank_0_or_without_a_config(fixture_run, monkeypatch, warnings_seen,
+                                                     setup):
+    run = fixture_run(RUN)
+    history = Bare()
+    for k, v in setup.items():
+        if k == "rank_attr":
+            history.rank = v
+        else:
+            monkeypatch.setenv(k, v)
+    before = sorted(p.relative_to(run) for p in run.rglob("*"))
+    finalize_hook(history, run)
+    assert sorted(p.relative_to(run) for p in run.rglob("*")) == before
+    assert warnings_seen() == []
+
+
+def _boom(exc):
+    def export_run(run_dir, opts):
+        raise exc
+    return export_run
+
+
+# (environment, how to break the run / target, fragment of the one warning line)
+FAILURES = [
+    ({}, "missing-dir", "no-such-run: no such directory"),
+    ({}, "file-not-dir", "not a directory"),
+    ({}, "empty-dir", "no metrics found"),
+    ({}, "no-outdir", "finalize was given no outdir"),
+    ({"RANK": "zero"}, None, "RANK='zero' is not a rank"),
+    ({"EZPZ_AMSC_CONFIG": "   "}, None, "EZPZ_AMSC_CONFIG='   ' is not a one-line label"),
+    ({"EZPZ_AMSC_CONFIG": "a\nb"}, None, "is not a one-line label"),
+    ({"EZPZ_AMSC_STATUS": "ok"}, None, "EZPZ_AMSC_STATUS must be pass or fail, got 'ok'"),
+    ({"EZPZ_AMSC_WALL_TIME_SEC": "1h"}, None, "EZPZ_AMSC_WALL_TIME_SEC must be a positive"),
+    ({"EZPZ_AMSC_WALL_TIME_SEC": "-5"}, None, "EZPZ_AMSC_WALL_TIME_SEC must be a positive"),
+    ({"EZPZ_AMSC_WALL_TIME_SEC": "nan"}, None, "EZPZ_AMSC_WALL_TIME_SEC must be a positive"),
+    ({}, "append-under-a-file", "cannot create folder"),
+    ({}, "append-is-a-dir", "is a directory"),
+    ({}, "append-other-header", "existing header differs"),
+    ({}, "row-file-is-a-dir", "IsADirectoryError"),
+    ({}, "no-provenance", "cannot tell"),
+    ({}, RuntimeError("exploded inside export"), "RuntimeError: exploded inside export"),
+    ({}, MemoryError(), "MemoryError"),
+    ({}, RecursionError("deep"), "RecursionError: deep"),
+]
+
+
+@pytest.mark.parametrize("env, breakage, fragment", FAILURES,
+                         ids=[f"{b if isinstance(b, str) else type(b).__name__}-{sorted(e)}"
+                              for e, b, _ in FAILURES])
+def test_every_failure_is_one_warning_and_never_raises(fixture_run, tmp_path, monkeypatch,
+                                                       warnings_seen, env, breakage, fragment):
+    run = fixture_run(RUN)
+    outdir: Path | None = run
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "cfg")
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    append = tmp_path / "results.csv"
+    if breakage == "missing-dir":
+        outdir = tmp_path / "no-such-run"
+    elif breakage == "file-not-dir":
+        outdir = run / "run_info.json"
+    elif breakage == "empty-dir":
+        outdir = tmp_path / "empty"
+        write_run_info(outdir)
+    elif breakage == "no-outdir":
+        outdir = None
+    elif breakage == "append-under-a-file":
+        append = run / "run_info.json" / "results.csv"
+    elif breakage == "append-is-a-dir":
+        append = tmp_path
+    elif breakage == "append-other-header":
+        append.write_text("date,machine,score\n2026-01-01,x,1\n")
+    elif breakage == "row-file-is-a-dir":
+        (run / "amsc.csv").mkdir()
+    elif breakage == "no-provenance":
+        for p in [*run.rglob("run_info.json"), *run.rglob("report-*.md")]:
+            p.unlink()
+    elif isinstance(breakage, BaseException):
+        monkeypatch.setattr("ezpz_amsc.export.export_run", _boom(breakage))
+    if breakage and str(breakage).startswith("append"):
+        monkeypatch.setenv("EZPZ_AMSC_APPEND", str(append))
+    before = append.read_bytes() if append.is_file() else None
+
+    assert finalize_hook(Bare(), outdir) is None
+
+    lines = warnings_seen()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("ezpz-amsc: no row written")
+    assert fragment in lines[0]
+    assert "\n" not in lines[0]
+    assert not (run / "amsc.csv").is_file()
+    assert not list(run.glob(".amsc.csv.*"))
+    assert (append.read_bytes() if append.is_file() else None) == before
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, SystemExit])
+def test_interrupts_from_outside_still_stop_the_job(fixture_run, monkeypatch, exc):
+    """Ctrl-C, or a SIGTERM handler calling sys.exit, must not be swallowed by the hook."""
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "cfg")
+    monkeypatch.setattr("ezpz_amsc.export.export_run", _boom(exc()))
+    with pytest.raises(exc):
+        finalize_hook(Bare(), fixture_run(RUN))
+
+
+def test_without_logging_configured_the_warning_is_one_stderr_line(tmp_path):
+    code = ("from ezpz_amsc.hook import finalize_hook; "
+            f"finalize_hook(object(), {str(tmp_path / 'gone')!r}); print('job goes on')")
+    env = {**os.environ, "EZPZ_AMSC_CONFIG": "cfg"}
+    for name in ENV[1:]:
+        env.pop(name, None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, cwd=REPO)
+    assert (out.returncode, out.stdout) == (0, "job goes on\n")
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("ezpz-amsc: no row written: ")
+    assert lines[0].endswith("gone: no such directory; pass the run directory ezpz wrote")
+
+
+def _at(history: Bare, jsonl: str | None, report: str | None) -> Bare:
+    if jsonl:
+        history._jsonl_path = jsonl
+    if report:
+        history._report_dir = report
+    return history
+
+
+@pytest.mark.parametrize("outdir, jsonl, report, expected", [
+    ("out/given", "elsewhere/m.jsonl", "elsewhere", "out/given"),
+    (None, "o/s/metrics-0.jsonl", "o/s", "o/s"),
+    (None, "o/s/metrics-0.jsonl", "o/s/train", "o/s"),   # dataset_fname subfolder
+    (None, "o/s/metrics/m.jsonl", "o/s", "o/s"),
+    (None, "o/s/metrics-0.jsonl", None, "o/s"),
+    (None, None, "o/s", "o/s"),
+    (None, "a/m.jsonl", "b", "b"),                       # unrelated: where run_info.json is
+])
+def test_run_dir_is_the_one_finalize_wrote(outdir, jsonl, report, expected):
+    assert run_dir_of(_at(Bare(), jsonl, report), outdir) == Path(expected)
+
+
+# --- install(): wrapping History.finalize for ezpz releases that call no hooks ---
+
+
+@pytest.fixture
+def History():
+    """A fresh stand-in class per test, so wrapping one test's class leaves the others alone."""
+    return type("History", (StandInHistory,), {})
+
+
+def test_wrapping_keeps_signature_name_doc_and_return_value(History, fixture_run, tmp_path,
+                                                             monkeypatch):
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "cfg")
+    original = History.finalize
+    wrap_finalize(History)
+    assert History.finalize is not original
+    assert inspect.signature(History.finalize) == inspect.signature(original)
+    assert (History.finalize.__name__, History.finalize.__doc__) == (
+        original.__name__, original.__doc__)
+    h = History(fixture_run(RUN))
+    assert h.finalize(tmp_path / "out") is h.returned
+    assert (tmp_path / "out" / "amsc.csv").is_file()
+
+
+@pytest.mark.parametrize("call", [
+    lambda h, d: h.finalize(d),
+    lambda h, d: h.finalize(outdir=d, plot=False),
+    lambda h, d: h.finalize(d, "run-name", "train", save=True),
+], ids=["positional", "keyword", "with-dataset_fname"])
+def test_wrapped_finalize_exports_the_outdir_it_was_given(History, fixture_run, tmp_path,
+                                                         monkeypatch, warnings_seen, call):
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "cfg")
+    wrap_finalize(History)
+    out = tmp_path / "out"
+    call(History(fixture_run(RUN)), out)
+    assert len(parse_csv((out / "amsc.csv").read_text())) == 1
+    assert warnings_seen() == []
+
+
+@pytest.mark.parametrize("run_name, dataset_fname, where", [
+    (None, None, "outputs/History-2026-11-29-221908/2026-11-29-221908"),
+    ("fsdp", "train", "outputs/fsdp/2026-11-29-221908"),
+])
+def test_wrapped_finalize_finds_the_folder_it_chose(History, fixture_run, tmp_path, monkeypatch,
+                                                    warnings_seen, run_name, dataset_fname,
+                                                    where):
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "cfg")
+    wrap_finalize(History)
+    src = fixture_run(RUN)
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    History(src).finalize(run_name=run_name, dataset_fname=dataset_fname)
+    assert [p.relative_to(work).as_posix() for p in work.rglob("amsc.csv")] == [f"{where}/amsc.csv"]
+    assert warnings_seen() == []
+
+
+def test_wrapping_twice_wraps_once(History, fixture_run, tmp_path, monkeypatch):
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "cfg")
+    monkeypatch.setenv("EZPZ_AMSC_APPEND", str(tmp_path / "all.csv"))
+    wrap_finalize(History)
+    first = History.finalize
+    wrap_finalize(History)
+    assert History.finalize is first
+    History(fixture_run(RUN)).finalize(tmp_path / "out")
+    assert len(parse_csv((tmp_path / "all.csv").read_text())) == 1
+
+
+def test_a_failing_finalize_propagates_and_exports_nothing(History, fixture_run, tmp_path,
+                                                           monkeypatch):
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "cfg")
+    wrap_finalize(History)
+    h = History(fixture_run(RUN))
+    with pytest.raises(TypeError):
+        h.finalize(tmp_path / "out", no_such_arg=1)
+    h.source = tmp_path / "missing"
+    with pytest.raises(FileNotFoundError):
+        h.finalize(tmp_path / "out")
+    assert not (tmp_path / "out" / "amsc.csv").exists()
+
+
+def test_a_failing_export_leaves_finalize_result_intact(History, fixture_run, tmp_path,
+                                                        monkeypatch, warnings_seen):
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "cfg")
+    monkeypatch.setenv("EZPZ_AMSC_STATUS", "maybe")
+    wrap_finalize(History)
+    h = History(fixture_run(RUN))
+    assert h.finalize(tmp_path / "out") is not None
+    assert h.calls == [tmp_path / "out"]
+    assert len(warnings_seen()) == 1
+
+
+def test_install_without_ezpz_returns_false_and_touches_nothing(ezpz_pkg):
+    ezpz_pkg("absent")
+    before = dict(sys.modules)
+    assert ezpz_amsc.install() is False
+    assert {k for k in sys.modules if k not in before} <= {"ezpz_amsc.hook", "ezpz_amsc._ezpz"}
+
+
+def test_install_with_the_pypi_namesake_returns_false_without_importing_it(ezpz_pkg):
+    ezpz_pkg("namesake")
+    assert ezpz_amsc.install() is False
+    assert "ezpz" not in sys.modules
+
+
+@pytest.mark.parametrize("history_src", [
+    "raise ImportError('No module named torch')\n",
+    "History = None\n",
+    "class History:\n    def finalize(self, outdir=None):\n        pass\n",  # no update()
+], ids=["import-fails", "no-class", "not-ezpz-history"])
+def test_install_refuses_an_ezpz_history_that_is_not_the_real_one(ezpz_pkg, history_src):
+    ezpz_pkg({"ezpz/__init__.py": "", "ezpz/history.py": history_src})
+    assert ezpz_amsc.install() is False
+
+
+def test_install_wraps_the_real_history_once(ezpz_pkg, fixture_run, tmp_path, monkeypatch):
+    ezpz_pkg("history")
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "cfg")
+    assert ezpz_amsc.install() is True
+    from ezpz.history import History as Real
+
+    wrapped = Real.finalize
+    assert getattr(wrapped, hook._WRAPPED_ATTR) is True
+    assert ezpz_amsc.install() is True
+    assert Real.finalize is wrapped
+    Real(fixture_run(RUN)).finalize(tmp_path / "out")
+    assert len(parse_csv((tmp_path / "out" / "amsc.csv").read_text())) == 1
+    assert StandInHistory.finalize is not wrapped  # only ezpz's class was touched
