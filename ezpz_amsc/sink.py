@@ -69,6 +69,8 @@ def _read_state(path: Path) -> _FileState:
                 last = f.read(1)
     except FileNotFoundError:
         return _FileState(False, "\n", True)
+    except NotADirectoryError:
+        raise _parent_not_a_folder(path) from None
     except IsADirectoryError:
         raise AmscError(f"{path}: is a directory; --append needs a CSV file path") from None
     except OSError as e:
@@ -89,6 +91,12 @@ def _read_state(path: Path) -> _FileState:
             f"({','.join(found)[:120]!r}); refusing to append — write to a new file"
         )
     return _FileState(True, newline, last in (b"\n", b"\r"))
+
+
+def _parent_not_a_folder(path: Path) -> AmscError:
+    parent = next((q for q in reversed(path.parents) if q.exists() and not q.is_dir()),
+                  path.parent)
+    return AmscError(f"{parent}: exists and is not a folder; cannot create {path} there")
 
 
 def check_append_target(path: str | os.PathLike[str]) -> None:
@@ -179,6 +187,8 @@ def append_rows(path: str | os.PathLike[str], rows: Sequence[Sequence[str]], *,
         raise AmscError(f"{p}: is a directory; --append needs a CSV file path")
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise _parent_not_a_folder(p) from None
     except OSError as e:
         raise AmscError(f"{p.parent}: cannot create folder: {e.strerror or e}") from None
     with locked(lock_path_for(p), lock_timeout_sec):

@@ -64,3 +64,10 @@ def test_appended_rows_parse_with_csv_module(tmp_path):
     with open(out, newline="") as f:
         rows = list(csv.DictReader(f))
     assert rows[0]["config"] == 'label, with "quotes"'
+
+
+def test_append_below_a_file_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "results"
+    blocker.write_text("not a folder")
+    line = error_line(run_cli(GOOD, "--config", "c", "--append", blocker / "runs.csv"))
+    assert f"{blocker}: exists and is not a folder" in line
