@@ -145,7 +145,7 @@ FAILURES = [
     ({"EZPZ_AMSC_WALL_TIME_SEC": "1h"}, None, "EZPZ_AMSC_WALL_TIME_SEC must be a positive"),
     ({"EZPZ_AMSC_WALL_TIME_SEC": "-5"}, None, "EZPZ_AMSC_WALL_TIME_SEC must be a positive"),
     ({"EZPZ_AMSC_WALL_TIME_SEC": "nan"}, None, "EZPZ_AMSC_WALL_TIME_SEC must be a positive"),
-    ({}, "append-under-a-file", "cannot create folder"),
+    ({}, "append-under-a-file", "exists and is not a folder"),
     ({}, "append-is-a-dir", "is a directory"),
     ({}, "append-other-header", "existing header differs"),
     ({}, "row-file-is-a-dir", "IsADirectoryError"),
