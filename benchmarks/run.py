@@ -77,6 +77,9 @@ class Case:
 
 def run_once(cmd: Cmd, check: bool = False) -> None:
     env = {**os.environ, **cmd.env}
+    # Time what users run: an installed package has its bytecode compiled, so
+    # let the untimed warm-up run write it even where the shell turned that off.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         p = subprocess.Popen(cmd.argv, stdout=out, stderr=err, env=env)
@@ -111,10 +114,15 @@ def build_cases(tmp: Path, scale: float) -> tuple[list[Case], dict[str, Path]]:
     ranks_a, steps_a = max(2, int(768 * scale)), max(10, int(300 * scale))
     ckpt_a = int(5000 * scale)
     steps_b, steps_b25 = max(100, int(100_000 * scale)), max(25, int(25_000 * scale))
+    def run(name: str, ranks: int, steps: int, seed: int, ckpt: int = 0) -> Path:
+        # Named by their parameters, so a kept directory is reused only when it matches.
+        d = tmp / f"{name}-{ranks}x{steps}-ckpt{ckpt}-seed{seed}"
+        return d if (d / "run_info.json").exists() else make_run(d, ranks, steps, seed, ckpt)
+
     runs = {
-        "a": make_run(tmp / "a", ranks_a, steps_a, seed=1, checkpoint_files=ckpt_a),
-        "b": make_run(tmp / "b", 1, steps_b, seed=2),
-        "b25": make_run(tmp / "b25", 1, steps_b25, seed=3),
+        "a": run("a", ranks_a, steps_a, 1, ckpt_a),
+        "b": run("b", 1, steps_b, 2),
+        "b25": run("b25", 1, steps_b25, 3),
     }
 
     def tools(run: str, steps: int | None) -> list[Cmd]:
@@ -197,12 +205,15 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--scale", type=float, default=1.0,
                    help="shrink every run by this factor (e.g. 0.01 for a quick check)")
     p.add_argument("--keep", metavar="DIR", help="generate the runs here and keep them")
+    p.add_argument("--cases", default="a,b,b25,c", help="comma-separated subset of a,b,b25,c")
     a = p.parse_args(argv)
 
     tmp = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="ezpz-amsc-bench-"))
     try:
         t0 = time.perf_counter()
         cases, _ = build_cases(tmp, a.scale)
+        wanted = set(a.cases.split(","))
+        cases = [c for c in cases if c.name in wanted]
         print(f"generated runs in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         cmds = [(c, cmd) for c in cases for cmd in (c.floor, *c.tools)]
         for _, cmd in cmds:  # warm the page cache, check the rows, then time
