@@ -12,10 +12,10 @@ import json
 import math
 import os
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from .discover import MetricsSource
 from .errors import AmscError
@@ -80,6 +80,23 @@ def _number(v: Any) -> float | None:
     return None
 
 
+def _iter_lines(f: IO[bytes], limit: int) -> Iterator[bytes | None]:
+    """Yield lines; ``None`` stands for a line over ``limit`` bytes (skipped)."""
+    readline = f.readline
+    while True:
+        line = readline(limit)
+        if not line:
+            return
+        if len(line) >= limit and not line.endswith(b"\n"):
+            while True:  # drain the rest of the long line in bounded chunks
+                rest = readline(limit)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            yield None
+            continue
+        yield line
+
+
 def _fast_loads() -> Callable[[bytes], Any] | None:
     """orjson's ``loads`` when installed (the ``fast`` extra), unless turned off.
 
@@ -137,21 +154,12 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
         raise AmscError(f"{path}: cannot read metrics file: {e.strerror or e}") from None
     out.files_read.append(path)
     with f:
-        readline = f.readline
         try:
-            while True:
-                line = readline(max_line)
-                if not line:
-                    break
-                if len(line) >= max_line and line[-1:] != b"\n":
-                    while True:  # drain the rest of the long line in bounded chunks
-                        rest = readline(max_line)
-                        if not rest or rest.endswith(b"\n"):
-                            break
-                    last_line = None
+            for line in _iter_lines(f, max_line):
+                last_line = line
+                if line is None:
                     out.long_lines += 1
                     continue
-                last_line = line
                 try:
                     if fast is not None:
                         try:
