@@ -143,6 +143,7 @@ def find_run_files(run_dir: str | os.PathLike[str]) -> RunFiles:
     stack: list[tuple[Path, list[os.DirEntry[str]]]] = [(root, first)]
     while stack:
         folder, entries = stack.pop()
+        ranks_here: dict[int, str] | None = None
         for entry in entries:
             name = entry.name
             try:
@@ -164,7 +165,9 @@ def find_run_files(run_dir: str | os.PathLike[str]) -> RunFiles:
             if name.endswith(".jsonl"):
                 m = _PER_RANK.match(name)
                 if m:
-                    per_rank.setdefault(folder, {})[int(m.group(1))] = name
+                    if ranks_here is None:
+                        ranks_here = per_rank.setdefault(folder, {})
+                    ranks_here[int(m.group(1))] = name
                     continue
                 path = Path(entry.path)
                 if name == "metrics.jsonl":
