@@ -57,6 +57,7 @@ class Cmd:
     expect_steps: int | None = None  # check the exporter's row, not just its exit code
     wall_sec: list[float] = field(default_factory=list)
     rss_kb: list[int] = field(default_factory=list)
+    row: str = ""  # stdout of the checked run
 
     def median_sec(self) -> float:
         return statistics.median(self.wall_sec)
@@ -96,6 +97,7 @@ def run_once(cmd: Cmd, check: bool = False) -> None:
         rows = list(csv.DictReader(io.StringIO(stdout)))
         if len(rows) != 1 or rows[0]["steps"] != str(cmd.expect_steps):
             raise SystemExit(f"{cmd.label}: unexpected output\n{stdout}{stderr}")
+    cmd.row = stdout
     if not check:
         cmd.wall_sec.append(elapsed)
         cmd.rss_kb.append(usage.ru_maxrss)
@@ -218,6 +220,9 @@ def main(argv: list[str] | None = None) -> None:
         cmds = [(c, cmd) for c in cases for cmd in (c.floor, *c.tools)]
         for _, cmd in cmds:  # warm the page cache, check the rows, then time
             run_once(cmd, check=True)
+        for c in cases:  # both JSON paths must give the same row
+            if len({t.row for t in c.tools}) != 1:
+                raise SystemExit(f"({c.name}): rows differ between JSON parsers")
         for rep in range(a.repeats):
             # Alternate the order so that neither side always runs first.
             for _, cmd in cmds if rep % 2 == 0 else reversed(cmds):
