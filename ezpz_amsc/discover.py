@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,13 +29,39 @@ _SNIFF_LINES = 8
 _SNIFF_BYTES = 1 << 20
 
 
+class RankFiles(Mapping[int, Path]):
+    """rank -> its ``metrics-<rank>.jsonl``, as a read-only mapping.
+
+    Holds file names and builds the ``Path`` on access: a 12,288-rank run
+    would otherwise spend ~50 ms making Path objects of which one is read.
+    """
+
+    __slots__ = ("folder", "_names")
+
+    def __init__(self, folder: Path, names: dict[int, str]) -> None:
+        self.folder = folder
+        self._names = names
+
+    def __getitem__(self, rank: int) -> Path:
+        return self.folder / self._names[rank]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __repr__(self) -> str:
+        return f"RankFiles({str(self.folder)!r}, {len(self)} ranks)"
+
+
 @dataclass
 class MetricsSource:
     """Where the step records are: per-rank files, or one file filtered by rank."""
 
     scheme: str  # "per-rank" | "interleaved" | "run-id"
     folder: Path
-    per_rank: dict[int, Path] = field(default_factory=dict)  # scheme == "per-rank"
+    per_rank: Mapping[int, Path] = field(default_factory=dict)  # scheme == "per-rank"
     single: Path | None = None  # "interleaved" or "run-id"
 
 
@@ -106,7 +133,7 @@ def find_run_files(run_dir: str | os.PathLike[str]) -> RunFiles:
     except OSError as e:
         raise AmscError(f"{root}: cannot list directory: {e.strerror or e}") from None
 
-    per_rank: dict[Path, dict[int, Path]] = {}
+    per_rank: dict[Path, dict[int, str]] = {}  # folder -> rank -> file name
     interleaved: dict[Path, Path] = {}
     other_jsonl: dict[Path, list[Path]] = {}
     files = RunFiles(root=root, metrics=None)
@@ -116,6 +143,7 @@ def find_run_files(run_dir: str | os.PathLike[str]) -> RunFiles:
     stack: list[tuple[Path, list[os.DirEntry[str]]]] = [(root, first)]
     while stack:
         folder, entries = stack.pop()
+        ranks_here: dict[int, str] | None = None
         for entry in entries:
             name = entry.name
             try:
@@ -134,21 +162,24 @@ def find_run_files(run_dir: str | os.PathLike[str]) -> RunFiles:
                 continue
             if not is_file:
                 continue
-            path = Path(entry.path)
             if name.endswith(".jsonl"):
                 m = _PER_RANK.match(name)
                 if m:
-                    per_rank.setdefault(folder, {})[int(m.group(1))] = path
-                elif name == "metrics.jsonl":
+                    if ranks_here is None:
+                        ranks_here = per_rank.setdefault(folder, {})
+                    ranks_here[int(m.group(1))] = name
+                    continue
+                path = Path(entry.path)
+                if name == "metrics.jsonl":
                     interleaved[folder] = path
                 else:
                     other_jsonl.setdefault(folder, []).append(path)
             elif name == "run_info.json":
-                files.run_info.append(path)
+                files.run_info.append(Path(entry.path))
             elif name == "config.json":
-                files.config.append(path)
+                files.config.append(Path(entry.path))
             elif name.startswith("report") and name.endswith(".md"):
-                files.reports.append(path)
+                files.reports.append(Path(entry.path))
 
     run_id: dict[Path, list[Path]] = {}
     for folder, paths in other_jsonl.items():
@@ -182,7 +213,8 @@ def find_run_files(run_dir: str | os.PathLike[str]) -> RunFiles:
                 f"({', '.join(schemes)}); keep one run per directory"
             )
         if folder in per_rank:
-            files.metrics = MetricsSource("per-rank", folder, per_rank=per_rank[folder])
+            files.metrics = MetricsSource("per-rank", folder,
+                                          per_rank=RankFiles(folder, per_rank[folder]))
         elif folder in interleaved:
             files.metrics = MetricsSource("interleaved", folder, single=interleaved[folder])
         else:
