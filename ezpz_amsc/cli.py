@@ -86,7 +86,7 @@ def export_amsc(run_dir: str, config: str | None, system: str | None, nodes: int
     else:
         from .sink import write_stdout
 
-        write_stdout([cells], header=not no_header, out=click.get_text_stream("stdout"))
+        write_stdout([cells], header=not no_header, out=sys.stdout)
 
 
 def main(argv: list[str] | None = None, prog_name: str = "ezpz-amsc") -> Any:

@@ -147,6 +147,8 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
 
     if missing:
         why = "no step was logged" if n == 0 else "the steps do not record it"
+        if red is not None and red.invalid.get("dt") and red.wall_time_sec is None:
+            why += f"; all {red.invalid['dt']} step times logged are zero or negative"
         what = ", ".join(m.split()[0][2:].replace("-", "_") for m in missing)
         raise AmscError(f"cannot tell {what} ({why}); pass {' '.join(missing)}")
 
