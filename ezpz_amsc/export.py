@@ -71,8 +71,8 @@ def validate_options(opts: ExportOptions) -> None:
                             f"got {opts.timestamp!r}") from None
     for flag, val in (("--config", opts.config), ("--system", opts.system or ""),
                       ("--error", opts.error or "")):
-        if "\n" in val or "\r" in val:
-            raise AmscError(f"{flag} must be a single line")
+        if val and not val.isprintable():  # line breaks, control chars, undecodable bytes
+            raise AmscError(f"{flag} must be a single line of printable text, got {val!r}")
 
 
 def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportResult:

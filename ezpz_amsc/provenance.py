@@ -172,10 +172,16 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
     how: dict[str, str] = {}
     missing: list[str] = []
 
+    machine = prov.values.get("MACHINE")
+    if machine and not system and not machine.isprintable():
+        # A line break would split the row; a lone surrogate cannot even be written.
+        prov.notes.append(f"ignored MACHINE={machine!r} from {prov.source['MACHINE']}: "
+                          "not a single line of printable text")
+        machine = None
     if system:
         how["system"] = "--system"
-    elif prov.values.get("MACHINE"):
-        system = prov.values["MACHINE"]
+    elif machine:
+        system = machine
         how["system"] = f"MACHINE from {prov.source['MACHINE']}"
     else:
         missing.append("--system NAME")

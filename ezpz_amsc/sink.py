@@ -52,12 +52,21 @@ def _existing_state(path: Path) -> tuple[bool, str, bool]:
         if size > len(head):
             raise AmscError(f"{path}: first line is empty; not a results file, refusing to append")
         return False, "\n", True
-    newline = "\r\n" if head.endswith(b"\r\n") else "\n"
+    # Old Mac / some spreadsheet exports end lines with a bare CR: readline sees
+    # no line end there, so cut the header at the first CR or LF ourselves.
+    cr, lf = head.find(b"\r"), head.find(b"\n")
+    if cr != -1 and (lf == -1 or cr < lf):
+        newline = "\r\n" if head[cr:cr + 2] == b"\r\n" else "\r"
+        head = head[:cr]
+    else:
+        newline = "\n"
     try:
         text = head.decode("utf-8-sig").rstrip("\r\n")
+        found = next(csv.reader([text]), [])
     except UnicodeDecodeError:
         raise AmscError(f"{path}: header is not UTF-8; refusing to append") from None
-    found = next(csv.reader([text]), [])
+    except csv.Error as e:
+        raise AmscError(f"{path}: header is not CSV ({e}); refusing to append") from None
     if tuple(found) != HEADER:
         raise AmscError(
             f"{path}: existing header differs from this tool's "
@@ -69,10 +78,15 @@ def _existing_state(path: Path) -> tuple[bool, str, bool]:
 def append_rows(path: str | os.PathLike[str], rows: Sequence[Sequence[str]]) -> None:
     """Append ``rows`` to ``path``, creating it (and its folder) with the header."""
     p = Path(path)
+    new_dirs: list[Path] = []  # folders this call creates, removed again if the write fails
     if p.exists() or p.is_symlink():
+        if p.exists() and not p.is_dir() and not p.is_file():
+            # A FIFO would block the header read forever; a device is no results file.
+            raise AmscError(f"{p}: not a regular file; --append needs a CSV file path")
         has_content, newline, ends_nl = _existing_state(p)
     else:
         has_content, newline, ends_nl = False, "\n", True
+        new_dirs = [d for d in p.parents if not d.exists()]
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -80,16 +94,32 @@ def append_rows(path: str | os.PathLike[str], rows: Sequence[Sequence[str]]) -> 
     data = render_csv(rows, header=not has_content, newline=newline)
     if has_content and not ends_nl:
         data = newline + data  # a hand-edited file without a final newline
+    flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT | os.O_EXCL if not has_content and
+                                         not p.exists() else 0)
     try:
-        fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(p, flags, 0o644)
     except IsADirectoryError:
         raise AmscError(f"{p}: is a directory; --append needs a CSV file path") from None
     except OSError as e:
+        _remove_dirs(new_dirs)
         raise AmscError(f"{p}: cannot open results file: {e.strerror or e}") from None
     try:
         _write_all(fd, data.encode("utf-8"))
+    except AmscError:
+        if flags & os.O_EXCL:  # the file is ours: leave no empty results file behind
+            with contextlib.suppress(OSError):
+                os.unlink(p)
+            _remove_dirs(new_dirs)
+        raise
     finally:
         os.close(fd)
+
+
+def _remove_dirs(created: list[Path]) -> None:
+    """Remove folders made for a results file that was never written (deepest first)."""
+    for d in created:
+        with contextlib.suppress(OSError):
+            d.rmdir()
 
 
 def _write_all(fd: int, data: bytes) -> None:
