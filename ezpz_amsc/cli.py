@@ -76,8 +76,6 @@ def export_amsc(run_dir: str, config: str | None, system: str | None, nodes: int
         timestamp=timestamp,
     )
     result = export_run(run_dir, opts)
-    for note in result.notes:
-        click.echo(f"note: {note}", err=True)
     cells = [result.row[k] for k in result.row]
     if append_path:
         from .sink import append_rows
@@ -87,6 +85,9 @@ def export_amsc(run_dir: str, config: str | None, system: str | None, nodes: int
         from .sink import write_stdout
 
         write_stdout([cells], header=not no_header, out=sys.stdout)
+    # Notes only once the row is out: a failed --append ends with its one error line.
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
 
 
 def main(argv: list[str] | None = None, prog_name: str = "ezpz-amsc") -> Any:

@@ -111,8 +111,9 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
         if steps.bad_lines:
             notes.append(f"skipped {_plural(steps.bad_lines, 'unparsable line')}")
         if steps.long_lines:
-            notes.append(f"skipped {_plural(steps.long_lines, 'line')} over "
-                         f"{opts.max_line_bytes >> 20} MiB unread")
+            limit = opts.max_line_bytes
+            size = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit} bytes"
+            notes.append(f"skipped {_plural(steps.long_lines, 'line')} over {size} unread")
         if steps.truncated_last_line:
             notes.append(f"last line of {steps.files_read[-1].name} is truncated "
                          "(job killed?); ignored it")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +44,9 @@ class Placement:
 def _read_text(path: Path, notes: list[str]) -> str | None:
     try:
         with open(path, "rb") as f:
-            data = f.read(_MAX_PROVENANCE_BYTES + 1)
+            # read(n) allocates n up front: size the buffer by the file, not the cap.
+            size = os.fstat(f.fileno()).st_size
+            data = f.read(min(size, _MAX_PROVENANCE_BYTES) + 1)
     except OSError as e:
         notes.append(f"skipped {path.name}: {e.strerror or e}")
         return None
@@ -232,6 +235,6 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
     assert system is not None and nodes is not None and gpus is not None
     if gpn is None:
         gpn = _count(prov, "GPUS_PER_NODE", allow_zero=True)
-    if how["gpus"] == "--gpus" and gpn and how["nodes"] != "--nodes" and gpus % gpn:
+    if how["gpus"] == "--gpus" and gpn and gpus % gpn:
         prov.notes.append(f"--gpus {gpus} is not a multiple of GPUS_PER_NODE {gpn}")
     return Placement(system=system, nodes=nodes, gpus=gpus, how=how)

@@ -116,7 +116,8 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str) -> Reduced:
     lo, hi = TIMESTAMP_RANGE
     bad_ts = (ts < lo) | (ts > hi)
     if bad_ts.any():
-        notes.append(f"ignored {int(bad_ts.sum())} timestamps outside years 1970-9999")
+        k = int(bad_ts.sum())
+        notes.append(f"ignored {k} timestamp{'' if k == 1 else 's'} outside years 1970-9999")
         ts = np.where(bad_ts, np.nan, ts)
 
     step_key = np.where(np.isfinite(step), step, np.inf)

@@ -2,7 +2,7 @@
 
 Every generated case must end in one of two ways: exit 0 with exactly one row
 that the dashboard's own reading accepts, or exit 1/2 with one ``error:`` line
-(after any ``note:`` lines). Never a traceback or a Python warning on stderr,
+(and nothing else). Never a traceback or a Python warning on stderr,
 and no file other than the ``--append`` target is ever created or changed.
 
 Example counts come from the hypothesis profile (see tests/conftest.py):
@@ -288,13 +288,10 @@ def _snapshot(root: Path) -> dict[str, str]:
 def _check_stderr(stderr: str, failed: bool) -> None:
     assert "Traceback" not in stderr and "Warning" not in stderr, stderr
     lines = [ln for ln in stderr.splitlines() if ln.strip()]
-    errors = [ln for ln in lines if ln.startswith("error: ")]
-    if failed:
-        assert len(errors) == 1 and lines[-1] == errors[0], stderr
-        lines = lines[:-1]
+    if failed:  # exactly one line, no notes before it (SPEC §2.7, conftest.error_line)
+        assert len(lines) == 1 and lines[0].startswith("error: "), stderr
     else:
-        assert not errors, stderr
-    assert all(ln.startswith("note: ") for ln in lines), stderr
+        assert all(ln.startswith("note: ") for ln in lines), stderr
 
 
 def _error_kind(stderr: str) -> str:
