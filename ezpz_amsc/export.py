@@ -65,8 +65,11 @@ def validate_options(opts: ExportOptions) -> None:
         raise AmscError(f"--wall-time-sec must be a positive number, got {opts.wall_time_sec}")
     if opts.timestamp is not None:
         try:
-            parse_timestamp(opts.timestamp)
-        except ValueError:
+            # strptime also takes "2026-8-1T1:1:1Z" and second 61; the row needs the
+            # exact form, so only a text that formats back to itself is accepted.
+            if format_timestamp(parse_timestamp(opts.timestamp)) != opts.timestamp:
+                raise ValueError(opts.timestamp)
+        except (ValueError, OverflowError, OSError):
             raise AmscError(f"--timestamp must look like 2026-08-11T17:11:17Z, "
                             f"got {opts.timestamp!r}") from None
     for flag, val in (("--config", opts.config), ("--system", opts.system or ""),

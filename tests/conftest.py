@@ -32,7 +32,7 @@ _FUZZ_SETTINGS: dict[str, Any] = {
     "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
     "print_blob": True,
 }
-settings.register_profile("default", max_examples=120, **_FUZZ_SETTINGS)
+settings.register_profile("default", max_examples=500, **_FUZZ_SETTINGS)
 settings.register_profile("long", max_examples=4000, **_FUZZ_SETTINGS)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 

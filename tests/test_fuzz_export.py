@@ -15,6 +15,7 @@ import csv
 import hashlib
 import io
 import json
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -27,7 +28,7 @@ from hypothesis import strategies as st
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.export import ExportOptions, export_run
-from ezpz_amsc.row import HEADER, dashboard_problems
+from ezpz_amsc.row import HEADER, dashboard_problems, format_timestamp, parse_timestamp
 from ezpz_amsc.sink import render_csv
 
 # ---------------------------------------------------------------- values
@@ -100,6 +101,8 @@ line = st.one_of(
         lambda b: b'{"metrics": {"train/iter": 1, "train/dt": 1.0}, "x": "\xff' + b + b'"}'),
     st.sampled_from((10, 900, 5000, 200_000)).map(_deep),  # past the recursion limit
     st.sampled_from((b"", b"   ", b"\t")),
+    st.just(b'{"timestamp": 1795990000, "rank": 0, "rank": 1, "metrics": {"train/iter": 1,'
+            b' "train/iter": 2, "train/dt": 1.0, "train/dt": -1.0}}'),  # duplicate keys
     st.integers(100, 30_000).map(  # a long line: over the small limit of the direct test
         lambda n: b'{"metrics": {"train/iter": 2, "pad": "' + b"x" * n + b'"}}'),
 )
@@ -234,7 +237,12 @@ hostile_flags = st.fixed_dictionaries(
         "--status": st.sampled_from(("pass", "fail", "fail")),
         "--error": opt_text,
         "--wall-time-sec": st.one_of(any_float, plausible_float).map(repr),
-        "--timestamp": st.sampled_from(("2026-08-11T17:11:17Z", "2026-08-11 17:11", "")),
+        "--timestamp": st.one_of(
+            st.sampled_from(("2026-08-11T17:11:17Z", "2026-08-11 17:11", "")),
+            st.tuples(st.integers(0, 12000), *[st.integers(0, n) for n in (13, 32, 25, 61, 62)])
+            .flatmap(lambda t: st.sampled_from((
+                "{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}Z".format(*t),
+                "{}-{}-{}T{}:{}:{}Z".format(*t))))),
         "--no-header": st.just(None),
     },
 )
@@ -363,6 +371,9 @@ def test_cli_never_crashes_and_writes_only_the_target(scratch, files, opts, targ
         assert len(rows) == 1 and len(rows[0]) == len(HEADER), rows
         assert dashboard_problems(rows[0]) == [], rows[0]
         assert not any("\n" in c or "\r" in c for c in rows[0]), rows[0]  # one physical line
+        ts = rows[0][0]  # exactly YYYY-MM-DDTHH:MM:SSZ, as the first step's time is written
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", ts), ts
+        assert format_timestamp(parse_timestamp(ts)) == ts, ts
     finally:
         shutil.rmtree(root)
 

@@ -268,6 +268,20 @@ def test_long_line_skipped_with_a_note_small_limit(tmp_path):
     assert "skipped 1 line over 4096 bytes unread" in res.notes
 
 
+@pytest.mark.parametrize("kind", ["step", "garbage"])
+def test_50_mb_line_under_the_limit_is_read(tmp_path, kind):
+    run = tmp_path / "run"
+    big = step(2, dt=0.5, loss=2.5)
+    big["metrics"]["pad"] = "x" * (50 << 20)
+    line = json.dumps(big) if kind == "step" else "{" + "x" * (50 << 20)
+    write_jsonl(run / "metrics-0.jsonl", [step(1, dt=0.5, loss=3.0), line,
+                                          step(3, dt=0.5, loss=2.0)])
+    write_run_info(run)
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["steps"] == ("3" if kind == "step" else "2")
+    assert ("note: skipped 1 unparsable line" in notes_of(r)) == (kind == "garbage")
+
+
 def _write_long_line_run(run: Path, line_bytes: int) -> None:
     """Step 1, then one line of ``line_bytes`` NULs (a sparse hole: no disk used), step 2."""
     path = run / "metrics-0.jsonl"
@@ -461,3 +475,14 @@ def test_unprintable_flag_text_is_refused(tmp_path, flag, value):
     args = ["--config", "c", flag, value] if flag != "--config" else [flag, value]
     line = error_line(run_cli(run, *args))
     assert f"{flag} must be a single line of printable text" in line
+
+
+@pytest.mark.parametrize("text", ["2026-8-1T1:1:1Z", "1000-1-1T0:0:0Z", "2026-08-11T23:59:61Z",
+                                  "0001-01-01T00:00:00Z", "2026-08-11T17:11:17"])
+def test_timestamp_flag_must_be_exactly_the_row_format(tmp_path, text):
+    """Regression (fuzzer): strptime took non-padded fields and leap seconds verbatim."""
+    run = good_run(tmp_path / "run")
+    line = error_line(run_cli(run, "--config", "c", "--timestamp", text))
+    assert "--timestamp must look like 2026-08-11T17:11:17Z" in line
+    ok = one_row(run_cli(run, "--config", "c", "--timestamp", "1999-12-31T23:59:59Z"))
+    assert ok["timestamp"] == "1999-12-31T23:59:59Z"
