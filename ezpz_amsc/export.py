@@ -89,14 +89,17 @@ def validate_options(opts: ExportOptions) -> None:
         raise AmscError(f"--wall-time-sec must be a positive number, got {opts.wall_time_sec}")
     if opts.timestamp is not None:
         try:
-            parse_timestamp(opts.timestamp)
-        except ValueError:
+            # strptime also takes "2026-8-1T1:1:1Z" and second 61; the row needs the
+            # exact form, so only a text that formats back to itself is accepted.
+            if format_timestamp(parse_timestamp(opts.timestamp)) != opts.timestamp:
+                raise ValueError(opts.timestamp)
+        except (ValueError, OverflowError, OSError):
             raise AmscError(f"--timestamp must look like 2026-08-11T17:11:17Z, "
                             f"got {opts.timestamp!r}") from None
     for flag, val in (("--config", opts.config), ("--system", opts.system or ""),
                       ("--error", opts.error or "")):
-        if "\n" in val or "\r" in val:
-            raise AmscError(f"{flag} must be a single line")
+        if val and not val.isprintable():  # line breaks, control chars, undecodable bytes
+            raise AmscError(f"{flag} must be a single line of printable text, got {val!r}")
 
 
 def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportResult:
@@ -136,8 +139,9 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
         if steps.bad_lines:
             notes.append(f"skipped {_plural(steps.bad_lines, 'unparsable line')}")
         if steps.long_lines:
-            notes.append(f"skipped {_plural(steps.long_lines, 'line')} over "
-                         f"{opts.max_line_bytes >> 20} MiB unread")
+            limit = opts.max_line_bytes
+            size = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit} bytes"
+            notes.append(f"skipped {_plural(steps.long_lines, 'line')} over {size} unread")
         if steps.truncated_last_line:
             notes.append(f"last line of {steps.files_read[-1].name} is truncated; ignored it")
     unfinished = unfinished_evidence(files, steps)
@@ -180,6 +184,8 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
 
     if missing:
         why = "no step was logged" if n == 0 else "the steps do not record it"
+        if red is not None and red.invalid.get("dt") and red.wall_time_sec is None:
+            why += f"; all {red.invalid['dt']} step times logged are zero or negative"
         what = ", ".join(m.split()[0][2:].replace("-", "_") for m in missing)
         raise AmscError(f"cannot tell {what} ({why}); pass {' '.join(missing)}")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +44,9 @@ class Placement:
 def _read_text(path: Path, notes: list[str]) -> str | None:
     try:
         with open(path, "rb") as f:
-            data = f.read(_MAX_PROVENANCE_BYTES + 1)
+            # read(n) allocates n up front: size the buffer by the file, not the cap.
+            size = os.fstat(f.fileno()).st_size
+            data = f.read(min(size, _MAX_PROVENANCE_BYTES) + 1)
     except OSError as e:
         notes.append(f"skipped {path.name}: {e.strerror or e}")
         return None
@@ -175,6 +178,13 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
     # ``how`` reads "column value = where it came from", e.g. for --explain:
     # "gpus 12 = max(WORLD_SIZE_IN_USE 12, world_size 12)".
     gpus_flag, nodes_flag = gpus is not None, nodes is not None
+    for key in ("MACHINE", "HOSTNAME"):
+        val = prov.values.get(key)
+        if val and not system and not val.isprintable():
+            # A line break would split the row; a lone surrogate cannot even be written.
+            prov.notes.append(f"ignored {key}={val!r} from {prov.source[key]}: "
+                              "not a single line of printable text")
+            del prov.values[key]
     if system:
         how["system"] = f"system {system} = --system"
     elif prov.values.get("MACHINE"):
@@ -239,6 +249,8 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
     assert system is not None and nodes is not None and gpus is not None
     if gpn is None:
         gpn = _count(prov, "GPUS_PER_NODE", allow_zero=True)
-    if gpus_flag and gpn and not nodes_flag and gpus % gpn:
+    if nodes > gpus and (nodes_flag or gpus_flag):
+        prov.notes.append(f"nodes {nodes} exceeds gpus {gpus}: some nodes ran no rank")
+    if gpus_flag and gpn and gpus % gpn:
         prov.notes.append(f"--gpus {gpus} is not a multiple of GPUS_PER_NODE {gpn}")
     return Placement(system=system, nodes=nodes, gpus=gpus, how=how)

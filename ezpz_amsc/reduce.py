@@ -15,6 +15,15 @@ from .steps import SERIES, Steps
 
 REDUCERS = ("median", "mean", "max", "min", "last")
 
+# Values no real step can have are dropped like non-finite ones (and noted):
+# a step takes time, and throughput, MFU and TFLOPS are never negative. Zero
+# stays for those three: ezpz writes mfu 0.0 when it does not know the peak.
+POSITIVE_SERIES = ("dt",)
+NON_NEGATIVE_SERIES = ("tps", "tps_per_gpu", "mfu", "tflops")
+# Epoch seconds that format as YYYY-MM-DDTHH:MM:SSZ: 1970-01-01 to 9999-12-31.
+# Anything outside is a broken clock, and time.gmtime cannot take all of it.
+TIMESTAMP_RANGE = (0.0, 253402300799.0)
+
 
 @dataclass
 class SeriesStats:
@@ -52,6 +61,7 @@ class Reduced:
     step_values: np.ndarray | None = None
     notes: list[str] = field(default_factory=list)
     coverage: StepCoverage | None = None  # set only when the step numbers have gaps
+    invalid: dict[str, int] = field(default_factory=dict)  # series -> values dropped as impossible
 
 
 # np.median and np.percentile import numpy.ma on first use (~7 ms, more than
@@ -110,9 +120,17 @@ def reduce_series(values: np.ndarray, warmup: int, reducer: str) -> SeriesStats:
         kept_warmup = warmup > 0
     dropped = present - int(kept.size)
     ordered = np.sort(kept)
-    p10, p90 = percentile_sorted(ordered, 10), percentile_sorted(ordered, 90)
-    return SeriesStats(_reduce(kept, ordered, reducer), present, int(kept.size), dropped,
-                       kept_warmup, p10, p90, values, all_zero=not values[finite].any())
+    # Near float max, mean/median overflow; such a value is unusable, not a crash.
+    with np.errstate(over="ignore", invalid="ignore"):
+        p10, p90 = percentile_sorted(ordered, 10), percentile_sorted(ordered, 90)
+        value = _reduce(kept, ordered, reducer)
+    return SeriesStats(_finite_or_none(value), present, int(kept.size), dropped, kept_warmup,
+                       _finite_or_none(p10), _finite_or_none(p90), values,
+                       all_zero=not values[finite].any())
+
+
+def _finite_or_none(x: float) -> float | None:
+    return x if math.isfinite(x) else None
 
 
 def step_coverage(step: np.ndarray) -> StepCoverage | None:
@@ -168,6 +186,18 @@ def trend(values: np.ndarray, warmup_steps: int, width: int = 60) -> dict[str, o
     }
 
 
+def _drop_impossible(cols: dict[str, np.ndarray]) -> dict[str, int]:
+    """NaN out values no real step can have; returns how many per series."""
+    invalid: dict[str, int] = {}
+    for name in (*POSITIVE_SERIES, *NON_NEGATIVE_SERIES):
+        x = cols[name]
+        bad = (x <= 0) if name in POSITIVE_SERIES else (x < 0)  # NaN compares False
+        if bad.any():
+            invalid[name] = int(bad.sum())
+            cols[name] = np.where(bad, np.nan, x)
+    return invalid
+
+
 def reduce_steps(steps: Steps, warmup: int, reducer: str) -> Reduced:
     """Order records by step key then timestamp, and reduce every series."""
     if reducer not in REDUCERS:
@@ -179,6 +209,13 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str) -> Reduced:
     step = np.frombuffer(steps.step, dtype=np.float64)
     ts = np.frombuffer(steps.timestamp, dtype=np.float64)
     cols = {k: np.frombuffer(steps.series[k], dtype=np.float64) for k in SERIES}
+
+    lo, hi = TIMESTAMP_RANGE
+    bad_ts = (ts < lo) | (ts > hi)
+    if bad_ts.any():
+        k = int(bad_ts.sum())
+        notes.append(f"ignored {k} timestamp{'' if k == 1 else 's'} outside years 1970-9999")
+        ts = np.where(bad_ts, np.nan, ts)
 
     step_key = np.where(np.isfinite(step), step, np.inf)
     # Strictly increasing step keys (a run logged in order, the usual case)
@@ -193,6 +230,12 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str) -> Reduced:
                          "then timestamp")
             step, ts = step[order], ts[order]
             cols = {k: v[order] for k, v in cols.items()}
+    invalid = _drop_impossible(cols)
+    if invalid:
+        parts = ", ".join(f"{k} {v}" for k, v in invalid.items())
+        notes.append(f"dropped {sum(invalid.values())} impossible values (step time <= 0 or "
+                     f"negative throughput/mfu/tflops: {parts})")
+
     missing_step = int((~np.isfinite(step)).sum())
     if missing_step and steps.step_key is not None:
         notes.append(f"{missing_step} of {n} steps have no step key; ordered by timestamp, last")
@@ -209,12 +252,19 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str) -> Reduced:
 
     dt = cols["dt"]
     dt_ok = np.isfinite(dt)
-    wall = float(dt[dt_ok].sum()) if dt_ok.any() else None
+    with np.errstate(over="ignore"):
+        wall = float(dt[dt_ok].sum()) if dt_ok.any() else None
+    if wall is not None and not np.isfinite(wall):
+        notes.append("summed step time overflows a float; left unknown")
+        wall = None
 
     loss = cols["loss"]
     loss_ok = np.flatnonzero(np.isfinite(loss))
     final_loss = float(loss[loss_ok[-1]]) if loss_ok.size else None
 
     stats = {k: reduce_series(cols[k], warmup, reducer) for k in SERIES}
+    for k, s in stats.items():
+        if s.value is None and s.present:
+            notes.append(f"{k} reduces to a value too large for a float; left empty")
     coverage = step_coverage(step) if steps.step_key is not None else None
-    return Reduced(n, first_ts, wall, final_loss, stats, step, notes, coverage)
+    return Reduced(n, first_ts, wall, final_loss, stats, step, notes, coverage, invalid)

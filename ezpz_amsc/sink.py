@@ -79,12 +79,21 @@ def _read_state(path: Path) -> _FileState:
         if size > len(head):
             raise AmscError(f"{path}: first line is empty; not a results file, refusing to append")
         return _FileState(False, "\n", True)
-    newline = "\r\n" if head.endswith(b"\r\n") else "\n"
+    # Old Mac / some spreadsheet exports end lines with a bare CR: readline sees
+    # no line end there, so cut the header at the first CR or LF ourselves.
+    cr, lf = head.find(b"\r"), head.find(b"\n")
+    if cr != -1 and (lf == -1 or cr < lf):
+        newline = "\r\n" if head[cr:cr + 2] == b"\r\n" else "\r"
+        head = head[:cr]
+    else:
+        newline = "\n"
     try:
         text = head.decode("utf-8-sig").rstrip("\r\n")
+        found = next(csv.reader([text]), [])
     except UnicodeDecodeError:
         raise AmscError(f"{path}: header is not UTF-8; refusing to append") from None
-    found = next(csv.reader([text]), [])
+    except csv.Error as e:
+        raise AmscError(f"{path}: header is not CSV ({e}); refusing to append") from None
     if tuple(found) != HEADER:
         raise AmscError(
             f"{path}: existing header differs from this tool's "
@@ -105,9 +114,16 @@ def check_append_target(path: str | os.PathLike[str]) -> None:
     Only a fast pre-check: the authoritative check runs again under the lock.
     """
     p = Path(path)
+    _refuse_non_regular(p)
+    _read_state(p)
+
+
+def _refuse_non_regular(p: Path) -> None:
     if p.is_dir():
         raise AmscError(f"{p}: is a directory; --append needs a CSV file path")
-    _read_state(p)
+    if p.exists() and not p.is_file():
+        # A FIFO would block the header read forever; a device is no results file.
+        raise AmscError(f"{p}: not a regular file; --append needs a CSV file path")
 
 
 @contextlib.contextmanager
@@ -183,14 +199,28 @@ def append_rows(path: str | os.PathLike[str], rows: Sequence[Sequence[str]], *,
                 allow_duplicate: bool = False) -> None:
     """Append ``rows`` to ``path`` under its lock, creating file and folder as needed."""
     p = Path(path)
-    if p.is_dir():
-        raise AmscError(f"{p}: is a directory; --append needs a CSV file path")
+    _refuse_non_regular(p)
+    new_dirs = [d for d in p.parents if not d.exists()]  # removed again if nothing is written
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
         raise _parent_not_a_folder(p) from None
     except OSError as e:
         raise AmscError(f"{p.parent}: cannot create folder: {e.strerror or e}") from None
+    try:
+        _append_locked(p, rows, lock_timeout_sec, allow_duplicate)
+    except AmscError:
+        if new_dirs and not p.exists():
+            # Nothing was written: take back the folders made for it. The lock file
+            # stays (and so does its folder): another writer may be waiting on it.
+            for d in new_dirs:  # deepest first
+                with contextlib.suppress(OSError):
+                    d.rmdir()
+        raise
+
+
+def _append_locked(p: Path, rows: Sequence[Sequence[str]], lock_timeout_sec: float,
+                   allow_duplicate: bool) -> None:
     with locked(lock_path_for(p), lock_timeout_sec):
         state = _read_state(p)
         if not allow_duplicate:
@@ -201,14 +231,22 @@ def append_rows(path: str | os.PathLike[str], rows: Sequence[Sequence[str]], *,
         data = render_csv(rows, header=not state.has_content, newline=state.newline)
         if state.has_content and not state.ends_with_newline:
             data = state.newline + data  # a hand-edited file without a final newline
+        # A file this call creates is ours to remove again if the write fails.
+        creating = not state.has_content and not p.exists()
+        flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT | os.O_EXCL if creating else 0)
         try:
-            fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(p, flags, 0o644)
         except IsADirectoryError:
             raise AmscError(f"{p}: is a directory; --append needs a CSV file path") from None
         except OSError as e:
             raise AmscError(f"{p}: cannot open results file: {e.strerror or e}") from None
         try:
             _write_all(fd, p, data.encode("utf-8"))
+        except AmscError:
+            if creating:
+                with contextlib.suppress(OSError):
+                    os.unlink(p)
+            raise
         finally:
             os.close(fd)
 

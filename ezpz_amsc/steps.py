@@ -35,6 +35,7 @@ SERIES = tuple(SERIES_KEYS)
 
 # A line longer than this is skipped unread rather than held in memory.
 MAX_LINE_BYTES = 64 << 20
+_DRAIN_BYTES = 1 << 20
 
 _NAN = float("nan")
 _NUMBER = (int, float)
@@ -88,8 +89,9 @@ def _iter_lines(f: IO[bytes], limit: int) -> Iterator[bytes | None]:
         if not line:
             return
         if len(line) >= limit and not line.endswith(b"\n"):
+            del line  # hold at most one small chunk while draining, not limit bytes
             while True:  # drain the rest of the long line in bounded chunks
-                rest = readline(limit)
+                rest = readline(_DRAIN_BYTES)
                 if not rest or rest.endswith(b"\n"):
                     break
             yield None

@@ -6,6 +6,7 @@ import csv
 import inspect
 import io
 import json
+import os
 import shutil
 import stat
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, settings
 
 from ezpz_amsc.cli import export_amsc
 from ezpz_amsc.row import HEADER
@@ -20,6 +22,19 @@ from ezpz_amsc.row import HEADER
 REPO = Path(__file__).resolve().parents[1]
 RUNS = REPO / "examples" / "runs"  # copies of shared/fixtures/runs, written by real ezpz
 FIXTURE_NAMES = sorted(p.name for p in RUNS.iterdir() if p.is_dir())
+
+# Hypothesis profiles for tests/test_fuzz_*.py. "default" keeps the normal test
+# command fast on a small shared machine; "long" is for hunting bugs on purpose:
+#   HYPOTHESIS_PROFILE=long pytest tests/test_fuzz_export.py
+#   pytest --hypothesis-profile=long tests/test_fuzz_export.py   (the flag wins)
+_FUZZ_SETTINGS: dict[str, Any] = {
+    "deadline": None,  # wall-clock limits flake on a shared machine; bounds are tested apart
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
+    "print_blob": True,
+}
+settings.register_profile("default", max_examples=500, **_FUZZ_SETTINGS)
+settings.register_profile("long", max_examples=4000, **_FUZZ_SETTINGS)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 DIST_CPU_1RANK = {
     "MACHINE": "localhost", "HOSTNAME": "localhost", "NUM_NODES": "1", "NGPUS": "0",
