@@ -67,19 +67,23 @@ def fail_for(monkeypatch, target: Path, err: int, name: str = "open") -> None:
 # ------------------------------------------------------------- metrics file faults
 
 
+def _break(path: Path, fault: str) -> None:
+    """Put something at ``path`` that is not a readable regular file."""
+    if fault == "directory":
+        path.mkdir()
+    elif fault == "dangling-symlink":
+        path.symlink_to(path.parent / "gone.jsonl")
+    elif fault == "symlink-loop":
+        path.symlink_to(path)
+    else:
+        os.mkfifo(path)
+
+
 @pytest.mark.parametrize("fault", ["directory", "dangling-symlink", "symlink-loop", "fifo"])
 def test_broken_rank0_file_is_passed_over_for_the_next_rank(tmp_path, fault, no_hang):
     run = good_run(tmp_path / "run")
     (run / "metrics-0.jsonl").rename(run / "metrics-1.jsonl")
-    bad = run / "metrics-0.jsonl"
-    if fault == "directory":
-        bad.mkdir()
-    elif fault == "dangling-symlink":
-        bad.symlink_to(run / "gone.jsonl")
-    elif fault == "symlink-loop":
-        bad.symlink_to(bad)
-    else:
-        os.mkfifo(bad)
+    _break(run / "metrics-0.jsonl", fault)
     r = run_cli(run, "--config", "c")
     row = one_row(r)
     assert row["steps"] == "4"
@@ -91,14 +95,7 @@ def test_only_metrics_file_broken_is_a_clear_error(tmp_path, fault, no_hang):
     run = tmp_path / "run"
     write_run_info(run)
     bad = run / "metrics.jsonl"
-    if fault == "directory":
-        bad.mkdir()
-    elif fault == "dangling-symlink":
-        bad.symlink_to(run / "gone.jsonl")
-    elif fault == "symlink-loop":
-        bad.symlink_to(bad)
-    else:
-        os.mkfifo(bad)
+    _break(bad, fault)
     for extra in ("run_info.json", "x.jsonl"):  # FIFOs/loops also where others are sniffed
         p = run / "sub" / extra
         p.parent.mkdir(exist_ok=True)
