@@ -38,7 +38,6 @@ MAX_LINE_BYTES = 64 << 20
 _DRAIN_BYTES = 1 << 20
 
 _NAN = float("nan")
-_NUMBER = (int, float)
 
 
 @dataclass
