@@ -62,31 +62,27 @@ def test_tiers_in_order_run_info_beats_config_beats_report(tmp_path):
     assert (row["system"], row["nodes"], row["gpus"]) == ("FromRunInfo", "2", "4")
 
 
-def test_allocation_trap_one_node_run_in_four_node_job(tmp_path):
+def _with_run_info(tmp_path, **dist):
     run = tmp_path / "r"
     _metrics(run)
-    write_run_info(run, MACHINE="Aurora", NUM_NODES="4", NGPUS="48", GPUS_PER_NODE="12",
-                   WORLD_SIZE_IN_USE="12", world_size="12")
-    row = one_row(run_cli(run, "--config", "c"))
-    assert (row["nodes"], row["gpus"]) == ("1", "12")
+    write_run_info(run, **dist)
+    return run
 
 
-def test_cpu_host_gpus_per_node_zero_uses_num_nodes(tmp_path):
-    run = tmp_path / "r"
-    _metrics(run)
-    write_run_info(run, NUM_NODES="1", GPUS_PER_NODE="0", WORLD_SIZE_IN_USE="2",
-                   world_size="2")
-    row = one_row(run_cli(run, "--config", "c"))
-    assert (row["nodes"], row["gpus"]) == ("1", "2")
-
-
-def test_no_world_size_falls_back_to_allocation_ngpus(tmp_path):
-    run = tmp_path / "r"
-    _metrics(run)
-    write_run_info(run, MACHINE="Aurora", NUM_NODES="2", NGPUS="24", GPUS_PER_NODE="12",
-                   WORLD_SIZE_IN_USE=None, world_size=None)
-    row = one_row(run_cli(run, "--config", "c"))
-    assert (row["nodes"], row["gpus"]) == ("2", "24")
+@pytest.mark.parametrize("dist,nodes,gpus", [
+    # A 1-node run inside a 4-node job: NUM_NODES/NGPUS describe the allocation.
+    ({"MACHINE": "Aurora", "NUM_NODES": "4", "NGPUS": "48", "GPUS_PER_NODE": "12",
+      "WORLD_SIZE_IN_USE": "12", "world_size": "12"}, "1", "12"),
+    # CPU host: GPUS_PER_NODE is 0, so nodes come from NUM_NODES.
+    ({"NUM_NODES": "1", "GPUS_PER_NODE": "0", "WORLD_SIZE_IN_USE": "2", "world_size": "2"},
+     "1", "2"),
+    # No world size recorded: the allocation's NGPUS.
+    ({"MACHINE": "Aurora", "NUM_NODES": "2", "NGPUS": "24", "GPUS_PER_NODE": "12",
+      "WORLD_SIZE_IN_USE": None, "world_size": None}, "2", "24"),
+], ids=["allocation-trap", "cpu-host", "ngpus-fallback"])
+def test_placement_traps(tmp_path, dist, nodes, gpus):
+    row = one_row(run_cli(_with_run_info(tmp_path, **dist), "--config", "c"))
+    assert (row["nodes"], row["gpus"]) == (nodes, gpus)
 
 
 def test_gpus_never_counted_from_rank_files(tmp_path):
@@ -121,9 +117,7 @@ def test_missing_provenance_satisfied_by_flags(tmp_path):
 
 
 def test_allocation_nodes_exceeding_ranks_is_refused(tmp_path):
-    run = tmp_path / "r"
-    _metrics(run)
-    write_run_info(run, NUM_NODES="4", GPUS_PER_NODE="0", WORLD_SIZE_IN_USE="2",
-                   world_size="2")
+    run = _with_run_info(tmp_path, NUM_NODES="4", GPUS_PER_NODE="0", WORLD_SIZE_IN_USE="2",
+                         world_size="2")
     line = error_line(run_cli(run, "--config", "c"))
     assert "NUM_NODES 4 exceeds the 2 ranks" in line and "pass --nodes N" in line
