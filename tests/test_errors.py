@@ -120,3 +120,10 @@ def test_row_cells_survive_commas_and_quotes(tmp_path):
     r = run_cli(GOOD, "--config", 'a,b "c"', "--status", "fail", "--error", "x, y")
     row = one_row(r)
     assert (row["config"], row["error"]) == ('a,b "c"', "x, y")
+
+
+def test_cli_reducer_help_lists_the_pipeline_reducers():
+    from ezpz_amsc.cli import REDUCER_NAMES
+    from ezpz_amsc.reduce import REDUCERS
+
+    assert REDUCER_NAMES == REDUCERS
