@@ -82,7 +82,7 @@ def _skip_dir(name: str) -> bool:
 
 
 def sniff_jsonl(path: Path) -> str:
-    """Classify a ``*.jsonl`` by content: ``metrics``, ``log`` or ``unknown``.
+    """Classify a ``*.jsonl`` by content: ``metrics``, ``log``, ``unknown`` or ``unreadable``.
 
     Reads at most a few lines (bounded bytes), so a huge structured log costs
     nothing. A record with a ``metrics`` object is a metrics record; one with
@@ -110,7 +110,7 @@ def sniff_jsonl(path: Path) -> str:
                 if budget <= 0:
                     break
     except OSError:
-        return "unknown"
+        return "unreadable"
     return "unknown"
 
 
@@ -189,6 +189,8 @@ def find_run_files(run_dir: str | os.PathLike[str]) -> RunFiles:
                 run_id.setdefault(folder, []).append(p)
             elif kind == "log":
                 files.skipped_logs.append(p)
+            elif kind == "unreadable":
+                files.notes.append(f"skipped {_rel(root, p)}: cannot be read")
 
     folders = sorted(set(per_rank) | set(interleaved) | set(run_id))
     if len(folders) > 1:

@@ -8,7 +8,6 @@ Ranks are never counted from rank files: ranks ≠ GPUs in general.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ KEYS = ("MACHINE", "HOSTNAME", "NUM_NODES", "NGPUS", "GPUS_PER_NODE",
         "WORLD_SIZE_IN_USE", "world_size")
 _COUNT_KEYS = ("NUM_NODES", "NGPUS", "GPUS_PER_NODE", "WORLD_SIZE_IN_USE", "world_size")
 _MAX_PROVENANCE_BYTES = 16 << 20
+_COUNT = re.compile(r"\s*\+?(\d+)(?:\.0*)?\s*\Z")
 _BULLET = re.compile(r"^\s*[-*]\s+\*\*(?P<key>[^*]+)\*\*:\s*(?P<val>.*?)\s*$")
 
 
@@ -158,15 +158,14 @@ def _count(prov: Provenance, key: str, allow_zero: bool = False) -> int | None:
     raw = prov.values.get(key)
     if raw is None:
         return None
-    try:
-        val = float(raw)
-        ok = math.isfinite(val) and val == int(val)
-    except ValueError:
-        ok = False
-    if not ok or val < 0 or (val == 0 and not allow_zero):
+    # Plain decimal digits only ("12", "12.0"): float() would also take "1_000",
+    # "1e3" or " nan ", none of which ezpz writes for a count.
+    m = _COUNT.match(raw)
+    val = int(m.group(1)) if m else -1
+    if val < 0 or (val == 0 and not allow_zero):
         prov.notes.append(f"ignored {key}={raw!r} from {prov.source[key]}: not a usable count")
         return None
-    return int(val)
+    return val
 
 
 def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,

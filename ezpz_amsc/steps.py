@@ -157,10 +157,13 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
     with f:
         try:
             for line in _iter_lines(f, max_line):
-                last_line = line
                 if line is None:
+                    last_line = line
                     out.long_lines += 1
                     continue
+                if not line.strip():
+                    continue  # blank lines are neither records nor truncation evidence
+                last_line = line
                 try:
                     if fast is not None:
                         try:
@@ -176,9 +179,8 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
                         except (ValueError, StopIteration, RecursionError):
                             rec = loads(line)
                 except (ValueError, RecursionError):
-                    if line.strip():
-                        out.bad_lines += 1
-                        last_ok = False
+                    out.bad_lines += 1
+                    last_ok = False
                     continue
                 last_ok = True
                 if type(rec) is not dict:
@@ -260,8 +262,11 @@ def read_steps(source: MetricsSource, max_line: int = MAX_LINE_BYTES) -> Steps:
         out = Steps()
         tried: list[Path] = []
         for r in ranks:
+            skipped = (out.bad_lines, out.long_lines)  # of files that held no step
             out = Steps(rank=r)
             _read_file(source.per_rank[r], out, r, False, max_line)
+            out.bad_lines += skipped[0]
+            out.long_lines += skipped[1]
             tried.extend(out.files_read)
             out.files_read = list(tried)
             if len(out):

@@ -121,3 +121,16 @@ def test_allocation_nodes_exceeding_ranks_is_refused(tmp_path):
                          world_size="2")
     line = error_line(run_cli(run, "--config", "c"))
     assert "NUM_NODES 4 exceeds the 2 ranks" in line and "pass --nodes N" in line
+
+
+@pytest.mark.parametrize("raw", ["1_000", "1e3", "nan", "-4", "1.5", "0x10", "four"])
+def test_counts_must_be_plain_decimal(tmp_path, raw):
+    run = _with_run_info(tmp_path, WORLD_SIZE_IN_USE=raw, world_size=None, NGPUS=None)
+    line = error_line(run_cli(run, "--config", "c"))
+    assert line.endswith("pass --gpus N")
+
+
+@pytest.mark.parametrize("raw,gpus", [("12", "12"), (" 12 ", "12"), ("12.0", "12"), ("+8", "8")])
+def test_plain_counts_are_read(tmp_path, raw, gpus):
+    run = _with_run_info(tmp_path, WORLD_SIZE_IN_USE=raw, world_size=None)
+    assert one_row(run_cli(run, "--config", "c"))["gpus"] == gpus

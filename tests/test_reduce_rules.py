@@ -215,3 +215,43 @@ def test_only_the_chosen_rank_file_is_opened_among_200(tmp_path, monkeypatch):
     rank_files = [p for p in opened if "metrics-" in p]
     assert rank_files == [str(run / "metrics-0.jsonl")]
     assert (row["gpus"], row["nodes"]) == ("200", "17")
+
+
+def test_bad_lines_of_an_empty_rank0_file_are_still_counted(tmp_path):
+    run = tmp_path / "run"
+    write_run_info(run, WORLD_SIZE_IN_USE="2", world_size="2")
+    write_jsonl(run / "metrics-0.jsonl", ["garbage", "{not json"])
+    write_jsonl(run / "metrics-1.jsonl", [step(i, rank=1, dt=1.0) for i in range(1, 3)])
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["steps"] == "2"
+    assert "skipped 2 unparsable lines" in r.stderr
+
+
+def test_blank_final_line_after_a_bad_line_is_not_a_truncation(tmp_path):
+    run = tmp_path / "run"
+    write_run_info(run)
+    p = run / "metrics-0.jsonl"
+    lines = [json.dumps(step(i, dt=1.0)) for i in range(1, 4)]
+    p.write_text("\n".join(lines) + "\n{broken\n   ")
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["steps"] == "3"
+    assert "skipped 1 unparsable line" in r.stderr
+    assert "truncated" not in r.stderr
+
+
+def test_unreadable_run_id_jsonl_is_noted(tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    write_run_info(run)
+    write_jsonl(run / "metrics-0.jsonl", [step(i, dt=1.0) for i in range(1, 3)])
+    write_jsonl(run / "20260811-182837.jsonl", [step(1, dt=1.0)])
+    real_open = builtins.open
+
+    def deny(file, *a, **kw):
+        if str(file).endswith("20260811-182837.jsonl"):
+            raise PermissionError(13, "Permission denied")
+        return real_open(file, *a, **kw)
+
+    monkeypatch.setattr(builtins, "open", deny)
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["steps"] == "2"
+    assert "note: skipped 20260811-182837.jsonl: cannot be read" in r.stderr
