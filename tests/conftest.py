@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import csv
 import inspect
 import io
@@ -114,3 +115,15 @@ def step(i: int, *, rank: int = 0, ts: float = 1795990000.0, **metrics: Any) -> 
 @pytest.fixture
 def fixture_run(tmp_path):
     return lambda name: copy_run(name, tmp_path)
+
+
+def fail_for(monkeypatch, target: Path, err: int, name: str = "open") -> None:
+    """Make ``builtins.<name>`` fail with ``err`` for ``target`` only."""
+    real = getattr(builtins, name)
+
+    def fake(file, *args, **kwargs):
+        if isinstance(file, (str, os.PathLike)) and Path(file) == target:
+            raise OSError(err, os.strerror(err), str(file))
+        return real(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, name, fake)

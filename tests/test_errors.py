@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
 
 import pytest
-from conftest import RUNS, error_line, one_row, run_cli, step, write_jsonl, write_run_info
+from conftest import RUNS, error_line, fail_for, one_row, run_cli, step, write_jsonl, write_run_info
 
 GOOD = RUNS / "fsdp_tp-2rank"
 
@@ -80,16 +81,7 @@ def test_unreadable_metrics_file(tmp_path, monkeypatch):
     run = tmp_path / "r"
     write_run_info(run)
     write_jsonl(run / "metrics-0.jsonl", [step(1, dt=1.0)])
-    import builtins
-
-    real_open = builtins.open
-
-    def deny(file, *a, **kw):
-        if str(file).endswith("metrics-0.jsonl"):
-            raise PermissionError(13, "Permission denied")
-        return real_open(file, *a, **kw)
-
-    monkeypatch.setattr(builtins, "open", deny)
+    fail_for(monkeypatch, run / "metrics-0.jsonl", errno.EACCES)
     line = error_line(run_cli(run, "--config", "c"))
     assert "metrics-0.jsonl: cannot read metrics file: Permission denied" in line
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import builtins
+import errno
 import json
 import math
 
 import pytest
-from conftest import one_row, run_cli, step, write_jsonl, write_run_info
+from conftest import fail_for, one_row, run_cli, step, write_jsonl, write_run_info
 
 SUNSPOT_TPS = [1045.1, 34600.8, 34686.4, 34715.4, 34832.8, 34650.0]
 SUNSPOT_DT = [3.92, 0.118, 0.1181, 0.118, 0.1176, 0.1182]
@@ -244,14 +245,7 @@ def test_unreadable_run_id_jsonl_is_noted(tmp_path, monkeypatch):
     write_run_info(run)
     write_jsonl(run / "metrics-0.jsonl", [step(i, dt=1.0) for i in range(1, 3)])
     write_jsonl(run / "20260811-182837.jsonl", [step(1, dt=1.0)])
-    real_open = builtins.open
-
-    def deny(file, *a, **kw):
-        if str(file).endswith("20260811-182837.jsonl"):
-            raise PermissionError(13, "Permission denied")
-        return real_open(file, *a, **kw)
-
-    monkeypatch.setattr(builtins, "open", deny)
+    fail_for(monkeypatch, run / "20260811-182837.jsonl", errno.EACCES)
     r = run_cli(run, "--config", "c")
     assert one_row(r)["steps"] == "2"
     assert "note: skipped 20260811-182837.jsonl: cannot be read" in r.stderr

@@ -19,7 +19,16 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from conftest import error_line, one_row, parse_csv, run_cli, step, write_jsonl, write_run_info
+from conftest import (
+    error_line,
+    fail_for,
+    one_row,
+    parse_csv,
+    run_cli,
+    step,
+    write_jsonl,
+    write_run_info,
+)
 
 from ezpz_amsc import sink
 from ezpz_amsc.export import ExportOptions, export_run
@@ -50,18 +59,6 @@ def good_run(folder: Path, n: int = 4, **dist) -> Path:
 
 def notes_of(result) -> list[str]:
     return [ln for ln in result.stderr.splitlines() if ln.startswith("note: ")]
-
-
-def fail_for(monkeypatch, target: Path, err: int, name: str = "open") -> None:
-    """Make ``builtins.<name>`` fail with ``err`` for ``target`` only."""
-    real = getattr(builtins, name)
-
-    def fake(file, *args, **kwargs):
-        if isinstance(file, (str, os.PathLike)) and Path(file) == target:
-            raise OSError(err, os.strerror(err), str(file))
-        return real(file, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, name, fake)
 
 
 # ------------------------------------------------------------- metrics file faults
