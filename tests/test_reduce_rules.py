@@ -132,17 +132,6 @@ def test_truncated_last_line_is_skipped_with_note(tmp_path, fixture_run):
     assert "last line of metrics-0.jsonl is truncated" in r.stderr
 
 
-def test_garbage_lines_skipped_with_note(tmp_path):
-    run = tmp_path / "run"
-    write_run_info(run)
-    lines = [json.dumps(step(i, dt=1.0)) for i in range(1, 4)]
-    lines[1:1] = ["not json at all", "[1, 2, 3]", ""]
-    write_jsonl(run / "metrics-0.jsonl", lines)
-    r = run_cli(run, "--config", "c")
-    assert one_row(r)["steps"] == "3"
-    assert "skipped 2 unparsable lines" in r.stderr
-
-
 def test_interleaved_two_rank_file_uses_rank_0_only(tmp_path):
     run = tmp_path / "run"
     write_run_info(run, WORLD_SIZE_IN_USE="2", world_size="2")
@@ -218,13 +207,22 @@ def test_only_the_chosen_rank_file_is_opened_among_200(tmp_path, monkeypatch):
     assert (row["gpus"], row["nodes"]) == ("200", "17")
 
 
-def test_bad_lines_of_an_empty_rank0_file_are_still_counted(tmp_path):
+_GOOD = [json.dumps(step(i, dt=1.0)) for i in range(1, 4)]
+
+
+@pytest.mark.parametrize("files,steps", [
+    ({"metrics-0.jsonl": _GOOD[:1] + ["not json at all", "[1, 2, 3]", ""] + _GOOD[1:]}, "3"),
+    # Rank 0's file held only garbage: its bad lines still count after the fall-back.
+    ({"metrics-0.jsonl": ["garbage", "{not json"],
+      "metrics-1.jsonl": [json.dumps(step(i, rank=1, dt=1.0)) for i in (1, 2)]}, "2"),
+], ids=["between-steps", "empty-rank0"])
+def test_garbage_lines_skipped_with_note(tmp_path, files, steps):
     run = tmp_path / "run"
     write_run_info(run, WORLD_SIZE_IN_USE="2", world_size="2")
-    write_jsonl(run / "metrics-0.jsonl", ["garbage", "{not json"])
-    write_jsonl(run / "metrics-1.jsonl", [step(i, rank=1, dt=1.0) for i in range(1, 3)])
+    for name, lines in files.items():
+        write_jsonl(run / name, lines)
     r = run_cli(run, "--config", "c")
-    assert one_row(r)["steps"] == "2"
+    assert one_row(r)["steps"] == steps
     assert "skipped 2 unparsable lines" in r.stderr
 
 
