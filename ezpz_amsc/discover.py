@@ -114,7 +114,8 @@ def sniff_jsonl(path: Path) -> str:
     return "unknown"
 
 
-def _rel(root: Path, p: Path) -> str:
+def rel_to(root: Path, p: Path) -> str:
+    """``p`` relative to the run directory, for messages; ``p`` as is outside it."""
     try:
         return str(p.relative_to(root)) or "."
     except ValueError:
@@ -154,7 +155,7 @@ def find_run_files(run_dir: str | os.PathLike[str]) -> RunFiles:
                             stack.append((sub, list(os.scandir(sub))))
                         except OSError as e:
                             files.notes.append(
-                                f"skipped folder {_rel(root, sub)}: {e.strerror or e}"
+                                f"skipped folder {rel_to(root, sub)}: {e.strerror or e}"
                             )
                     continue
                 is_file = entry.is_file()  # follows file symlinks; False if dangling
@@ -190,11 +191,11 @@ def find_run_files(run_dir: str | os.PathLike[str]) -> RunFiles:
             elif kind == "log":
                 files.skipped_logs.append(p)
             elif kind == "unreadable":
-                files.notes.append(f"skipped {_rel(root, p)}: cannot be read")
+                files.notes.append(f"skipped {rel_to(root, p)}: cannot be read")
 
     folders = sorted(set(per_rank) | set(interleaved) | set(run_id))
     if len(folders) > 1:
-        shown = ", ".join(_rel(root, f) for f in folders[:4])
+        shown = ", ".join(rel_to(root, f) for f in folders[:4])
         more = f" and {len(folders) - 4} more" if len(folders) > 4 else ""
         raise AmscError(
             f"{root}: metrics files in {len(folders)} folders ({shown}{more}); "
@@ -211,7 +212,7 @@ def find_run_files(run_dir: str | os.PathLike[str]) -> RunFiles:
             schemes.extend(p.name for p in run_id[folder])
         if len(schemes) > 1:
             raise AmscError(
-                f"{_rel(root, folder)}: more than one metrics file scheme "
+                f"{rel_to(root, folder)}: more than one metrics file scheme "
                 f"({', '.join(schemes)}); keep one run per directory"
             )
         if folder in per_rank:

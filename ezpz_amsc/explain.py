@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from .export import plural
+
 if TYPE_CHECKING:
     from .export import ExportResult
 
@@ -97,10 +99,6 @@ def _rel(path: str, run_dir: str) -> str:
         return path
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def _trend_lines(trend: Mapping[str, Any] | None, paint: _Paint) -> list[str]:
     if trend is None:
         return ["no throughput or step-time series logged; nothing to draw"]
@@ -116,7 +114,7 @@ def _trend_lines(trend: Mapping[str, Any] | None, paint: _Paint) -> list[str]:
     n, w, per = trend["steps"], trend["warmup_steps"], trend["steps_per_point"]
     how = ("1 glyph per step" if per == 1
            else f"{len(warm) + len(used)} glyphs wide, each the mean of ~{per} steps")
-    lines.append(f"{key}, {_plural(n, 'step')}, {how}; scale {_scale(lo, hi)}")
+    lines.append(f"{key}, {plural(n, 'step')}, {how}; scale {_scale(lo, hi)}")
     # The sparkline gets a line of its own, so it can be picked out (and copied) whole.
     line = paint.good(sparkline(used, lo, hi))
     if warm:
@@ -127,7 +125,7 @@ def _trend_lines(trend: Mapping[str, Any] | None, paint: _Paint) -> list[str]:
         shown = ", ".join(_num(v) for v in warm[:3]) + (", .." if len(warm) > 3 else "")
         where = ("below the scale" if known and max(known) < lo else
                  "above the scale" if known and min(known) > hi else "")
-        lines.append(f"{_plural(w, 'warmup step')} dropped, left of {WARMUP_MARK}: {shown}"
+        lines.append(f"{plural(w, 'warmup step')} dropped, left of {WARMUP_MARK}: {shown}"
                      + (f" ({where}, drawn clipped)" if where else ""))
     else:
         lines.append("no warmup step dropped")
@@ -205,10 +203,10 @@ def render(result: ExportResult, colour: bool = False, quiet: bool = False) -> s
         read += f" (rank {rank})"
     item("files read", read)
     if d.get("rank_files_not_read"):
-        more(f"{_plural(d['rank_files_not_read'], 'other rank file')} not read "
+        more(f"{plural(d['rank_files_not_read'], 'other rank file')} not read "
              "(ranks log near-identical values)")
     if d.get("other_rank_records"):
-        more(f"{_plural(d['other_rank_records'], 'record')} of other ranks skipped")
+        more(f"{plural(d['other_rank_records'], 'record')} of other ranks skipped")
     item("provenance", _provenance(d))
     placement = d.get("placement") or {}
     block("placement", [placement[c] for c in ("system", "gpus", "nodes") if c in placement])
@@ -217,10 +215,10 @@ def render(result: ExportResult, colour: bool = False, quiet: bool = False) -> s
     if not n:
         steps = "no step records"
     elif not dropped and d.get("warmup"):
-        steps = (f"{_plural(n, 'step')} logged; --warmup {d['warmup']} would leave none, "
+        steps = (f"{plural(n, 'step')} logged; --warmup {d['warmup']} would leave none, "
                  "so all were reduced")
     else:
-        steps = (f"{_plural(n, 'step')} logged, {dropped} dropped as warmup "
+        steps = (f"{plural(n, 'step')} logged, {dropped} dropped as warmup "
                  f"(--warmup {d.get('warmup')}), {used} reduced with {d.get('reducer')}")
     item("steps", steps)
     cov = d.get("step_coverage")

@@ -42,7 +42,8 @@ class ExportResult:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-def _plural(n: int, word: str) -> str:
+def plural(n: int, word: str) -> str:
+    """``1 step``, ``2 steps``: counts in notes and reports."""
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
@@ -137,11 +138,11 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
             parts = ", ".join(f"{k} {v}" for k, v in dropped.items())
             notes.append(f"dropped {sum(dropped.values())} non-finite values ({parts})")
         if steps.bad_lines:
-            notes.append(f"skipped {_plural(steps.bad_lines, 'unparsable line')}")
+            notes.append(f"skipped {plural(steps.bad_lines, 'unparsable line')}")
         if steps.long_lines:
             limit = opts.max_line_bytes
             size = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit} bytes"
-            notes.append(f"skipped {_plural(steps.long_lines, 'line')} over {size} unread")
+            notes.append(f"skipped {plural(steps.long_lines, 'line')} over {size} unread")
         if steps.truncated_last_line:
             notes.append(f"last line of {steps.files_read[-1].name} is truncated; ignored it")
     unfinished = unfinished_evidence(files, steps)
@@ -208,7 +209,7 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
         for name, s in st.items():
             if s.kept_warmup:
                 notes.append(f"--warmup {opts.warmup} leaves no {name} values; reduced all "
-                             f"{_plural(s.used, 'step')}")
+                             f"{plural(s.used, 'step')}")
         values.update({
             "throughput_tokens_per_sec": fmt(tps, 3),
             "throughput_tokens_per_sec_per_gpu": fmt(tpg, 3),
@@ -222,7 +223,7 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
     if problems:  # a bug, not a user error: never print a row the dashboard rejects
         raise AmscError(f"internal: row would be rejected by the dashboard: {'; '.join(problems)}")
 
-    warm_steps = min(opts.warmup, n) if n > opts.warmup else 0  # all kept when none is left
+    warm_steps = opts.warmup if n > opts.warmup else 0  # all kept when none is left
     details: dict[str, Any] = {
         "run_dir": str(files.root),
         "metrics_scheme": source.scheme if source else None,

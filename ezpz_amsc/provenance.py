@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .discover import RunFiles
+from .discover import RunFiles, rel_to
 from .errors import AmscError
 
 KEYS = ("MACHINE", "HOSTNAME", "NUM_NODES", "NGPUS", "GPUS_PER_NODE",
@@ -133,7 +133,7 @@ def load_provenance(files: RunFiles) -> Provenance:
                 got = _from_report(path, prov.notes)
             if not got:
                 continue
-            rel = _rel(files.root, path)
+            rel = rel_to(files.root, path)
             used = False
             for k, v in got.items():
                 if k not in prov.values:
@@ -144,13 +144,6 @@ def load_provenance(files: RunFiles) -> Provenance:
                 prov.tiers.append(rel)
             break  # one file per tier: the one next to the metrics
     return prov
-
-
-def _rel(root: Path, p: Path) -> str:
-    try:
-        return str(p.relative_to(root))
-    except ValueError:
-        return str(p)
 
 
 def _count(prov: Provenance, key: str, allow_zero: bool = False) -> int | None:
