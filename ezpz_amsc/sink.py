@@ -160,9 +160,10 @@ def locked(lock_path: Path, timeout_sec: float) -> Iterator[None]:
 
 
 def find_duplicates(path: Path | None, rows: Sequence[Sequence[str]]) -> list[str]:
-    """Describe every row whose run key is already in ``path`` or earlier in ``rows``."""
-    if path is None:
-        path = Path(os.devnull)
+    """Describe every row whose run key is earlier in ``rows`` or already in ``path``.
+
+    ``path`` is ``None`` when there is no existing content to compare against.
+    """
     wanted: dict[tuple[str, ...], int] = {}
     problems: list[str] = []
     for i, r in enumerate(rows):
@@ -171,6 +172,8 @@ def find_duplicates(path: Path | None, rows: Sequence[Sequence[str]]) -> list[st
             problems.append(f"rows {wanted[key] + 1} and {i + 1} of this export are the same run "
                             f"({', '.join(key)})")
         wanted.setdefault(key, i)
+    if path is None:
+        return problems
     try:
         f = open(path, newline="", encoding="utf-8-sig", errors="replace")  # noqa: SIM115
     except FileNotFoundError:
