@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .discover import RunFiles, find_run_files
 from .errors import AmscError
-from .provenance import load_provenance, resolve_placement
+from .provenance import MAX_COUNT, digits, load_provenance, resolve_placement
 from .row import build_row, dashboard_problems, fmt, format_timestamp
 from .steps import MAX_LINE_BYTES, Steps, read_steps
 
@@ -86,6 +86,9 @@ def validate_options(opts: ExportOptions) -> None:
     for flag, val in (("--nodes", opts.nodes), ("--gpus", opts.gpus)):
         if val is not None and val < 1:
             raise AmscError(f"{flag} must be 1 or more, got {val}")
+        if val is not None and val > MAX_COUNT:
+            raise AmscError(f"{flag} {digits(str(val))} is not a plausible count "
+                            f"(more than {MAX_COUNT:,})")
     if opts.wall_time_sec is not None and not (0 < opts.wall_time_sec < float("inf")):
         raise AmscError(f"--wall-time-sec must be a positive number, got {opts.wall_time_sec}")
     if opts.timestamp is not None:

@@ -20,6 +20,12 @@ from .errors import AmscError
 KEYS = ("MACHINE", "HOSTNAME", "NUM_NODES", "NGPUS", "GPUS_PER_NODE",
         "WORLD_SIZE_IN_USE", "world_size")
 _COUNT_KEYS = ("NUM_NODES", "NGPUS", "GPUS_PER_NODE", "WORLD_SIZE_IN_USE", "world_size")
+# No machine runs a million ranks or nodes (Aurora: 10,624 nodes, 127,488 GPU
+# tiles); a larger count is a broken record or a typo, never a real run.
+MAX_COUNT = 1_000_000
+# The flag that settles each count when provenance cannot.
+COUNT_FLAG = {"NUM_NODES": "--nodes", "GPUS_PER_NODE": "--nodes", "NGPUS": "--gpus",
+              "WORLD_SIZE_IN_USE": "--gpus", "world_size": "--gpus"}
 _MAX_PROVENANCE_BYTES = 16 << 20
 _COUNT = re.compile(r"\s*\+?(\d+)(?:\.0*)?\s*\Z")
 _BULLET = re.compile(r"^\s*[-*]\s+\*\*(?P<key>[^*]+)\*\*:\s*(?P<val>.*?)\s*$")
@@ -146,6 +152,11 @@ def load_provenance(files: RunFiles) -> Provenance:
     return prov
 
 
+def digits(text: str) -> str:
+    """A long number shortened for a message: ``100000000000... (401 digits)``."""
+    return text if len(text) <= 20 else f"{text[:12]}... ({len(text)} digits)"
+
+
 def _count(prov: Provenance, key: str, allow_zero: bool = False) -> int | None:
     """A positive integer count from provenance; notes and ignores anything else."""
     raw = prov.values.get(key)
@@ -158,6 +169,9 @@ def _count(prov: Provenance, key: str, allow_zero: bool = False) -> int | None:
     if val < 0 or (val == 0 and not allow_zero):
         prov.notes.append(f"ignored {key}={raw!r} from {prov.source[key]}: not a usable count")
         return None
+    if val > MAX_COUNT:
+        raise AmscError(f"{key}={digits(raw.strip())} from {prov.source[key]} is not a "
+                        f"plausible count (more than {MAX_COUNT:,}); pass {COUNT_FLAG[key]} N")
     return val
 
 

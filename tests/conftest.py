@@ -24,8 +24,12 @@ REPO = Path(__file__).resolve().parents[1]
 RUNS = REPO / "examples" / "runs"  # copies of shared/fixtures/runs, written by real ezpz
 FIXTURE_NAMES = sorted(p.name for p in RUNS.iterdir() if p.is_dir())
 
-# Hypothesis profiles for tests/test_fuzz_*.py. "default" keeps the normal test
-# command fast on a small shared machine; "long" is for hunting bugs on purpose:
+# Hypothesis profiles for tests/test_fuzz_*.py:
+# - "ci": derandomized (the same cases every run, no example database), chosen
+#   when CI is set, so that CI never fails at random;
+# - "default": a fresh random search on every local run (failing cases are
+#   saved in .hypothesis/ and replayed first next time);
+# - "long": a longer random hunt, on purpose:
 #   HYPOTHESIS_PROFILE=long pytest tests/test_fuzz_export.py
 #   pytest --hypothesis-profile=long tests/test_fuzz_export.py   (the flag wins)
 _FUZZ_SETTINGS: dict[str, Any] = {
@@ -33,9 +37,12 @@ _FUZZ_SETTINGS: dict[str, Any] = {
     "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
     "print_blob": True,
 }
+settings.register_profile("ci", max_examples=500, derandomize=True, database=None,
+                          **_FUZZ_SETTINGS)
 settings.register_profile("default", max_examples=500, **_FUZZ_SETTINGS)
 settings.register_profile("long", max_examples=4000, **_FUZZ_SETTINGS)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
+                      or ("ci" if os.environ.get("CI") else "default"))
 
 DIST_CPU_1RANK = {
     "MACHINE": "localhost", "HOSTNAME": "localhost", "NUM_NODES": "1", "NGPUS": "0",

@@ -413,6 +413,40 @@ def test_counts_below_one_from_flags_are_refused(tmp_path, flag, value):
         run_cli(run, "--config", "c", flag, value))
 
 
+HUGE = "1" + "0" * 400  # hypothesis found this one: OverflowError in tps / gpus
+
+
+@pytest.mark.parametrize("key,flag", [("world_size", "--gpus"), ("WORLD_SIZE_IN_USE", "--gpus"),
+                                      ("NUM_NODES", "--nodes"), ("GPUS_PER_NODE", "--nodes")])
+@pytest.mark.parametrize("value", [HUGE, "1000001"])
+def test_absurd_count_from_provenance_is_an_error_naming_the_flag(tmp_path, key, flag, value):
+    dist = {key: value}
+    if key == "NUM_NODES":
+        dist["GPUS_PER_NODE"] = "0"  # so that NUM_NODES is the rule that reads it
+    run = good_run(tmp_path / "run", **dist)
+    line = error_line(run_cli(run, "--config", "c"))
+    shown = value if len(value) <= 20 else "100000000000... (401 digits)"
+    assert line == (f"error: {key}={shown} from run_info.json is not a plausible count "
+                    f"(more than 1,000,000); pass {flag} N")
+
+
+def test_largest_plausible_count_is_accepted(tmp_path):
+    run = good_run(tmp_path / "run", world_size="1000000", WORLD_SIZE_IN_USE="1000000",
+                   GPUS_PER_NODE="12")
+    row = one_row(run_cli(run, "--config", "c"))
+    assert (row["gpus"], row["nodes"]) == ("1000000", "83334")
+    assert row["throughput_tokens_per_sec_per_gpu"] == "0.001"  # 1002.0 / 1e6, kept non-zero
+
+
+@pytest.mark.parametrize("flag", ["--gpus", "--nodes"])
+@pytest.mark.parametrize("value,shown", [(HUGE, "100000000000... (401 digits)"),
+                                         ("1000001", "1000001")])
+def test_absurd_count_from_flags_is_refused(tmp_path, flag, value, shown):
+    run = good_run(tmp_path / "run")
+    assert error_line(run_cli(run, "--config", "c", flag, value)) == (
+        f"error: {flag} {shown} is not a plausible count (more than 1,000,000)")
+
+
 @pytest.mark.parametrize("extra", [[], ["--nodes", "2"]])
 def test_gpus_not_a_multiple_of_gpus_per_node_is_allowed_but_noted(tmp_path, extra):
     run = good_run(tmp_path / "run", GPUS_PER_NODE="4", world_size="8")
