@@ -2,7 +2,7 @@
 
 A sweep finishes dozens of jobs within seconds, all appending to one file on a
 parallel filesystem, and the jobs may belong to several people of a team.
-Header check, duplicate check and write happen under one exclusive ``flock``
+Header check, duplicate check and write happen under one exclusive lock
 on the results file itself: whoever may write the file may lock it, and no
 lock file ever appears beside it. Each batch of rows goes out as a single
 ``write`` of complete lines, flushed and fsynced. A failed write cuts the file
@@ -13,7 +13,8 @@ The protocol, step by step (docs/results-files.md tells users the same):
 1. Open the file read-write for appending; create it when missing (0666
    masked by the umask, as ``touch`` does), with ``O_EXCL`` so that exactly
    one writer knows it created it.
-2. ``flock(LOCK_EX)`` that descriptor, polling until ``--lock-timeout``.
+2. Lock it exclusively (``fcntl`` record lock on the whole file), polling
+   until ``--lock-timeout``.
 3. Check that the locked file is still the one at the path. A writer whose
    first write failed removes the file it created, and a writer that had
    opened it meanwhile would hold a lock on a removed file: it starts over.
@@ -23,9 +24,10 @@ The protocol, step by step (docs/results-files.md tells users the same):
    is removed, while the lock is still held. That is the only removal, so a
    file is never removed under a writer that holds its lock.
 
-``flock`` rather than ``fcntl`` record locks: a record lock belongs to the
-process and is dropped when it closes *any* descriptor of the file, and this
-module opens the file more than once; a ``flock`` belongs to the one open file.
+Record locks rather than ``flock``: NFS, Lustre (mounted ``-o flock``) and
+GPFS all keep ``fcntl`` locks coherent across nodes. A record lock belongs to
+the process and is dropped when the process closes *any* descriptor of the
+file, so while it is held the file is read only through the locked descriptor.
 """
 
 from __future__ import annotations
@@ -83,11 +85,12 @@ class _FileState:
 
 
 def _reader(fd: int) -> BinaryIO:
-    """The open file from its start, through a duplicate of ``fd``.
+    """The open file from its start, read through ``fd`` itself.
 
-    Closing the duplicate leaves a ``flock`` held through ``fd`` in place.
+    Closing the reader leaves ``fd`` open: closing any descriptor of the file
+    would drop the record lock held through ``fd``.
     """
-    f = os.fdopen(os.dup(fd), "rb")
+    f = open(fd, "rb", closefd=False)  # noqa: SIM115 (the caller closes it)
     f.seek(0)
     return f
 
@@ -184,7 +187,7 @@ def _not_regular(p: Path) -> AmscError:
 
 @dataclass
 class Locked:
-    """A results file open for appending, its ``flock`` held."""
+    """A results file open for appending, its lock held."""
 
     fd: int
     created: bool  # by this writer, who may remove it again if it stays empty
@@ -193,9 +196,9 @@ class Locked:
 @contextlib.contextmanager
 def locked(path: str | os.PathLike[str], timeout_sec: float,
            made: list[Path] | None = None) -> Iterator[Locked]:
-    """Open ``path`` for appending (created if missing) and hold an exclusive ``flock`` on it.
+    """Open ``path`` for appending (created if missing) and hold an exclusive lock on it.
 
-    Folders made for it are added to ``made``. A ``flock`` dies with its
+    Folders made for it are added to ``made``. A record lock dies with its
     process, so a killed appender never blocks the next one.
     """
     p = Path(path)
@@ -273,7 +276,7 @@ def _wait_for_lock(fd: int, p: Path, deadline: float, timeout_sec: float) -> Non
     delay = 0.005
     while True:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
         except OSError as e:
             if e.errno not in (errno.EAGAIN, errno.EACCES):
