@@ -7,6 +7,7 @@ any user.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import grp
 import os
@@ -47,11 +48,19 @@ def names_in(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir())
 
 
+@contextlib.contextmanager
+def umask_of(mask: int):
+    old = os.umask(mask)
+    try:
+        yield mask
+    finally:
+        os.umask(old)
+
+
 @pytest.fixture(params=[0o002, 0o022], ids=["umask002", "umask022"])
 def umask(request):
-    old = os.umask(request.param)
-    yield request.param
-    os.umask(old)
+    with umask_of(request.param) as mask:
+        yield mask
 
 
 # Modes of what the tool creates -------------------------------------------------
@@ -129,11 +138,8 @@ def test_append_keeps_mode_owner_and_group(tmp_path, mode):
     if IS_ROOT:
         os.chown(out, OTHER_UID, NOBODY)
     before = os.stat(out)
-    old = os.umask(0o077)  # a writer's umask has no say over a file that exists
-    try:
+    with umask_of(0o077):  # a writer's umask has no say over a file that exists
         assert run_cli(A, "--config", "a", "--append", out).exit_code == 0
-    finally:
-        os.umask(old)
     after = os.stat(out)
     assert (after.st_mode, after.st_uid, after.st_gid) == (before.st_mode, before.st_uid,
                                                           before.st_gid)
@@ -224,7 +230,11 @@ def test_failed_write_keeps_an_empty_file_someone_else_made(tmp_path, monkeypatc
     out = tmp_path / "runs.csv"
     out.touch(mode=0o660)  # set up by hand for the team: not this writer's to remove
     out.chmod(0o660)
-    monkeypatch.setattr(os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(errno.EIO, "EIO")))
+
+    def io_error(fd):
+        raise OSError(errno.EIO, "EIO")
+
+    monkeypatch.setattr(os, "fsync", io_error)
     with pytest.raises(AmscError, match="cannot write results file: EIO; file left as it was"):
         sink.append_rows(out, [ROW])
     assert out.read_bytes() == b"" and mode_of(out) == 0o660
@@ -353,11 +363,8 @@ def as_user(uid: int, umask: int, run_dir: Path, *args: object, gid: int = NOBOD
 def test_a_teammate_appends_to_a_file_another_user_created(team_folder, first):
     out = team_folder / "runs.csv"
     if first == "root":
-        old = os.umask(0o002)
-        try:
+        with umask_of(0o002):
             assert run_cli(A, "--config", "a", "--append", out).exit_code == 0
-        finally:
-            os.umask(old)
     else:
         r = as_user(OTHER_UID, 0o002, A, "--config", "a", "--append", out)
         assert r.returncode == 0, r.stderr
@@ -388,13 +395,24 @@ def test_a_teammate_creates_a_folder_the_others_can_use(team_folder):
 
 
 @needs_root
+def test_a_teammate_needs_no_write_permission_on_the_folder_to_append(team_folder):
+    # A results folder only its owner may write (a git checkout, say), holding a
+    # group-writable file: appending takes nothing but the file (no lock file).
+    out = team_folder / "runs.csv"
+    with umask_of(0o002):
+        assert run_cli(A, "--config", "a", "--append", out).exit_code == 0
+    team_folder.chmod(0o755)
+    r = as_user(NOBODY, 0o002, B, "--config", "b", "--append", out)
+    assert r.returncode == 0, r.stderr
+    assert [x["config"] for x in parse_csv(out.read_text())] == ["a", "b"]
+    assert names_in(team_folder) == ["runs.csv"]
+
+
+@needs_root
 def test_a_user_who_cannot_write_the_file_is_told_why(team_folder):
     out = team_folder / "runs.csv"
-    old = os.umask(0o022)  # the first user forgot umask 002
-    try:
+    with umask_of(0o022):  # the first user forgot umask 002
         assert run_cli(A, "--config", "a", "--append", out).exit_code == 0
-    finally:
-        os.umask(old)
     before = out.read_bytes()
     r = as_user(NOBODY, 0o002, B, "--config", "b", "--append", out)
     assert r.returncode == 1 and r.stdout == ""
