@@ -1,12 +1,15 @@
-"""``--check PATH``: read a results file the way the dashboard does, line by line."""
+"""``--check PATH``: read a results file the way the dashboard does, line by line,
+and say what would keep a teammate from appending to it."""
 
 from __future__ import annotations
 
 import csv
 import os
+import stat
 from pathlib import Path
 
 from .errors import AmscError
+from .files import describe, group_name
 from .row import HEADER, REQUIRED, dashboard_problems
 from .sink import KEY_COLUMNS
 
@@ -57,3 +60,37 @@ def check_results_file(path: str | os.PathLike[str]) -> tuple[int, list[str]]:
         except csv.Error as e:
             problems.append(f"{p}:{reader.line_num}: {e}")
     return rows, problems
+
+
+def sharing_notes(path: str | os.PathLike[str]) -> list[str]:
+    """What keeps other members of the group from appending to a results file.
+
+    Notes, not problems: a results file kept by one person is fine as it is.
+    Judged by the mode bits of the file and of its folder, each for its own
+    group; a file needs group write, its folder group search (to reach the
+    file) and group write (to create results files there). A group-writable
+    folder that is not setgid gives a file a teammate creates there the
+    teammate's own primary group, which the others may not be in.
+    """
+    p = Path(path)
+    folder = p.absolute().parent
+    try:
+        st, folder_st = os.stat(p), os.stat(folder)
+    except OSError:
+        return []
+    notes = []
+    if not st.st_mode & stat.S_IWGRP:
+        notes.append(f"{p}: other members of group {group_name(st.st_gid)} cannot append to it "
+                     f"({describe(st)}); to share it: chmod g+w {p}")
+    group = group_name(folder_st.st_gid)
+    if not folder_st.st_mode & stat.S_IXGRP:
+        notes.append(f"{folder}: other members of group {group} cannot reach the files in it "
+                     f"({describe(folder_st)}); to share it: chmod g+rwx {folder}")
+    elif not folder_st.st_mode & stat.S_IWGRP:
+        notes.append(f"{folder}: other members of group {group} cannot create results files "
+                     f"in it ({describe(folder_st)}); to share it: chmod g+w {folder}")
+    elif not folder_st.st_mode & stat.S_ISGID:
+        notes.append(f"{folder}: not setgid ({describe(folder_st)}): a results file a teammate "
+                     f"creates in it gets the teammate's own group, not {group}; "
+                     f"to fix: chmod g+s {folder}")
+    return notes

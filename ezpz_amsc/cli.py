@@ -91,7 +91,7 @@ def export_amsc(ctx: click.Context, run_dirs: tuple[str, ...], config: str | Non
     if check_path is not None:
         if run_dirs:
             raise AmscUsageError("--check takes no RUN_DIR")
-        _check(check_path)
+        _check(check_path, quiet)
         return
     if not run_dirs:
         raise AmscUsageError("missing argument 'RUN_DIR'")
@@ -146,10 +146,12 @@ def _report_failures(failed: list, written: bool) -> None:
                err=True)
 
 
-def _check(path: str) -> None:
-    from .check import check_results_file
+def _check(path: str, quiet: bool) -> None:
+    from .check import check_results_file, sharing_notes
 
     rows, problems = check_results_file(path)
+    for note in [] if quiet else sharing_notes(path):
+        click.echo(f"note: {note}", err=True)
     for p in problems:
         click.echo(p, err=True)
     if problems:

@@ -106,18 +106,10 @@ def _options(config: str) -> Any:
 
 def _write_row_file(path: Path, cells: list[str]) -> None:
     """Header + row, replacing any earlier file whole: never a half-written amsc.csv."""
+    from .files import create_file
     from .sink import render_csv
 
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="") as f:
-            f.write(render_csv([cells], header=True))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    create_file(path, render_csv([cells], header=True).encode("utf-8"), replace=True)
 
 
 def _export(history: Any, run_dir: Path, config: str) -> None:

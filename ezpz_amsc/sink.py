@@ -1,11 +1,33 @@
 """Stage 6: write rows — to stdout, or appended to a shared results CSV (SPEC §2.5).
 
 A sweep finishes dozens of jobs within seconds, all appending to one file on a
-parallel filesystem. Header check, duplicate check and write therefore happen
-under one exclusive ``fcntl`` lock on ``<file>.lock``, and each batch of rows
-goes out as a single ``write`` of complete lines, flushed and fsynced. A failed
-write cuts the file back to its old size, so a results file is never left
-half-written.
+parallel filesystem, and the jobs may belong to several people of a team.
+Header check, duplicate check and write happen under one exclusive lock
+on the results file itself: whoever may write the file may lock it, and no
+lock file ever appears beside it. Each batch of rows goes out as a single
+``write`` of complete lines, flushed and fsynced. A failed write cuts the file
+back to its old size, so a results file is never left half-written.
+
+The protocol, step by step (docs/results-files.md tells users the same):
+
+1. Open the file read-write for appending; create it when missing (0666
+   masked by the umask, as ``touch`` does), with ``O_EXCL`` so that exactly
+   one writer knows it created it.
+2. Lock it exclusively (``fcntl`` record lock on the whole file), polling
+   until ``--lock-timeout``.
+3. Check that the locked file is still the one at the path. A writer whose
+   first write failed removes the file it created, and a writer that had
+   opened it meanwhile would hold a lock on a removed file: it starts over.
+4. Read the header and the runs already there through the same descriptor,
+   append, fsync.
+5. On failure cut the file back; a file this writer created and left empty
+   is removed, while the lock is still held. That is the only removal, so a
+   file is never removed under a writer that holds its lock.
+
+Record locks rather than ``flock``: NFS, Lustre (mounted ``-o flock``) and
+GPFS all keep ``fcntl`` locks coherent across nodes. A record lock belongs to
+the process and is dropped when the process closes *any* descriptor of the
+file, so while it is held the file is read only through the locked descriptor.
 """
 
 from __future__ import annotations
@@ -16,13 +38,22 @@ import errno
 import fcntl
 import io
 import os
+import stat
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 from .errors import AmscError
+from .files import (
+    FILE_MODE,
+    make_folders,
+    not_a_folder,
+    permission_error,
+    remove_folders,
+    write_all,
+)
 from .row import HEADER
 
 # The identity of a run on the dashboard: a second row with these is a double count.
@@ -53,26 +84,31 @@ class _FileState:
     ends_with_newline: bool
 
 
-def _read_state(path: Path) -> _FileState:
-    """Check the header of an existing file and learn its line-ending style.
+def _reader(fd: int) -> BinaryIO:
+    """The open file from its start, read through ``fd`` itself.
+
+    Closing the reader leaves ``fd`` open: closing any descriptor of the file
+    would drop the record lock held through ``fd``.
+    """
+    f = open(fd, "rb", closefd=False)  # noqa: SIM115 (the caller closes it)
+    f.seek(0)
+    return f
+
+
+def _read_state(fd: int, path: Path) -> _FileState:
+    """Check the header of the open results file and learn its line-ending style.
 
     A header that differs only by a UTF-8 BOM or CRLF endings is the same
     header; any other difference (names, order, count) is refused.
     """
     try:
-        with open(path, "rb") as f:
+        with _reader(fd) as f:
             head = f.readline(1 << 20)
             size = f.seek(0, os.SEEK_END)
             last = b""
             if size:
                 f.seek(size - 1)
                 last = f.read(1)
-    except FileNotFoundError:
-        return _FileState(False, "\n", True)
-    except NotADirectoryError:
-        raise _parent_not_a_folder(path) from None
-    except IsADirectoryError:
-        raise AmscError(f"{path}: is a directory; --append needs a CSV file path") from None
     except OSError as e:
         raise AmscError(f"{path}: cannot read results file: {e.strerror or e}") from None
     if not head.strip(b"\xef\xbb\xbf\r\n \t"):
@@ -102,67 +138,173 @@ def _read_state(path: Path) -> _FileState:
     return _FileState(True, newline, last in (b"\n", b"\r"))
 
 
-def _parent_not_a_folder(path: Path) -> AmscError:
-    parent = next((q for q in reversed(path.parents) if q.exists() and not q.is_dir()),
-                  path.parent)
-    return AmscError(f"{parent}: exists and is not a folder; cannot create {path} there")
-
-
 def check_append_target(path: str | os.PathLike[str]) -> None:
     """Refuse a bad ``--append`` target before any export work is done.
 
-    Only a fast pre-check: the authoritative check runs again under the lock.
+    Only a fast pre-check (header, permissions): the authoritative checks run
+    again under the lock. Opening the file read-write changes nothing in it.
     """
     p = Path(path)
     _refuse_non_regular(p)
-    _read_state(p)
+    try:
+        fd = os.open(p, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        _check_can_create(p)
+        return
+    except OSError as e:
+        raise _open_error(p, e, creating=False) from None
+    try:
+        _read_state(fd, p)
+    finally:
+        os.close(fd)
+
+
+_EFFECTIVE_IDS = os.access in os.supports_effective_ids  # judge as open() will: euid, egid
+
+
+def _check_can_create(p: Path) -> None:
+    """The nearest existing folder above a new results file must let us create in it."""
+    below, folder = p, p.parent
+    while not os.path.isdir(folder):
+        if os.path.lexists(folder):
+            raise not_a_folder(p)
+        below, folder = folder, folder.parent
+    if not os.access(folder, os.W_OK | os.X_OK, effective_ids=_EFFECTIVE_IDS):
+        raise permission_error(folder, "wx", f"cannot create {below.name} there")
 
 
 def _refuse_non_regular(p: Path) -> None:
     if p.is_dir():
         raise AmscError(f"{p}: is a directory; --append needs a CSV file path")
     if p.exists() and not p.is_file():
-        # A FIFO would block the header read forever; a device is no results file.
-        raise AmscError(f"{p}: not a regular file; --append needs a CSV file path")
+        raise _not_regular(p)
+
+
+def _not_regular(p: Path) -> AmscError:
+    # A FIFO would block the header read forever; a device is no results file.
+    return AmscError(f"{p}: not a regular file; --append needs a CSV file path")
+
+
+@dataclass
+class Locked:
+    """A results file open for appending, its lock held."""
+
+    fd: int
+    created: bool  # by this writer, who may remove it again if it stays empty
 
 
 @contextlib.contextmanager
-def locked(lock_path: Path, timeout_sec: float) -> Iterator[None]:
-    """Hold an exclusive ``fcntl`` lock on ``lock_path`` (created if missing).
+def locked(path: str | os.PathLike[str], timeout_sec: float,
+           made: list[Path] | None = None) -> Iterator[Locked]:
+    """Open ``path`` for appending (created if missing) and hold an exclusive lock on it.
 
-    POSIX record locks die with their process, so a killed appender never
-    leaves a stale lock behind. The lock file itself is never removed:
-    unlinking a lock file lets two processes lock two different inodes.
+    Folders made for it are added to ``made``. A record lock dies with its
+    process, so a killed appender never blocks the next one.
     """
-    try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as e:
-        raise AmscError(f"{lock_path}: cannot create lock file: {e.strerror or e}") from None
-    try:
-        deadline = time.monotonic() + timeout_sec
-        delay = 0.005
-        while True:
-            try:
-                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    p = Path(path)
+    deadline = time.monotonic() + timeout_sec
+    made = [] if made is None else made
+    while True:
+        fd, created = _open_for_append(p, made)
+        try:
+            _wait_for_lock(fd, p, deadline, timeout_sec)
+            if _still_at(fd, p):
                 break
-            except OSError as e:
-                if e.errno not in (errno.EACCES, errno.EAGAIN):
-                    raise AmscError(f"{lock_path}: cannot lock: {e.strerror or e} (on Lustre, "
-                                    "mount with -o flock)") from None
-            if time.monotonic() >= deadline:
-                raise AmscError(f"{lock_path}: still locked by another writer after "
-                                f"{timeout_sec:g} s; retry, or raise --lock-timeout")
-            time.sleep(delay)
-            delay = min(delay * 2, 0.25)
-        yield
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # removed or replaced while we waited: lock the file there now
+    try:
+        yield Locked(fd, created)
     finally:
         os.close(fd)  # releases the lock
 
 
-def find_duplicates(path: Path | None, rows: Sequence[Sequence[str]]) -> list[str]:
-    """Describe every row whose run key is earlier in ``rows`` or already in ``path``.
+_APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
 
-    ``path`` is ``None`` when there is no existing content to compare against.
+
+def _open_for_append(p: Path, made: list[Path]) -> tuple[int, bool]:
+    """Open ``p`` for appending, creating it (and its folders) when missing.
+
+    Returns the descriptor and whether this call created the file. The file or
+    its folder can vanish between two calls (a writer whose first write failed
+    takes back what it made), hence the retries.
+    """
+    for _ in range(100):
+        created = True
+        try:
+            fd = os.open(p, _APPEND_FLAGS | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        except FileExistsError:
+            created = False
+        except FileNotFoundError:  # a folder on the way is missing
+            made.extend(make_folders(p.parent, p))
+            continue
+        except OSError as e:
+            raise _open_error(p, e, creating=True) from None
+        if not created:
+            try:
+                fd = os.open(p, _APPEND_FLAGS)
+            except FileNotFoundError:
+                if p.is_symlink():
+                    raise AmscError(f"{p}: a symlink to {os.readlink(p)}, which does not "
+                                    "exist; --append needs a file path") from None
+                continue
+            except OSError as e:
+                raise _open_error(p, e, creating=False) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise _not_regular(p)
+        return fd, created
+    raise AmscError(f"{p}: appeared and disappeared 100 times while opening it; "
+                    "is another program removing it?")
+
+
+def _open_error(p: Path, e: OSError, creating: bool) -> AmscError:
+    if isinstance(e, IsADirectoryError):
+        return AmscError(f"{p}: is a directory; --append needs a CSV file path")
+    if isinstance(e, NotADirectoryError):
+        return not_a_folder(p)
+    if isinstance(e, PermissionError):
+        if creating:
+            return permission_error(p.parent, "wx", f"cannot create {p.name} there")
+        return permission_error(p, "rw")
+    what = "create" if creating else "open"
+    return AmscError(f"{p}: cannot {what} results file: {e.strerror or e}")
+
+
+def _wait_for_lock(fd: int, p: Path, deadline: float, timeout_sec: float) -> None:
+    delay = 0.005
+    while True:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except OSError as e:
+            if e.errno not in (errno.EAGAIN, errno.EACCES):
+                raise AmscError(f"{p}: cannot lock: {e.strerror or e} (on Lustre, "
+                                "mount with -o flock)") from None
+        if time.monotonic() >= deadline:
+            raise AmscError(f"{p}: still locked by another writer after "
+                            f"{timeout_sec:g} s; retry, or raise --lock-timeout")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.25)
+
+
+def _still_at(fd: int, p: Path) -> bool:
+    """Whether the file open as ``fd`` is still the one at ``p`` (not removed or replaced)."""
+    held = os.fstat(fd)
+    try:
+        now = os.stat(p)
+    except FileNotFoundError:
+        return False
+    return held.st_nlink > 0 and (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)
+
+
+def find_duplicates(existing: TextIO | None, rows: Sequence[Sequence[str]],
+                    path: Path | None = None) -> list[str]:
+    """Describe every row whose run key is earlier in ``rows`` or already in ``existing``.
+
+    ``existing`` is the results file's text from its header on, or ``None``
+    when there is no existing content to compare against; ``path`` names it.
     """
     wanted: dict[tuple[str, ...], int] = {}
     problems: list[str] = []
@@ -172,96 +314,76 @@ def find_duplicates(path: Path | None, rows: Sequence[Sequence[str]]) -> list[st
             problems.append(f"rows {wanted[key] + 1} and {i + 1} of this export are the same run "
                             f"({', '.join(key)})")
         wanted.setdefault(key, i)
-    if path is None:
+    if existing is None:
         return problems
-    try:
-        f = open(path, newline="", encoding="utf-8-sig", errors="replace")  # noqa: SIM115
-    except FileNotFoundError:
-        return problems
-    except OSError as e:
-        raise AmscError(f"{path}: cannot read results file: {e.strerror or e}") from None
-    with f:
-        reader = csv.reader(f)
-        next(reader, None)
-        for cells in reader:
-            if len(cells) < len(HEADER):
-                continue
-            key = tuple(cells[j] for j in _KEY_IDX)
-            if key in wanted:
-                problems.append(f"the run ({', '.join(key)}) is already at line "
-                                f"{reader.line_num} of {path}")
+    reader = csv.reader(existing)
+    next(reader, None)
+    for cells in reader:
+        if len(cells) < len(HEADER):
+            continue
+        key = tuple(cells[j] for j in _KEY_IDX)
+        if key in wanted:
+            problems.append(f"the run ({', '.join(key)}) is already at line "
+                            f"{reader.line_num} of {path}")
     return problems
-
-
-def lock_path_for(path: Path) -> Path:
-    return path.with_name(path.name + ".lock")
 
 
 def append_rows(path: str | os.PathLike[str], rows: Sequence[Sequence[str]], *,
                 lock_timeout_sec: float = DEFAULT_LOCK_TIMEOUT_SEC,
                 allow_duplicate: bool = False) -> None:
-    """Append ``rows`` to ``path`` under its lock, creating file and folder as needed."""
+    """Append ``rows`` to ``path`` under its lock, creating file and folders as needed.
+
+    Never changes an existing file's mode, owner or group. On failure nothing
+    is left that was not there before, except when the lock itself cannot be
+    taken right after creating the file: then an empty file stays, which the
+    next append treats as new.
+    """
     p = Path(path)
     _refuse_non_regular(p)
-    new_dirs = [d for d in p.parents if not d.exists()]  # removed again if nothing is written
+    made: list[Path] = []
     try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise _parent_not_a_folder(p) from None
-    except OSError as e:
-        raise AmscError(f"{p.parent}: cannot create folder: {e.strerror or e}") from None
-    try:
-        _append_locked(p, rows, lock_timeout_sec, allow_duplicate)
-    except AmscError:
-        if new_dirs and not p.exists():
-            # Nothing was written: take back the folders made for it. The lock file
-            # stays (and so does its folder): another writer may be waiting on it.
-            for d in new_dirs:  # deepest first
-                with contextlib.suppress(OSError):
-                    d.rmdir()
+        with locked(p, lock_timeout_sec, made) as held:
+            try:
+                _append_locked(held.fd, p, rows, allow_duplicate)
+            except BaseException:
+                if held.created and os.fstat(held.fd).st_size == 0:
+                    with contextlib.suppress(OSError):
+                        os.unlink(p)  # ours, empty, and still locked: nobody writes to it
+                raise
+    except BaseException:
+        if made and not p.exists():
+            remove_folders(made)
         raise
 
 
-def _append_locked(p: Path, rows: Sequence[Sequence[str]], lock_timeout_sec: float,
+def _append_locked(fd: int, p: Path, rows: Sequence[Sequence[str]],
                    allow_duplicate: bool) -> None:
-    with locked(lock_path_for(p), lock_timeout_sec):
-        state = _read_state(p)
-        if not allow_duplicate:
-            dups = find_duplicates(p if state.has_content else None, rows)
-            if dups:
-                raise AmscError(f"{dups[0]}; not appending a double count "
-                                "(pass --allow-duplicate to add it anyway)")
-        data = render_csv(rows, header=not state.has_content, newline=state.newline)
-        if state.has_content and not state.ends_with_newline:
-            data = state.newline + data  # a hand-edited file without a final newline
-        # A file this call creates is ours to remove again if the write fails.
-        creating = not state.has_content and not p.exists()
-        flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT | os.O_EXCL if creating else 0)
-        try:
-            fd = os.open(p, flags, 0o644)
-        except IsADirectoryError:
-            raise AmscError(f"{p}: is a directory; --append needs a CSV file path") from None
-        except OSError as e:
-            raise AmscError(f"{p}: cannot open results file: {e.strerror or e}") from None
-        try:
-            _write_all(fd, p, data.encode("utf-8"))
-        except AmscError:
-            if creating:
-                with contextlib.suppress(OSError):
-                    os.unlink(p)
-            raise
-        finally:
-            os.close(fd)
+    state = _read_state(fd, p)
+    if not allow_duplicate:
+        dups = _duplicates_in(fd, p, rows) if state.has_content else find_duplicates(None, rows)
+        if dups:
+            raise AmscError(f"{dups[0]}; not appending a double count "
+                            "(pass --allow-duplicate to add it anyway)")
+    data = render_csv(rows, header=not state.has_content, newline=state.newline)
+    if state.has_content and not state.ends_with_newline:
+        data = state.newline + data  # a hand-edited file without a final newline
+    _write_all(fd, p, data.encode("utf-8"))
+
+
+def _duplicates_in(fd: int, p: Path, rows: Sequence[Sequence[str]]) -> list[str]:
+    try:
+        with io.TextIOWrapper(_reader(fd), encoding="utf-8-sig", errors="replace",
+                              newline="") as text:
+            return find_duplicates(text, rows, p)
+    except OSError as e:
+        raise AmscError(f"{p}: cannot read results file: {e.strerror or e}") from None
 
 
 def _write_all(fd: int, path: Path, data: bytes) -> None:
     """One append of complete lines; on failure the file is cut back to its old size."""
     start = os.lseek(fd, 0, os.SEEK_END)
     try:
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
+        write_all(fd, data)
         os.fsync(fd)
     except OSError as e:
         with contextlib.suppress(OSError):

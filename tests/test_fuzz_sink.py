@@ -62,10 +62,10 @@ def test_append_keeps_old_bytes_and_adds_one_parseable_row(scratch, before):
             event("refused")
             assert "\n" not in e.format_message()
             assert path.read_bytes() == before  # refused: byte-identical
-            # The lock file --append takes beside the results file is the one companion.
-            assert sorted(p.name for p in root.iterdir()) == ["results.csv", "results.csv.lock"]
+            assert [p.name for p in root.iterdir()] == ["results.csv"]  # no lock file
             return
         event("appended")
+        assert [p.name for p in root.iterdir()] == ["results.csv"]
         after = path.read_bytes()
         assert after.startswith(before)  # nothing rewritten, only added
         # The old header was this tool's (or there was none) ...

@@ -33,16 +33,17 @@ def test_32_processes_append_at_once(tmp_path):
     assert ok, report
 
 
-def _hold_lock(lock_target, ready):
+def _hold_lock(results, ready):
+    """Another process holding the results file's lock (and creating the file if missing)."""
     code = (
-        "import sys, time, pathlib\n"
-        "from ezpz_amsc.sink import locked, lock_path_for\n"
-        "with locked(lock_path_for(pathlib.Path(sys.argv[1])), 5):\n"
-        "    pathlib.Path(sys.argv[2]).touch()\n"
+        "import sys, time\n"
+        "from ezpz_amsc.sink import locked\n"
+        "with locked(sys.argv[1], 5):\n"
+        "    open(sys.argv[2], 'w').close()\n"
         "    time.sleep(60)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    p = subprocess.Popen([sys.executable, "-c", code, str(lock_target), str(ready)], env=env)
+    p = subprocess.Popen([sys.executable, "-c", code, str(results), str(ready)], env=env)
     deadline = time.monotonic() + 30
     while not ready.exists():
         assert p.poll() is None and time.monotonic() < deadline
@@ -50,26 +51,34 @@ def _hold_lock(lock_target, ready):
     return p
 
 
-def test_lock_timeout_names_the_lock_file(tmp_path):
-    out = tmp_path / "runs.csv"
+def test_lock_timeout_names_the_results_file(tmp_path):
+    out = tmp_path / "results" / "runs.csv"
+    assert run_cli(B, "--config", "b", "--append", out).exit_code == 0
+    before = out.read_bytes()
     holder = _hold_lock(out, tmp_path / "ready")
     try:
         line = error_line(run_cli(A, "--config", "c", "--append", out, "--lock-timeout", "0.3"))
     finally:
         holder.kill()
         holder.wait()
-    assert f"{out}.lock: still locked by another writer after 0.3 s" in line
-    assert not out.exists()
+    assert line == (f"error: {out}: still locked by another writer after 0.3 s; retry, "
+                    "or raise --lock-timeout")
+    assert out.read_bytes() == before
+    assert [p.name for p in out.parent.iterdir()] == ["runs.csv"]
 
 
 def test_appender_killed_while_holding_lock_does_not_block_the_next(tmp_path):
+    # The killed writer had created the file and written nothing: an empty file
+    # is a new file, so the next append writes the header.
     out = tmp_path / "runs.csv"
     holder = _hold_lock(out, tmp_path / "ready")
     os.kill(holder.pid, signal.SIGKILL)
     holder.wait()
+    assert out.read_bytes() == b""
     r = run_cli(A, "--config", "c", "--append", out, "--lock-timeout", "5")
     assert r.exit_code == 0, r.stderr
-    assert len(parse_csv(out.read_text())) == 1
+    assert out.read_text().count("timestamp,system") == 1
+    assert [x["config"] for x in parse_csv(out.read_text())] == ["c"]
 
 
 def test_file_without_trailing_newline_gets_one(tmp_path):

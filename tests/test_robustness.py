@@ -158,7 +158,11 @@ EXISTING = b"timestamp,system,config,nodes,gpus,status,wall_time_sec," \
 
 
 def _fail_os_call(monkeypatch, name: str, target: Path, err: int, partial: bool = False):
-    """Make ``os.<name>`` fail with ``err`` on ``target`` (by path or by open fd)."""
+    """Make ``os.<name>`` fail with ``err`` on ``target`` (by path or by open fd).
+
+    An ``open`` the kernel would refuse with ENOENT first (a missing file without
+    ``O_CREAT``, or a missing folder) still gets ENOENT.
+    """
     real = getattr(os, name)
 
     def hits(arg) -> bool:
@@ -169,8 +173,13 @@ def _fail_os_call(monkeypatch, name: str, target: Path, err: int, partial: bool 
                 return False
         return Path(arg) == target
 
+    def kernel_says_enoent_first(arg, *args) -> bool:
+        if name != "open" or isinstance(arg, int) or os.path.exists(arg):
+            return False
+        return not (args[0] & os.O_CREAT and os.path.isdir(os.path.dirname(arg)))
+
     def fake(arg, *args, **kwargs):
-        if hits(arg):
+        if hits(arg) and not kernel_says_enoent_first(arg, *args):
             if partial:  # the kernel took some bytes before the disk filled up
                 real(arg, args[0][: max(1, len(args[0]) // 2)])
             raise OSError(err, os.strerror(err), None if isinstance(arg, int) else str(arg))
@@ -185,11 +194,18 @@ def _tree(root: Path) -> dict[str, bytes | None]:
 
 
 @pytest.mark.parametrize("fault,call,err,message", [
-    ("read-only folder", "open", errno.EACCES, "cannot open results file: Permission denied"),
+    # (message for an existing file, message for a new one)
+    ("permission denied", "open", errno.EACCES,
+     ("results.csv: not writable by you (root): owner root, group root, mode 0644; its mode "
+      "allows it", "deeper: cannot create results.csv there: not writable by you (root): "
+      "owner root, group root, mode 0755")),
     ("read-only file system", "open", errno.EROFS,
-     "cannot open results file: Read-only file system"),
-    ("disk full", "write", errno.ENOSPC, "cannot write results file: No space left on device"),
-    ("quota at fsync", "fsync", errno.EDQUOT, "cannot write results file: Disk quota exceeded"),
+     ("cannot open results file: Read-only file system",
+      "cannot create results file: Read-only file system")),
+    ("disk full", "write", errno.ENOSPC,
+     ("cannot write results file: No space left on device",) * 2),
+    ("quota at fsync", "fsync", errno.EDQUOT,
+     ("cannot write results file: Disk quota exceeded",) * 2),
 ])
 @pytest.mark.parametrize("existing", [True, False], ids=["existing", "new"])
 def test_append_fault_leaves_results_as_they_were(tmp_path, monkeypatch, fault, call, err,
@@ -202,15 +218,10 @@ def test_append_fault_leaves_results_as_they_were(tmp_path, monkeypatch, fault, 
         target.write_bytes(EXISTING)
     before = _tree(tmp_path)
     _fail_os_call(monkeypatch, call, target, err, partial=call == "write")
-    assert message in error_line(run_cli(run, "--config", "c", "--append", target))
-    # Byte-identical when it existed; when new, no results file at all. The only
-    # addition is the empty lock file (and the folders holding it): it is never
-    # removed, since another writer may be waiting on it.
-    after = _tree(tmp_path)
-    lock = "out/deeper/results.csv.lock"
-    assert after.pop(lock) == b""
-    assert {k: v for k, v in after.items() if k in before} == before
-    assert set(after) - set(before) <= {"out", "out/deeper"}
+    assert message[not existing] in error_line(run_cli(run, "--config", "c", "--append", target))
+    # Byte-identical when it existed; when new, no results file and no folder made
+    # for it. Nothing else either: no lock file.
+    assert _tree(tmp_path) == before
 
 
 def test_append_target_is_a_directory(tmp_path):

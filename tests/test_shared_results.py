@@ -1,0 +1,491 @@
+"""A results file shared by a team: modes, owners, no lock file, a second user (issue 15).
+
+The second-user tests need root (to become ``nobody`` and an unnamed uid in a
+subprocess, through ``os.setuid``); CI runs as root. Everything else runs as
+any user.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import grp
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, RUNS, error_line, parse_csv, run_cli
+
+from ezpz_amsc import hook, sink
+from ezpz_amsc.errors import AmscError
+from ezpz_amsc.files import create_file, make_folders
+from ezpz_amsc.row import HEADER
+
+A = RUNS / "fsdp_tp-2rank"
+B = RUNS / "fsdp_tp-1rank-launch"
+ROW = ["2026-08-11T17:11:17Z", "Aurora", "sweep/0", "1", "12", "pass", "1.000", "", "", "", "",
+       "", "10", ""]
+IS_ROOT = os.geteuid() == 0
+needs_root = pytest.mark.skipif(
+    not IS_ROOT, reason="not running as root: acting as a second user (os.setuid to nobody) "
+                        "and giving folders another group need root; CI runs as root")
+NOBODY = 65534
+OTHER_UID = 40123  # a second non-root user with no passwd entry: shown by number
+
+
+def mode_of(p: Path) -> int:
+    return stat.S_IMODE(os.stat(p).st_mode)
+
+
+def names_in(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+@contextlib.contextmanager
+def umask_of(mask: int):
+    old = os.umask(mask)
+    try:
+        yield mask
+    finally:
+        os.umask(old)
+
+
+@pytest.fixture(params=[0o002, 0o022], ids=["umask002", "umask022"])
+def umask(request):
+    with umask_of(request.param) as mask:
+        yield mask
+
+
+# Modes of what the tool creates -------------------------------------------------
+
+
+def test_new_results_file_and_folders_follow_the_umask(tmp_path, umask):
+    out = tmp_path / "results" / "perlmutter" / "runs.csv"
+    assert run_cli(A, "--config", "a", "--append", out).exit_code == 0
+    assert mode_of(out) == 0o666 & ~umask
+    assert mode_of(out.parent) == mode_of(out.parent.parent) == 0o777 & ~umask
+    assert names_in(out.parent) == ["runs.csv"]
+
+
+def test_new_file_and_folder_from_create_file_follow_the_umask(tmp_path, umask):
+    # create_file is what every other file the tool writes goes through
+    # (the hook's amsc.csv now, provenance records later).
+    record = tmp_path / "provenance" / "2026" / "run.json"
+    create_file(record, b'{"a": 1}\n')
+    assert record.read_bytes() == b'{"a": 1}\n'
+    assert mode_of(record) == 0o666 & ~umask
+    assert mode_of(record.parent) == mode_of(record.parent.parent) == 0o777 & ~umask
+    assert names_in(record.parent) == ["run.json"]  # no temporary file left
+
+
+def test_hook_row_file_follows_the_umask(fixture_run, monkeypatch, umask):
+    run = fixture_run(B.name)
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+    monkeypatch.delenv("EZPZ_AMSC_APPEND", raising=False)
+    for name in ("RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    hook.finalize_hook(object(), run)
+    assert mode_of(run / "amsc.csv") == 0o666 & ~umask
+    assert len(parse_csv((run / "amsc.csv").read_text())) == 1
+
+
+def test_create_file_replaces_only_when_asked(tmp_path):
+    p = tmp_path / "run.json"
+    create_file(p, b"one\n")
+    with pytest.raises(AmscError, match=f"^{p}: already exists; not replacing it$"):
+        create_file(p, b"two\n")
+    assert p.read_bytes() == b"one\n"
+    create_file(p, b"three\n", replace=True)
+    assert p.read_bytes() == b"three\n"
+    assert names_in(tmp_path) == ["run.json"]
+
+
+def test_create_file_that_fails_leaves_no_file_and_no_folder(tmp_path, monkeypatch):
+    real_write = os.write
+
+    def full(fd, data):
+        real_write(fd, data[:1])
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "write", full)
+    with pytest.raises(AmscError, match="run.json: cannot write: No space left on device$"):
+        create_file(tmp_path / "new" / "deeper" / "run.json", b"{}\n")
+    assert names_in(tmp_path) == []
+
+
+def test_make_folders_returns_only_what_it_made(tmp_path):
+    (tmp_path / "a").mkdir()
+    deep = tmp_path / "a" / "b" / "c"
+    assert make_folders(deep) == [deep.parent, deep]
+    assert make_folders(deep) == []
+
+
+# Appending to a file that exists ------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o640, 0o664, 0o660])
+def test_append_keeps_mode_owner_and_group(tmp_path, mode):
+    out = tmp_path / "runs.csv"
+    out.write_text(",".join(HEADER) + "\n")
+    os.chmod(out, mode)
+    if IS_ROOT:
+        os.chown(out, OTHER_UID, NOBODY)
+    before = os.stat(out)
+    with umask_of(0o077):  # a writer's umask has no say over a file that exists
+        assert run_cli(A, "--config", "a", "--append", out).exit_code == 0
+    after = os.stat(out)
+    assert (after.st_mode, after.st_uid, after.st_gid) == (before.st_mode, before.st_uid,
+                                                          before.st_gid)
+    assert after.st_ino == before.st_ino  # appended in place, not replaced
+    assert [r["config"] for r in parse_csv(out.read_text())] == ["a"]
+
+
+def test_no_companion_file_after_appends_and_refusals(tmp_path):
+    out = tmp_path / "runs.csv"
+    assert run_cli(A, "--config", "a", "--append", out).exit_code == 0
+    assert run_cli(A, B, "--config", "b", "--append", out).exit_code == 0
+    error_line(run_cli(A, "--config", "a", "--append", out))  # a duplicate: refused
+    assert names_in(tmp_path) == ["runs.csv"]
+    assert [r["config"] for r in parse_csv(out.read_text())] == ["a", "b", "b"]
+
+
+def test_a_writer_holding_the_lock_keeps_it_while_it_reads_the_file(tmp_path):
+    """Reading the header and the earlier runs must not drop the lock.
+
+    A record lock is dropped when its process closes any descriptor of the
+    file; a reader opened beside the locked one would let a second writer in.
+    """
+    out = tmp_path / "runs.csv"
+    sink.append_rows(out, [ROW])
+    ready, release = tmp_path / "ready", tmp_path / "release"
+    code = (
+        "import os, sys, time\n"
+        "from ezpz_amsc import sink\n"
+        "real = sink._write_all\n"
+        "def slow(fd, path, data):\n"  # header and duplicates already read under the lock
+        "    open(sys.argv[2], 'w').close()\n"
+        "    while not os.path.exists(sys.argv[3]):\n"
+        "        time.sleep(0.01)\n"
+        "    real(fd, path, data)\n"
+        "sink._write_all = slow\n"
+        "row = ['2026-08-11T17:11:17Z', 'Aurora', 'first', '1', '12', 'pass', '1.000'] + [''] * 7\n"
+        "sink.append_rows(sys.argv[1], [row])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    holder = subprocess.Popen([sys.executable, "-c", code, str(out), str(ready), str(release)],
+                              env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert holder.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+        with pytest.raises(AmscError, match="still locked by another writer after 0.2 s"):
+            sink.append_rows(out, [[*ROW[:2], "second", *ROW[3:]]], lock_timeout_sec=0.2)
+    finally:
+        release.touch()
+        assert holder.wait(timeout=30) == 0
+    assert [r["config"] for r in parse_csv(out.read_text())] == ["sweep/0", "first"]
+
+
+def test_a_writer_that_locked_a_removed_file_starts_over(tmp_path, monkeypatch):
+    """The creator of a file whose first write failed removes it; a writer that
+    had opened it meanwhile must not append to the removed file."""
+    out = tmp_path / "runs.csv"
+    real = sink._wait_for_lock
+    locked_fds = []
+
+    def removed_while_waiting(fd, *args):
+        if not locked_fds:
+            out.unlink()  # as the failed creator does, under its lock
+        locked_fds.append(fd)
+        real(fd, *args)
+
+    monkeypatch.setattr(sink, "_wait_for_lock", removed_while_waiting)
+    sink.append_rows(out, [ROW])
+    assert len(locked_fds) == 2
+    assert parse_csv(out.read_text()) == [dict(zip(HEADER, ROW, strict=True))]
+
+
+def test_failed_first_write_removes_the_new_file_and_folder(tmp_path, monkeypatch):
+    real_fsync = os.fsync
+
+    def quota(fd):
+        raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))
+
+    monkeypatch.setattr(os, "fsync", quota)
+    with pytest.raises(AmscError, match="cannot write results file: Disk quota exceeded"):
+        sink.append_rows(tmp_path / "new" / "runs.csv", [ROW])
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert names_in(tmp_path) == []
+
+
+def test_failed_write_keeps_an_empty_file_someone_else_made(tmp_path, monkeypatch):
+    out = tmp_path / "runs.csv"
+    out.touch(mode=0o660)  # set up by hand for the team: not this writer's to remove
+    out.chmod(0o660)
+
+    def io_error(fd):
+        raise OSError(errno.EIO, "EIO")
+
+    monkeypatch.setattr(os, "fsync", io_error)
+    with pytest.raises(AmscError, match="cannot write results file: EIO; file left as it was"):
+        sink.append_rows(out, [ROW])
+    assert out.read_bytes() == b"" and mode_of(out) == 0o660
+
+
+def test_empty_file_left_by_a_writer_counts_as_new(tmp_path):
+    out = tmp_path / "runs.csv"
+    out.touch()
+    sink.append_rows(out, [ROW])
+    assert out.read_text().count("timestamp,system") == 1
+    assert len(parse_csv(out.read_text())) == 1
+
+
+def test_symlink_to_a_missing_file_is_a_clear_error(tmp_path):
+    link = tmp_path / "runs.csv"
+    link.symlink_to(tmp_path / "gone.csv")
+    with pytest.raises(AmscError, match=f"^{link}: a symlink to .*gone.csv, which does not exist"):
+        sink.append_rows(link, [ROW])
+
+
+# --check: can the rest of the group append? ----------------------------------------
+
+
+def _shared(tmp_path, file_mode, folder_mode):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    out = folder / "runs.csv"
+    assert run_cli(A, "--config", "a", "--append", out).exit_code == 0
+    os.chmod(out, file_mode)
+    os.chmod(folder, folder_mode)
+    return folder, out
+
+
+def _described(p: Path) -> str:
+    st = os.stat(p)
+    return (f"owner {pwd.getpwuid(st.st_uid).pw_name}, group {grp.getgrgid(st.st_gid).gr_name}, "
+            f"mode {stat.S_IMODE(st.st_mode):04o}")
+
+
+def test_check_is_quiet_about_a_file_the_group_can_append_to(tmp_path):
+    folder, out = _shared(tmp_path, 0o664, 0o2775)
+    r = run_cli("--check", out)
+    assert r.exit_code == 0 and r.stderr == ""
+    assert r.stdout == f"{out}: 1 row(s), all readable by the dashboard\n"
+
+
+def test_check_notes_a_file_and_folder_the_group_cannot_write(tmp_path):
+    folder, out = _shared(tmp_path, 0o644, 0o755)
+    group = grp.getgrgid(os.stat(out).st_gid).gr_name
+    r = run_cli("--check", out)
+    assert r.exit_code == 0  # a note, not an error
+    assert r.stdout == f"{out}: 1 row(s), all readable by the dashboard\n"
+    assert r.stderr.splitlines() == [
+        f"note: {out}: other members of group {group} cannot append to it ({_described(out)}); "
+        f"to share it: chmod g+w {out}",
+        f"note: {folder}: other members of group {group} cannot create results files in it "
+        f"({_described(folder)}); to share it: chmod g+w {folder}",
+    ]
+    assert run_cli("--check", out, "-q").stderr == ""
+
+
+@pytest.mark.parametrize("folder_mode,fragment", [
+    (0o700, "cannot reach the files in it"),
+    (0o750, "cannot create results files in it"),
+    (0o775, "not setgid"),
+    (0o1775, "not setgid"),
+])
+def test_check_notes_what_keeps_the_group_out_of_the_folder(tmp_path, folder_mode, fragment):
+    folder, out = _shared(tmp_path, 0o664, folder_mode)
+    r = run_cli("--check", out)
+    assert r.exit_code == 0
+    (note,) = r.stderr.splitlines()
+    assert note.startswith(f"note: {folder}: ") and fragment in note
+    assert f"mode {folder_mode:04o}" in note
+
+
+# Two users of one group ---------------------------------------------------------
+
+
+@pytest.fixture
+def team_folder():
+    """A setgid folder owned by root and nobody's group, reachable by nobody.
+
+    pytest's own tmp_path sits in a folder only root may enter.
+    """
+    top = Path(tempfile.mkdtemp(prefix="ezpz-amsc-team-"))
+    top.chmod(0o755)
+    folder = top / "results"
+    folder.mkdir()
+    os.chown(folder, 0, NOBODY)
+    folder.chmod(0o2775)
+    yield folder
+    shutil.rmtree(top)
+
+
+# The child imports everything the export needs while it can still read the
+# interpreter's files (they may sit in root's home), warms the lazy imports
+# with one export to nowhere, then becomes the second user and runs the CLI.
+AS_USER = r"""
+import codecs, contextlib, io, os, sys
+from ezpz_amsc.cli import main
+from ezpz_amsc import check, export, files, sink  # noqa: F401
+codecs.lookup("utf-8-sig")
+uid, gid, umask, run_dir = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3], 8), sys.argv[4]
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+        contextlib.suppress(SystemExit):
+    main([run_dir, "--config", "warm-up"])
+os.setgroups([gid])
+os.setgid(gid)
+os.setuid(uid)
+os.umask(umask)
+assert os.geteuid() == uid and os.getuid() == uid
+main([run_dir, *sys.argv[5:]])
+"""
+
+
+def as_user(uid: int, umask: int, run_dir: Path, *args: object, gid: int = NOBODY):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-c", AS_USER, str(uid), str(gid), f"{umask:o}",
+                           str(run_dir), *map(str, args)],
+                          env=env, capture_output=True, text=True, timeout=120)
+
+
+@needs_root
+@pytest.mark.parametrize("first", ["root", "uid-40123"])
+def test_a_teammate_appends_to_a_file_another_user_created(team_folder, first):
+    out = team_folder / "runs.csv"
+    if first == "root":
+        with umask_of(0o002):
+            assert run_cli(A, "--config", "a", "--append", out).exit_code == 0
+    else:
+        r = as_user(OTHER_UID, 0o002, A, "--config", "a", "--append", out)
+        assert r.returncode == 0, r.stderr
+    st = os.stat(out)
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (
+        0 if first == "root" else OTHER_UID, NOBODY, 0o664)
+
+    r = as_user(NOBODY, 0o002, B, "--config", "b", "--append", out)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == ""
+    assert [x["config"] for x in parse_csv(out.read_text())] == ["a", "b"]
+    assert out.read_text().count("timestamp,system") == 1
+    after = os.stat(out)
+    assert (after.st_uid, after.st_gid, after.st_mode) == (st.st_uid, st.st_gid, st.st_mode)
+    assert names_in(team_folder) == ["runs.csv"]
+
+
+@needs_root
+def test_a_teammate_creates_a_folder_the_others_can_use(team_folder):
+    out = team_folder / "perlmutter" / "runs.csv"
+    r = as_user(OTHER_UID, 0o002, A, "--config", "a", "--append", out)
+    assert r.returncode == 0, r.stderr
+    sub = os.stat(out.parent)
+    assert (sub.st_uid, sub.st_gid, stat.S_IMODE(sub.st_mode)) == (OTHER_UID, NOBODY, 0o2775)
+    r = as_user(NOBODY, 0o002, B, "--config", "b", "--append", out.parent / "other.csv")
+    assert r.returncode == 0, r.stderr
+    assert names_in(out.parent) == ["other.csv", "runs.csv"]
+
+
+@needs_root
+def test_a_teammate_needs_no_write_permission_on_the_folder_to_append(team_folder):
+    # A results folder only its owner may write (a git checkout, say), holding a
+    # group-writable file: appending takes nothing but the file (no lock file).
+    out = team_folder / "runs.csv"
+    with umask_of(0o002):
+        assert run_cli(A, "--config", "a", "--append", out).exit_code == 0
+    team_folder.chmod(0o755)
+    r = as_user(NOBODY, 0o002, B, "--config", "b", "--append", out)
+    assert r.returncode == 0, r.stderr
+    assert [x["config"] for x in parse_csv(out.read_text())] == ["a", "b"]
+    assert names_in(team_folder) == ["runs.csv"]
+
+
+@needs_root
+def test_a_user_who_cannot_write_the_file_is_told_why(team_folder):
+    out = team_folder / "runs.csv"
+    with umask_of(0o022):  # the first user forgot umask 002
+        assert run_cli(A, "--config", "a", "--append", out).exit_code == 0
+    before = out.read_bytes()
+    r = as_user(NOBODY, 0o002, B, "--config", "b", "--append", out)
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr.splitlines() == [
+        f"error: {out}: not writable by you (nobody): owner root, group nogroup, mode 0644; "
+        f"its owner can share it: chmod g+w {out}"]
+    assert out.read_bytes() == before
+    assert names_in(team_folder) == ["runs.csv"]
+
+
+@needs_root
+@pytest.mark.parametrize("case,file_mode,owner,group,expected", [
+    ("owner", 0o444, NOBODY, NOBODY, "not writable by you (nobody): owner nobody, group "
+                                     "nogroup, mode 0444; to fix: chmod u+w {out}"),
+    ("others", 0o664, 0, 0, "not writable by you (nobody): owner root, group root, mode 0664; "
+                            "you are neither its owner nor in its group"),
+    ("unreadable", 0o620, 0, NOBODY, "not readable by you (nobody): owner root, group "
+                                     "nogroup, mode 0620; its owner can share it: "
+                                     "chmod g+r {out}"),
+])
+def test_refusal_names_owner_group_mode_and_the_fix(team_folder, case, file_mode, owner, group,
+                                                    expected):
+    out = team_folder / "runs.csv"
+    out.write_text(",".join(HEADER) + "\n")
+    os.chown(out, owner, group)
+    out.chmod(file_mode)
+    r = as_user(NOBODY, 0o002, B, "--config", "b", "--append", out)
+    assert r.stderr.splitlines() == [f"error: {out}: " + expected.format(out=out)]
+    assert r.returncode == 1
+    assert out.read_text() == ",".join(HEADER) + "\n"
+
+
+@needs_root
+def test_a_user_who_cannot_create_in_the_folder_is_told_why(team_folder):
+    team_folder.chmod(0o755)  # group may not write
+    out = team_folder / "runs.csv"
+    r = as_user(NOBODY, 0o002, B, "--config", "b", "--append", out)
+    assert r.returncode == 1
+    assert r.stderr.splitlines() == [
+        f"error: {team_folder}: cannot create runs.csv there: not writable by you (nobody): "
+        f"owner root, group nogroup, mode 0755; its owner can share it: chmod g+w {team_folder}"]
+    assert names_in(team_folder) == []
+
+
+@needs_root
+def test_the_append_itself_gives_the_same_reasons_as_the_pre_check(team_folder):
+    """The CLI checks the target before exporting; the hook goes straight to append_rows."""
+    code = (
+        "import os, sys\n"
+        "from ezpz_amsc import sink\n"
+        "from ezpz_amsc.errors import AmscError\n"
+        "os.setgroups([65534]); os.setgid(65534); os.setuid(65534)\n"
+        "for target in sys.argv[1:]:\n"
+        "    try:\n"
+        "        sink.append_rows(target, [['2026-08-11T17:11:17Z', 'x', 'c', '1', '1', 'pass',"
+        " '1.000'] + [''] * 7])\n"
+        "    except AmscError as e:\n"
+        "        print(e.format_message())\n"
+    )
+    shut = team_folder.parent / "closed"
+    shut.mkdir()
+    os.chown(shut, 0, NOBODY)
+    shut.chmod(0o755)
+    out = team_folder / "runs.csv"
+    out.write_text(",".join(HEADER) + "\n")
+    out.chmod(0o644)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    r = subprocess.run([sys.executable, "-c", code, str(out), str(shut / "deep" / "runs.csv")],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert r.stdout.splitlines() == [
+        f"{out}: not writable by you (nobody): owner root, group nogroup, mode 0644; "
+        f"its owner can share it: chmod g+w {out}",
+        f"{shut}: cannot create folder deep there: not writable by you (nobody): owner root, "
+        f"group nogroup, mode 0755; its owner can share it: chmod g+w {shut}",
+    ], r.stderr
+    assert names_in(shut) == []
