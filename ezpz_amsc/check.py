@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from .errors import AmscError
@@ -11,8 +12,15 @@ from .row import HEADER, REQUIRED, dashboard_problems
 from .sink import KEY_COLUMNS
 
 
-def check_results_file(path: str | os.PathLike[str]) -> tuple[int, list[str]]:
-    """Return (data rows read, problems as ``PATH:LINE: what``); empty list = clean."""
+def check_results_file(
+    path: str | os.PathLike[str],
+    on_row: Callable[[int, dict[str, str]], None] | None = None,
+) -> tuple[int, list[str]]:
+    """Return (data rows read, problems as ``PATH:LINE: what``); empty list = clean.
+
+    ``on_row(line, row)`` is called for each row without a problem, so a reader
+    (the report) sees exactly the rows ``--check`` passes.
+    """
     p = Path(path)
     if p.is_dir():
         raise AmscError(f"{p}: is a directory; --check needs a results CSV")
@@ -46,12 +54,15 @@ def check_results_file(path: str | os.PathLike[str]) -> tuple[int, list[str]]:
                     problems.append(f"{p}:{line}: {len(cells)} cells, header has {len(header)}")
                     continue
                 row = {c: cells[i] for c, i in index.items()}
-                problems.extend(f"{p}:{line}: {what}" for what in dashboard_problems(row))
+                found = [f"{p}:{line}: {what}" for what in dashboard_problems(row)]
                 key = tuple(row.get(c, "") for c in KEY_COLUMNS)
                 if key in seen:
-                    problems.append(f"{p}:{line}: same run as line {seen[key]}")
+                    found.append(f"{p}:{line}: same run as line {seen[key]}")
                 else:
                     seen[key] = line
+                problems.extend(found)
+                if on_row is not None and not found:
+                    on_row(line, row)
         except UnicodeDecodeError:
             problems.append(f"{p}: not UTF-8 text")
         except csv.Error as e:
