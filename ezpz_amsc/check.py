@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 from .errors import AmscError
 from .row import HEADER, REQUIRED, dashboard_problems
 from .sink import KEY_COLUMNS
+
+# Bytes that are not UTF-8, as the surrogateescape decoder keeps them: such a line is
+# reported by number and the reading goes on (a strict decoder would stop the whole file).
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")
 
 
 def check_results_file(
@@ -25,7 +30,7 @@ def check_results_file(
     if p.is_dir():
         raise AmscError(f"{p}: is a directory; --check needs a results CSV")
     try:
-        f = open(p, newline="", encoding="utf-8-sig")  # noqa: SIM115
+        f = open(p, newline="", encoding="utf-8-sig", errors="surrogateescape")  # noqa: SIM115
     except FileNotFoundError:
         raise AmscError(f"{p}: no such file") from None
     except OSError as e:
@@ -50,6 +55,9 @@ def check_results_file(
                 if not any(c.strip() for c in cells):
                     continue
                 rows += 1
+                if _NOT_UTF8.search("".join(cells)):
+                    problems.append(f"{p}:{line}: not UTF-8 text")
+                    continue
                 if len(cells) != len(header):
                     problems.append(f"{p}:{line}: {len(cells)} cells, header has {len(header)}")
                     continue
@@ -63,8 +71,6 @@ def check_results_file(
                 problems.extend(found)
                 if on_row is not None and not found:
                     on_row(line, row)
-        except UnicodeDecodeError:
-            problems.append(f"{p}: not UTF-8 text")
         except csv.Error as e:
-            problems.append(f"{p}:{reader.line_num}: {e}")
+            problems.append(f"{p}:{reader.line_num}: {e}; the rest of the file was not read")
     return rows, problems

@@ -280,7 +280,7 @@ def _point_flags(p: dict[str, Any], base: dict[str, Any],
                            f"{p['repeats']} repeats; its median is over those only", **at))
     for r in runs[(p["nodes"], p["gpus"])]:
         ratio = round(r.tps_per_gpu * p["gpus"] / r.tps, 2)
-        if abs(ratio - 1) * 100 > GPUS_MISMATCH_PCT:
+        if abs(round(ratio * 100) - 100) > GPUS_MISMATCH_PCT:  # whole percent: no float fuzz
             flags.append(_flag("gpus_mismatch", f"{r.source}: tokens/s/gpu x gpus is "
                                f"{ratio:.2f}x tokens/s: gpus or a throughput is wrong", **at))
     return flags
@@ -308,7 +308,8 @@ def _cross_machine(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
                          "tokens_per_sec_per_gpu": p["tokens_per_sec_per_gpu"],
                          "efficiency": p["efficiency"],
                          "vs_reference": (None if ref_tps is None
-                                          else round(p["tokens_per_sec"] / ref_tps, 2))}
+                                          else round(p["tokens_per_sec"] / ref_tps, 2)),
+                         "flagged": p["flagged"]}
                         for s, p in at[nodes])
         out.append({"config": config, "systems": [g["system"] for g in gs],
                     "reference": ref, "rows": rows})
@@ -321,6 +322,11 @@ def to_json(report: Mapping[str, Any]) -> str:
 
 
 # --- text -------------------------------------------------------------------------------------
+
+def _printable(text: str) -> str:
+    """A cell from a results file, made safe for a terminal (no escapes, no line breaks)."""
+    return "".join(c if c.isprintable() else " " for c in text)
+
 
 def _thousands(x: float) -> str:
     return f"{x:,.1f}"
@@ -370,7 +376,8 @@ _GROUP_COLUMNS = ("nodes", "gpus", "repeats", "tokens/s", "tokens/s/gpu", "eff",
 
 
 def _group_lines(g: Mapping[str, Any], p: _Paint) -> list[str]:
-    out = [p.bold(line) for line in _wrap(f"{g['config']} on {g['system']}")]
+    out = [p.bold(line) for line in _wrap(f"{_printable(g['config'])} on "
+                                          f"{_printable(g['system'])}")]
     rows = [(_num(pt["nodes"], str, 7), _num(pt["gpus"], str, 7), _num(pt["repeats"], str, 7),
              _num(pt["tokens_per_sec"], _thousands, 13),
              _num(pt["tokens_per_sec_per_gpu"], _thousands, 12),
@@ -396,12 +403,12 @@ def _group_lines(g: Mapping[str, Any], p: _Paint) -> list[str]:
 def _cross_lines(c: Mapping[str, Any], p: _Paint) -> list[str]:
     ref = c["reference"]
     out = [p.bold(line) for line in _wrap(
-        f"{c['config']}: {' vs '.join(c['systems'])}; ratio = tokens/s / {ref}'s")]
+        _printable(f"{c['config']}: {' vs '.join(c['systems'])}; ratio = tokens/s / {ref}'s"))]
     if not c["rows"]:
         return [*out, "  no node count was run on more than one system"]
     rows, last = [], None
     for r in c["rows"]:
-        system = r["system"]
+        system = _printable(r["system"])
         if len(system) > MAX_SYSTEM_CHARS:
             system = system[:MAX_SYSTEM_CHARS - 1] + "…"
         rows.append(("" if r["nodes"] == last else _num(r["nodes"], str, 7), system,
@@ -411,7 +418,10 @@ def _cross_lines(c: Mapping[str, Any], p: _Paint) -> list[str]:
                      _num(r["vs_reference"], "{:.2f}x".format, 7)))
         last = r["nodes"]
     header = ("nodes", "system", "gpus", "tokens/s", "tokens/s/gpu", "eff", "ratio")
-    return [*out, *_table(header, rows, [""] * len(rows), align="rl")]
+    marks = ["!" if r["flagged"] else "" for r in c["rows"]]
+    table = _table(header, rows, marks, align="rl")
+    return [*out, table[0], *(p.warn(ln) if m else ln
+                              for ln, m in zip(table[1:], marks, strict=True))]
 
 
 def _summary_lines(report: Mapping[str, Any]) -> list[str]:
@@ -438,11 +448,12 @@ def _summary_lines(report: Mapping[str, Any]) -> list[str]:
 def _failed_lines(failed: list[Mapping[str, Any]], p: _Paint) -> list[str]:
     out = [p.bold(f"failed runs ({len(failed)}, not in the tables)")]
     for f in failed:
-        head = (f"{f['source']}  {f['config']} on {f['system']}, {plural(f['nodes'], 'node')}, "
-                f"{plural(f['gpus'], 'gpu')}, {f['timestamp']}")
+        head = _printable(f"{f['source']}  {f['config']} on {f['system']}, "
+                          f"{plural(f['nodes'], 'node')}, {plural(f['gpus'], 'gpu')}, "
+                          f"{f['timestamp']}")
         out.extend(p(ln, "31") for ln in _wrap(head, indent="  "))
         if f["error"]:
-            out.extend(_wrap(f"error: {f['error']}", indent="    "))
+            out.extend(_wrap(_printable(f"error: {f['error']}"), indent="    "))
     return out
 
 
@@ -451,9 +462,10 @@ def _without_lines(rows: list[Mapping[str, Any]], p: _Paint) -> list[str]:
     short = {TPS: "tokens/s", TPS_PER_GPU: "tokens/s/gpu"}
     for r in rows:
         empty = " and ".join(short[c] for c in r["missing"])
-        out.extend(_wrap(f"{r['source']}  {r['config']} on {r['system']}, "
-                         f"{plural(r['nodes'], 'node')}, {plural(r['gpus'], 'gpu')}: "
-                         f"{empty} empty", indent="  "))
+        out.extend(_wrap(_printable(f"{r['source']}  {r['config']} on {r['system']}, "
+                                    f"{plural(r['nodes'], 'node')}, "
+                                    f"{plural(r['gpus'], 'gpu')}: {empty} empty"),
+                         indent="  "))
     return out
 
 
@@ -467,7 +479,7 @@ def render_text(report: Mapping[str, Any], colour: bool = False) -> str:
         out += ["", "no pass row with throughput: nothing to scale"]
     if report["cross_machine"]:
         out += ["", *(p.bold(ln) for ln in _wrap(
-            "cross-machine: each config's systems at the node counts run on more than one"))]
+            "cross-machine (node counts run on more than one system)"))]
         for c in report["cross_machine"]:
             out += _cross_lines(c, p)
     if report["failed"]:
