@@ -3,30 +3,29 @@
 Reads results files exactly as ``--check`` does (a row with a problem is
 reported and left out), groups the ``pass`` rows by (config, system), and per
 node count takes medians over the repeats. The report is one plain dict
-(:func:`build_report`): the text (:func:`render_text`), the JSON
-(:func:`to_json`) and the plot (:mod:`ezpz_amsc.plot`) are all drawn from it,
-so they cannot disagree. Its numbers are rounded once, here, and every
-derived number and every flag is computed from the rounded values, so what
-the text shows is what was compared.
+(:func:`build_report`); the JSON (:func:`to_json`), the text
+(:mod:`ezpz_amsc.report_text`) and the plot (:mod:`ezpz_amsc.plot`) are all
+drawn from it, so they cannot disagree. Throughputs keep the rows' 3 decimals;
+efficiency, spread and ratios are rounded to what the text shows before any
+flag compares them, so a flag never contradicts the number printed next to it.
 
 No numpy: a sweep is at most thousands of rows, and this runs in the CLI.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import statistics
-import textwrap
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .check import check_results_file
 from .errors import AmscError
-from .explain import _Paint
 from .export import plural
 from .provenance import MAX_COUNT
 from .sink import KEY_COLUMNS
@@ -52,9 +51,8 @@ SPREAD_ABOVE_PCT = 10.0
 # the throughput was measured with.
 GPUS_MISMATCH_PCT = 2.0
 
-WIDTH = 80
+MIN_RATE = 0.001  # the smallest positive throughput a row written at 3 decimals holds
 TPS, TPS_PER_GPU, MFU = "throughput_tokens_per_sec", "throughput_tokens_per_sec_per_gpu", "mfu"
-MAX_SYSTEM_CHARS = 12  # longer system names are cut in the cross-machine table
 
 
 # --- reading ----------------------------------------------------------------------------------
@@ -102,23 +100,25 @@ def read_sweep(paths: Sequence[str | os.PathLike[str]]) -> Sweep:
         if Path(path).is_dir():
             raise AmscError(f"{path}: is a directory; report needs results CSV files")
         found: list[tuple[int, str]] = []
-
-        def take(line: int, row: dict[str, str], path: Any = path,
-                 found: list[tuple[int, str]] = found) -> None:
-            source = f"{path}:{line}"
-            key = tuple(row.get(c, "") for c in KEY_COLUMNS)
-            if key in first_seen:
-                found.append((line, f"{source}: same run as {first_seen[key]}"))
-                return
-            first_seen[key] = source
-            problem = _sort_row(sweep, source, row)
-            if problem:
-                found.append((line, f"{source}: {problem}"))
-
+        take = functools.partial(_take, sweep, first_seen, found, str(path))
         rows, problems = check_results_file(path, take)
         sweep.rows_read += rows
         sweep.problems.extend(_in_line_order(str(path), problems, found))
     return sweep
+
+
+def _take(sweep: Sweep, first_seen: dict[tuple[str, ...], str], found: list[tuple[int, str]],
+          path: str, line: int, row: dict[str, str]) -> None:
+    """One row ``--check`` passed: a run seen in an earlier file is a problem, else file it."""
+    source = f"{path}:{line}"
+    key = tuple(row.get(c, "") for c in KEY_COLUMNS)
+    if key in first_seen:
+        found.append((line, f"{source}: same run as {first_seen[key]}"))
+        return
+    first_seen[key] = source
+    problem = _sort_row(sweep, source, row)
+    if problem:
+        found.append((line, f"{source}: {problem}"))
 
 
 def _in_line_order(path: str, checked: list[str], found: list[tuple[int, str]]) -> list[str]:
@@ -154,8 +154,9 @@ def _sort_row(sweep: Sweep, source: str, row: Mapping[str, str]) -> str | None:
         sweep.without_throughput.append({**where, "missing": missing})
         return None
     for name, value in ((TPS, tps), (TPS_PER_GPU, tps_per_gpu)):
-        if value <= 0:
-            return f"{name} {row[name]!r} is not positive; row not used"
+        if value < MIN_RATE:  # also keeps every efficiency and ratio finite
+            return (f"{name} {row[name]!r} is below {MIN_RATE} (the smallest rate a row "
+                    "holds at 3 decimals); row not used")
     key = (row["config"], row["system"], nodes, gpus)
     sweep.measured.setdefault(key, []).append(
         Run(source, tps, tps_per_gpu, _cell(row, MFU)))
@@ -190,15 +191,11 @@ def build_report(sweep: Sweep) -> dict[str, Any]:
     }
 
 
-def _median(values: Iterable[float]) -> float:
-    return statistics.median(values)
-
-
 def spread_pct(values: Sequence[float]) -> float | None:
     """(max - min) / median, in percent; None for a single repeat."""
     if len(values) < 2:
         return None
-    return (max(values) - min(values)) / _median(values) * 100
+    return (max(values) - min(values)) / statistics.median(values) * 100
 
 
 def _point(nodes: int, gpus: int, runs: list[Run]) -> dict[str, Any]:
@@ -207,13 +204,13 @@ def _point(nodes: int, gpus: int, runs: list[Run]) -> dict[str, Any]:
     spread = spread_pct(tps)
     return {
         "nodes": nodes, "gpus": gpus, "repeats": len(runs),
-        "tokens_per_sec": round(_median(tps), 1),
-        "tokens_per_sec_per_gpu": round(_median(r.tps_per_gpu for r in runs), 1),
+        "tokens_per_sec": round(statistics.median(tps), 3),
+        "tokens_per_sec_per_gpu": round(statistics.median(r.tps_per_gpu for r in runs), 3),
         "efficiency": None,  # set by _group, against the baseline
-        "mfu_pct": round(_median(mfu), 1) if mfu else None,
+        "mfu_pct": round(statistics.median(mfu), 1) if mfu else None,
         "mfu_repeats": len(mfu),
         "spread_pct": None if spread is None else round(spread, 1),
-        "tokens_per_sec_min": round(min(tps), 1), "tokens_per_sec_max": round(max(tps), 1),
+        "tokens_per_sec_min": min(tps), "tokens_per_sec_max": max(tps),
         "flagged": False,
         "sources": [r.source for r in runs],
     }
@@ -272,8 +269,8 @@ def _point_flags(p: dict[str, Any], base: dict[str, Any],
     if p["spread_pct"] is not None and p["spread_pct"] > SPREAD_ABOVE_PCT:
         flags.append(_flag("spread", f"repeats disagree: spread {p['spread_pct']:.1f}% is "
                            f"above {SPREAD_ABOVE_PCT:.0f}% (tokens/s "
-                           f"{_thousands(p['tokens_per_sec_min'])} to "
-                           f"{_thousands(p['tokens_per_sec_max'])} over "
+                           f"{rate_text(p['tokens_per_sec_min'])} to "
+                           f"{rate_text(p['tokens_per_sec_max'])} over "
                            f"{p['repeats']} repeats)", **at))
     if 0 < p["mfu_repeats"] < p["repeats"]:
         flags.append(_flag("partial_mfu", f"mfu logged by {p['mfu_repeats']} of "
@@ -316,174 +313,11 @@ def _cross_machine(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def rate_text(x: float) -> str:
+    """A throughput for reading: 1 decimal, or the row's 3 when it is that small."""
+    return f"{x:,.1f}" if x >= 10 else f"{x:.3f}"
+
+
 def to_json(report: Mapping[str, Any]) -> str:
     # allow_nan=False: every number in the report is finite; a NaN would be a bug.
     return json.dumps(report, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
-
-
-# --- text -------------------------------------------------------------------------------------
-
-def _printable(text: str) -> str:
-    """A cell from a results file, made safe for a terminal (no escapes, no line breaks)."""
-    return "".join(c if c.isprintable() else " " for c in text)
-
-
-def _thousands(x: float) -> str:
-    return f"{x:,.1f}"
-
-
-def _fit(text: str, cap: int) -> str:
-    """``text`` if it fits ``cap`` characters, else the number in fewer digits."""
-    if len(text) <= cap:
-        return text
-    x = float(text.replace(",", "").rstrip("%x"))
-    suffix = text[-1] if text[-1] in "%x" else ""
-    for digits in range(6, 0, -1):
-        short = f"{x:.{digits}g}{suffix}"
-        if len(short) <= cap:
-            return short
-    return short
-
-
-def _num(x: float | None, style: Callable[[float], str], cap: int) -> str:
-    return "-" if x is None else _fit(style(x), cap)
-
-
-def _table(header: Sequence[str], rows: Iterable[Sequence[str]], marks: Iterable[str],
-           align: str = "") -> list[str]:
-    """Aligned columns, right-aligned unless ``align`` has an ``l`` at that column."""
-    rows = list(rows)
-    widths = [max(len(c) for c in col) for col in zip(header, *rows, strict=True)]
-    align = align.ljust(len(widths), "r")
-
-    def line(mark: str, cells: Sequence[str]) -> str:
-        text = "  ".join(c.ljust(w) if a == "l" else c.rjust(w)
-                         for c, w, a in zip(cells, widths, align, strict=True))
-        return f"{mark:<2}{text}".rstrip()
-
-    return [line("", header)] + [line(m, r) for m, r in zip(marks, rows, strict=True)]
-
-
-def _wrap(text: str, indent: str = "", more: str = "    ") -> list[str]:
-    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + more,
-                         break_long_words=True, break_on_hyphens=False) or [indent]
-
-
-# Column caps keep the widest possible table inside 80 columns; longer numbers
-# are shown in fewer digits (the JSON keeps them whole).
-_GROUP_COLUMNS = ("nodes", "gpus", "repeats", "tokens/s", "tokens/s/gpu", "eff", "mfu %",
-                  "spread")
-
-
-def _group_lines(g: Mapping[str, Any], p: _Paint) -> list[str]:
-    out = [p.bold(line) for line in _wrap(f"{_printable(g['config'])} on "
-                                          f"{_printable(g['system'])}")]
-    rows = [(_num(pt["nodes"], str, 7), _num(pt["gpus"], str, 7), _num(pt["repeats"], str, 7),
-             _num(pt["tokens_per_sec"], _thousands, 13),
-             _num(pt["tokens_per_sec_per_gpu"], _thousands, 12),
-             _num(pt["efficiency"], "{:.3f}".format, 6),
-             _num(pt["mfu_pct"], "{:.1f}".format, 5),
-             _num(pt["spread_pct"], "{:.1f}%".format, 6)) for pt in g["points"]]
-    marks = ["!" if pt["flagged"] else "" for pt in g["points"]]
-    table = _table(_GROUP_COLUMNS, rows, marks)
-    out.append(table[0])
-    out.extend(p.warn(ln) if m else ln for ln, m in zip(table[1:], marks, strict=True))
-    mixed = {f["nodes"] for f in g["flags"] if f["kind"] == "mixed_gpus"}
-    for f in g["flags"]:
-        where = ""
-        if f["nodes"] is not None:
-            where = plural(f["nodes"], "node")
-            if f["nodes"] in mixed and f["gpus"] is not None:
-                where += f", {f['gpus']} gpus"
-            where += ": "
-        out.extend(p.warn(ln) for ln in _wrap(where + f["reason"], indent="! "))
-    return out
-
-
-def _cross_lines(c: Mapping[str, Any], p: _Paint) -> list[str]:
-    ref = c["reference"]
-    out = [p.bold(line) for line in _wrap(
-        _printable(f"{c['config']}: {' vs '.join(c['systems'])}; ratio = tokens/s / {ref}'s"))]
-    if not c["rows"]:
-        return [*out, "  no node count was run on more than one system"]
-    rows, last = [], None
-    for r in c["rows"]:
-        system = _printable(r["system"])
-        if len(system) > MAX_SYSTEM_CHARS:
-            system = system[:MAX_SYSTEM_CHARS - 1] + "…"
-        rows.append(("" if r["nodes"] == last else _num(r["nodes"], str, 7), system,
-                     _num(r["gpus"], str, 7), _num(r["tokens_per_sec"], _thousands, 13),
-                     _num(r["tokens_per_sec_per_gpu"], _thousands, 12),
-                     _num(r["efficiency"], "{:.3f}".format, 6),
-                     _num(r["vs_reference"], "{:.2f}x".format, 7)))
-        last = r["nodes"]
-    header = ("nodes", "system", "gpus", "tokens/s", "tokens/s/gpu", "eff", "ratio")
-    marks = ["!" if r["flagged"] else "" for r in c["rows"]]
-    table = _table(header, rows, marks, align="rl")
-    return [*out, table[0], *(p.warn(ln) if m else ln
-                              for ln, m in zip(table[1:], marks, strict=True))]
-
-
-def _summary_lines(report: Mapping[str, Any]) -> list[str]:
-    rows, t = report["rows"], report["thresholds"]
-    counts = [f"{rows['measured']} measured"] + [
-        f"{rows[key]} {what}" for key, what in (("without_throughput", "without throughput"),
-                                                ("failed", "failed"), ("not_used", "not used"))
-        if rows[key]]
-    problems = len(report["problems"])
-    out = _wrap(f"scaling report: {plural(len(report['files']), 'file')}, "
-                f"{plural(rows['read'], 'row')}: {', '.join(counts)}"
-                + (f" ({plural(problems, 'problem')}: notes on stderr)" if problems else ""))
-    out += _wrap("medians over repeats; eff = tokens/s/gpu / tokens/s/gpu at the smallest "
-                 "node count of the same config and system; spread = (max - min) / median "
-                 "of tokens/s over repeats", indent="  ", more="")
-    out += _wrap(f"flags (!): eff above {t['superlinear_above']:.2f} or below "
-                 f"{t['low_efficiency_below']:.2f}, spread above {t['spread_above_pct']:.0f}%, "
-                 f"tokens/s/gpu x gpus off tokens/s by over {t['gpus_mismatch_pct']:.0f}%, "
-                 "several gpus counts at one node count, mfu from some repeats only, a "
-                 "single node count", indent="  ", more="")
-    return out
-
-
-def _failed_lines(failed: list[Mapping[str, Any]], p: _Paint) -> list[str]:
-    out = [p.bold(f"failed runs ({len(failed)}, not in the tables)")]
-    for f in failed:
-        head = _printable(f"{f['source']}  {f['config']} on {f['system']}, "
-                          f"{plural(f['nodes'], 'node')}, {plural(f['gpus'], 'gpu')}, "
-                          f"{f['timestamp']}")
-        out.extend(p(ln, "31") for ln in _wrap(head, indent="  "))
-        if f["error"]:
-            out.extend(_wrap(_printable(f"error: {f['error']}"), indent="    "))
-    return out
-
-
-def _without_lines(rows: list[Mapping[str, Any]], p: _Paint) -> list[str]:
-    out = [p.bold(f"pass rows without throughput ({len(rows)}, not in the tables)")]
-    short = {TPS: "tokens/s", TPS_PER_GPU: "tokens/s/gpu"}
-    for r in rows:
-        empty = " and ".join(short[c] for c in r["missing"])
-        out.extend(_wrap(_printable(f"{r['source']}  {r['config']} on {r['system']}, "
-                                    f"{plural(r['nodes'], 'node')}, "
-                                    f"{plural(r['gpus'], 'gpu')}: {empty} empty"),
-                         indent="  "))
-    return out
-
-
-def render_text(report: Mapping[str, Any], colour: bool = False) -> str:
-    """The report for a terminal: every line fits 80 columns."""
-    p = _Paint(colour)
-    out = _summary_lines(report)
-    for g in report["groups"]:
-        out += ["", *_group_lines(g, p)]
-    if not report["groups"]:
-        out += ["", "no pass row with throughput: nothing to scale"]
-    if report["cross_machine"]:
-        out += ["", *(p.bold(ln) for ln in _wrap(
-            "cross-machine (node counts run on more than one system)"))]
-        for c in report["cross_machine"]:
-            out += _cross_lines(c, p)
-    if report["failed"]:
-        out += ["", *_failed_lines(report["failed"], p)]
-    if report["without_throughput"]:
-        out += ["", *_without_lines(report["without_throughput"], p)]
-    return "\n".join(out) + "\n"

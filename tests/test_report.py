@@ -17,7 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ezpz_amsc.commands.report import report_command
-from ezpz_amsc.report import build_report, read_sweep, render_text
+from ezpz_amsc.report import build_report, read_sweep
+from ezpz_amsc.report_text import render_text
 from ezpz_amsc.row import HEADER
 
 ANSI = "\x1b["
@@ -32,14 +33,19 @@ class Sweep:
     """Rows of a results file, written the way ``--append`` writes them."""
 
     def __init__(self) -> None:
-        self.rows: list[list[str]] = []
+        self.rows: list[list[str] | str] = []  # a str is written as is: a hand-made line
+
+    def raw(self, line: str) -> Sweep:
+        self.rows.append(line)
+        return self
 
     def add(self, system: str, nodes: int, gpus: int, tps_per_gpu: float | None, *,
             config: str = CFG, status: str = "pass", mfu: float | None = None,
-            tps: float | None = None, error: str = "") -> Sweep:
+            tps: float | None = -1.0, error: str = "") -> Sweep:
+        """``tps`` defaults to ``tps_per_gpu * gpus``; None leaves the cell empty."""
         n = len(self.rows)
-        if tps is None and tps_per_gpu is not None:
-            tps = tps_per_gpu * gpus
+        if tps == -1.0:
+            tps = None if tps_per_gpu is None else tps_per_gpu * gpus
         cell = lambda x: "" if x is None else f"{x:.3f}"  # noqa: E731
         self.rows.append([f"2026-08-11T{n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z",
                           system, config, str(nodes), str(gpus), status, "100.000", cell(tps),
@@ -47,12 +53,14 @@ class Sweep:
         return self
 
     def write(self, path: Path, extra_lines: tuple[str, ...] = ()) -> Path:
-        with open(path, "w", newline="") as f:
+        with open(path, "w", newline="", encoding="utf-8", errors="surrogateescape") as f:
             w = csv.writer(f, lineterminator="\n")
             w.writerow(HEADER)
-            w.writerows(self.rows)
-            for line in extra_lines:
-                f.write(line + "\n")
+            for row in [*self.rows, *extra_lines]:
+                if isinstance(row, str):
+                    f.write(row + "\n")
+                else:
+                    w.writerow(row)
         return path
 
 
@@ -199,6 +207,11 @@ def _n(cell: str) -> float | None:
     return None if cell == "-" else float(cell.replace(",", "").rstrip("%x"))
 
 
+def _shown(rate: float) -> float:
+    """A throughput as the text shows it: 1 decimal, 3 below 10 (JSON keeps the row's 3)."""
+    return round(rate, 1 if rate >= 10 else 3)
+
+
 def _parse_text(text: str) -> dict:
     """Read the numbers back out of the text report."""
     groups, cross, heading, section, last_nodes = {}, [], None, "groups", None
@@ -237,16 +250,16 @@ def test_json_is_the_text_report_as_data(tmp_path):
     for g in rep["groups"]:
         shown = back["groups"][f"{g['config']} on {g['system']}"]
         assert shown["points"] == [
-            (p["nodes"], p["gpus"], p["repeats"], p["tokens_per_sec"],
-             p["tokens_per_sec_per_gpu"], p["efficiency"], p["mfu_pct"], p["spread_pct"],
-             p["flagged"]) for p in g["points"]]
+            (p["nodes"], p["gpus"], p["repeats"], _shown(p["tokens_per_sec"]),
+             _shown(p["tokens_per_sec_per_gpu"]), p["efficiency"], p["mfu_pct"],
+             p["spread_pct"], p["flagged"]) for p in g["points"]]
         assert len(shown["flags"]) == len(g["flags"])
         for flag, line in zip(g["flags"], shown["flags"], strict=True):
             assert line.endswith(flag["reason"])
             assert flag["nodes"] is None or line.startswith(f"{flag['nodes']} node")
     assert back["cross"] == [
-        (r["nodes"], r["system"], r["gpus"], r["tokens_per_sec"], r["tokens_per_sec_per_gpu"],
-         r["efficiency"], r["vs_reference"], r["flagged"])
+        (r["nodes"], r["system"], r["gpus"], _shown(r["tokens_per_sec"]),
+         _shown(r["tokens_per_sec_per_gpu"]), r["efficiency"], r["vs_reference"], r["flagged"])
         for c in rep["cross_machine"] for r in c["rows"]]
     assert len(back["cross"]) == 14
     for f in rep["failed"]:
@@ -344,3 +357,367 @@ def test_mfu_from_some_repeats_only(tmp_path):
     assert (one["mfu_pct"], one["mfu_repeats"], two["mfu_pct"]) == (41.0, 2, None)
     assert [f["reason"] for f in g["flags"]] == [
         "mfu logged by 2 of 3 repeats; its median is over those only"]
+
+
+# --- input that is not clean ------------------------------------------------------------------
+
+def _without_sources(report: dict) -> list:
+    return [{**g, "points": [{k: v for k, v in p.items() if k != "sources"} for p in g["points"]]}
+            for g in report["groups"]]
+
+
+BAD_LINES = [  # (line, what --check or the report says about it)
+    ("garbage", "1 cells, header has 14"),
+    ("2026-08-11T09:00:00Z,aurora,c,x,12,pass,1,1,1,,,,,", "nodes 'x' is not an integer"),
+    ("2026-08-11T09:00:01Z,aurora,c,1,12,ok,1,1,1,,,,,", "status 'ok' is not pass or fail"),
+    ("2026-08-11T09:00:02Z,aurora,c,1,12,pass,1,0.000,0.000,,,,,",
+     "throughput_tokens_per_sec '0.000' is below 0.001 (the smallest rate a row holds at 3 "
+     "decimals); row not used"),
+    ("2026-08-11T09:00:03Z,aurora,c,2000000,12,pass,1,1,1,,,,,",
+     "nodes 2000000 is more than 1,000,000; row not used"),
+    ("2026-08-11T09:00:04Z,aurora,c\udcff,1,12,pass,1,1,1,,,,,", "not UTF-8 text"),
+    ("2026-08-11T00:00:00Z,aurora,agpt-2b/bs1/seq2048/tp1,1,12,pass,1,1,1,,,,,",
+     "same run as line 2"),
+]
+
+
+def test_malformed_lines_are_reported_and_skipped_not_fatal(tmp_path):
+    clean = _report_of(scaling_sweep().write(tmp_path / "clean.csv"))
+    dirty = scaling_sweep()
+    dirty.rows[5:5] = [line for line, _ in BAD_LINES]  # in the middle: reading goes on after
+    p = dirty.write(tmp_path / "dirty.csv")
+    r = run_report(p)
+    assert r.exit_code == 0
+    assert r.stderr.splitlines() == [f"note: {p}:{7 + i}: {what}"
+                                     for i, (_, what) in enumerate(BAD_LINES)]
+    assert r.stdout.splitlines()[:2] == [
+        "scaling report: 1 file, 33 rows: 25 measured, 1 failed, 7 not used (7 problems:",
+        "    notes on stderr)"]
+    rep = _report_of(p)
+    assert _without_sources(rep) == _without_sources(clean)  # the same numbers and flags
+    assert rep["rows"]["not_used"] == 7 and len(rep["problems"]) == 7
+
+
+def test_check_reads_on_after_a_line_that_is_not_utf8(tmp_path):
+    p = Sweep().add("a", 1, 4, 100).raw("x\udcfe,y").add("a", 2, 8, 100).raw("z").write(
+        tmp_path / "s.csv")
+    r = run_cli("--check", p)
+    assert r.stderr.splitlines()[:2] == [f"{p}:3: not UTF-8 text", f"{p}:5: 1 cells, header has 14"]
+
+
+def test_header_in_another_order_is_read_by_name(tmp_path):
+    order = list(reversed(HEADER))
+    p = tmp_path / "s.csv"
+    with open(p, "w", newline="") as f:
+        w = csv.DictWriter(f, order, lineterminator="\n")
+        w.writeheader()
+        for row in scaling_sweep().rows:
+            w.writerow(dict(zip(HEADER, row, strict=True)))
+    r = run_report(p)
+    assert r.exit_code == 0
+    assert r.stderr == f"note: {p}:1: header differs from this tool's (order or columns)\n"
+    assert _without_sources(_report_of(p)) == _without_sources(
+        _report_of(scaling_sweep().write(tmp_path / "clean.csv")))
+
+
+def test_several_files_one_report_and_a_run_in_two_files_counts_once(tmp_path):
+    s = scaling_sweep()
+    a = Sweep()
+    a.rows = s.rows[:12]
+    b = Sweep()
+    b.rows = s.rows[10:]  # rows 10 and 11 are in both files
+    pa, pb = a.write(tmp_path / "a.csv"), b.write(tmp_path / "b.csv")
+    r = run_report(pa, pb)
+    assert r.exit_code == 0
+    assert r.stderr.splitlines() == [f"note: {pb}:2: same run as {pa}:12",
+                                     f"note: {pb}:3: same run as {pa}:13"]
+    assert _without_sources(_report_of(pa, pb)) == _without_sources(
+        _report_of(s.write(tmp_path / "all.csv")))
+    assert run_report(pa, pa).stderr.count("same run as") == 12
+
+
+def test_pass_rows_without_throughput_are_listed_apart(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    p = (Sweep().add("a", 1, 4, 100).add("a", 2, 8, None).add("a", 4, 16, 90, tps=None)
+         .write(Path("s.csv")))
+    rep = _report_of(p)
+    assert [p["nodes"] for p in rep["groups"][0]["points"]] == [1]
+    assert [(w["nodes"], w["missing"]) for w in rep["without_throughput"]] == [
+        (2, ["throughput_tokens_per_sec", "throughput_tokens_per_sec_per_gpu"]),
+        (4, ["throughput_tokens_per_sec"])]
+    out = run_report(p).stdout
+    assert "pass rows without throughput (2, not in the tables)\n" in out
+    assert (f"  {p}:3  {CFG} on a, 2 nodes, 8 gpus: tokens/s and\n"
+            "      tokens/s/gpu empty\n") in out
+    assert f"  {p}:4  {CFG} on a, 4 nodes, 16 gpus: tokens/s empty\n" in out
+    assert "1 measured, 2 without throughput\n" in out
+
+
+@pytest.mark.parametrize("make, fragment", [
+    (lambda d: d / "missing.csv", "missing.csv: no such file"),
+    (lambda d: d, "is a directory; report needs results CSV files"),
+    (lambda d: (d / "e.csv", (d / "e.csv").write_text(""))[0], "e.csv: empty file, no header"),
+    (lambda d: (d / "h.csv", (d / "h.csv").write_text("a,b\n1,2\n"))[0],
+     "header lacks required column(s) timestamp"),
+])
+def test_a_file_that_cannot_be_read_is_one_error_line(tmp_path, make, fragment):
+    good = scaling_sweep().write(tmp_path / "good.csv")
+    line = error_line(run_report(good, make(tmp_path)))
+    assert fragment in line
+
+
+def test_no_path_is_a_usage_error():
+    r = run_report()
+    assert r.exit_code == 2
+    assert error_line(r) == "error: missing argument 'PATH...'."
+
+
+def test_no_usable_row(tmp_path):
+    p = Sweep().add("a", 1, 4, None, status="fail").write(tmp_path / "s.csv")
+    r = run_report(p)
+    assert r.exit_code == 0
+    assert "\nno pass row with throughput: nothing to scale\n" in r.stdout
+    assert "failed runs (1, not in the tables)" in r.stdout
+
+
+# --- cross-machine ----------------------------------------------------------------------------
+
+def test_cross_machine_three_systems_and_a_missing_reference(tmp_path):
+    p = (Sweep().add("aurora", 1, 12, 100).add("polaris", 1, 4, 300).add("sunspot", 1, 12, 90)
+         .add("polaris", 2, 8, 290).add("sunspot", 2, 24, 80).add("aurora", 4, 48, 95)
+         .write(tmp_path / "s.csv"))
+    (c,) = _report_of(p)["cross_machine"]
+    assert c["reference"] == "aurora"
+    assert [(r["nodes"], r["system"], r["vs_reference"]) for r in c["rows"]] == [
+        (1, "aurora", 1.0), (1, "polaris", 1.0), (1, "sunspot", 0.9),
+        (2, "polaris", None), (2, "sunspot", None)]  # no aurora run at 2 nodes
+    out = run_report(p).stdout
+    assert "\n      2  polaris     8   2,320.0         290.0  0.967      -\n" in out
+
+
+def test_cross_machine_without_a_shared_node_count(tmp_path):
+    p = Sweep().add("a", 1, 4, 100).add("b", 2, 8, 100).write(tmp_path / "s.csv")
+    (c,) = _report_of(p)["cross_machine"]
+    assert c["rows"] == []
+    assert "  no node count was run on more than one system\n" in run_report(p).stdout
+
+
+def test_one_system_per_config_has_no_cross_machine_section(tmp_path):
+    p = Sweep().add("a", 1, 4, 100).add("b", 1, 4, 100, config="other").write(tmp_path / "s.csv")
+    assert _report_of(p)["cross_machine"] == []
+    assert "cross-machine" not in run_report(p).stdout
+
+
+# --- the shipped runs -------------------------------------------------------------------------
+
+def test_report_on_rows_exported_from_the_shipped_runs(tmp_path):
+    out = tmp_path / "runs.csv"
+    for name in FIXTURE_NAMES:
+        assert run_cli(RUNS / name, "--config", "fsdp_tp/debug", "--append", out).exit_code == 0
+    r = run_report(out)
+    assert r.exit_code == 0 and r.stderr == ""
+    rep = _report_of(out)
+    assert rep["rows"] == {"read": 5, "measured": 3, "without_throughput": 2, "failed": 0,
+                           "not_used": 0}
+    (g,) = rep["groups"]
+    # fsdp_tp-1rank-launch: 1 gpu; fsdp_tp-2rank and -torchrun: 2 gpus, medians of the two.
+    assert [(p["nodes"], p["gpus"], p["repeats"], p["tokens_per_sec"],
+             p["tokens_per_sec_per_gpu"], p["efficiency"], p["mfu_pct"], p["spread_pct"])
+            for p in g["points"]] == [(1, 1, 1, 7443.215, 7443.215, 1.0, None, None),
+                                      (1, 2, 2, 4042.091, 2021.045, 0.272, None, 5.5)]
+    assert [f["kind"] for f in g["flags"]] == ["single_node_count", "mixed_gpus",
+                                               "low_efficiency"]
+    assert [w["source"] for w in rep["without_throughput"]] == [f"{out}:2", f"{out}:6"]
+    assert {w["gpus"] for w in rep["without_throughput"]} == {1}
+
+
+# --- --plot -----------------------------------------------------------------------------------
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_png_written_whole_and_report_unchanged(tmp_path):
+    pytest.importorskip("matplotlib")
+    p = scaling_sweep().write(tmp_path / "sweep.csv")
+    png = tmp_path / "scaling.png"
+    r = run_report(p, "--plot", png)
+    assert r.exit_code == 0 and r.stderr == ""
+    assert r.stdout == run_report(p).stdout
+    data = png.read_bytes()
+    assert data.startswith(PNG_SIGNATURE) and len(data) > 10_000
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["scaling.png", "sweep.csv"]
+
+
+def test_plot_svg_has_the_labels_legend_and_flags(tmp_path):
+    pytest.importorskip("matplotlib")
+    p = scaling_sweep().write(tmp_path / "sweep.csv")
+    svg = tmp_path / "scaling.svg"
+    assert run_report(p, "--plot", svg, "--format", "json").exit_code == 0
+    root = ET.parse(svg).getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    text = svg.read_text()  # matplotlib keeps each drawn string as a comment
+    for label in ("nodes (log2 scale)", "throughput per GPU (tokens/s)", CFG, "vit/bs64",
+                  "aurora", "perlmutter", "sunspot", "ideal: flat at the smallest node count",
+                  "flagged (see the report)", "superlinear", "low eff", "spread"):
+        assert f"<!-- {label} -->" in text, label
+    for tick in (1, 2, 4, 8, 16, 32, 64):  # log2 axis, one tick per node count
+        assert f"<!-- {tick} -->" in text
+    assert run_report(p, "--plot", svg).exit_code == 0
+    assert svg.read_bytes() == svg.read_bytes()
+
+
+def test_plot_without_matplotlib_is_one_error_naming_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    p = scaling_sweep().write(tmp_path / "sweep.csv")
+    line = error_line(run_report(p, "--plot", tmp_path / "s.png"))
+    assert line == ("error: --plot needs matplotlib, which is not installed: pip install "
+                    "matplotlib, or from a checkout of ezpz-amsc pip install '.[plot]' (the "
+                    "plot extra)")
+    assert not (tmp_path / "s.png").exists()
+
+
+def test_plot_suffix_is_checked_before_anything_is_read(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    r = run_report(tmp_path / "missing.csv", "--plot", tmp_path / "s.pdf")
+    assert r.exit_code == 2
+    assert error_line(r) == (f"error: --plot {tmp_path}/s.pdf: the file name must end in .png "
+                             "or .svg")
+
+
+def test_plot_into_a_missing_folder(tmp_path):
+    pytest.importorskip("matplotlib")
+    p = scaling_sweep().write(tmp_path / "sweep.csv")
+    line = error_line(run_report(p, "--plot", tmp_path / "no" / "s.png"))
+    assert line == f"error: {tmp_path}/no/s.png: cannot write plot: No such file or directory"
+
+
+def test_plot_write_failure_leaves_the_old_file_and_no_temp(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    p = scaling_sweep().write(tmp_path / "sweep.csv")
+    png = tmp_path / "s.png"
+    png.write_bytes(b"old plot")
+
+    def disk_full(self, f, **kwargs):
+        f.write(b"half a png")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", disk_full)
+    line = error_line(run_report(p, "--plot", png))
+    assert line == f"error: {png}: cannot write plot: No space left on device"
+    assert png.read_bytes() == b"old plot"
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["s.png", "sweep.csv"]
+
+
+def test_plot_with_nothing_to_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    p = Sweep().add("a", 1, 4, None, status="fail").write(tmp_path / "s.csv")
+    line = error_line(run_report(p, "--plot", tmp_path / "s.png"))
+    assert line == (f"error: --plot {tmp_path}/s.png: nothing to plot (no pass row with "
+                    "throughput)")
+    assert not (tmp_path / "s.png").exists()
+
+
+# --- layout: 80 columns, colour ---------------------------------------------------------------
+
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def test_colour_only_paints(tmp_path):
+    rep = _report_of(scaling_sweep().write(tmp_path / "sweep.csv"))
+    plain, painted = render_text(rep), render_text(rep, colour=True)
+    assert ANSI not in plain
+    assert _ANSI_RE.sub("", painted) == plain
+    assert f"\x1b[1m{CFG} on aurora\x1b[0m" in painted
+    assert "\x1b[33m!     8    96" in painted  # a flagged row
+    assert "\x1b[31m  sweep.csv:26" not in painted  # (the path is absolute here)
+    assert "\x1b[31m  " in painted  # the failed run
+
+
+_ON_TTY = """
+import sys
+from ezpz_amsc.commands.report import report_command
+report_command.main(sys.argv[1:], prog_name="report")
+"""
+
+
+def _report_on_a_tty(path: Path, **env: str) -> str:
+    """Run the command with stdout on a pseudo-terminal; return what it printed."""
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-c", _ON_TTY, str(path)], stdout=slave,
+                            stderr=subprocess.DEVNULL, env={**os.environ, **env})
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    assert proc.wait(timeout=60) == 0
+    return b"".join(chunks).decode()
+
+
+def test_colour_on_a_terminal_and_never_with_no_color(tmp_path, monkeypatch):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    p = scaling_sweep().write(tmp_path / "sweep.csv")
+    assert ANSI in _report_on_a_tty(p)
+    assert ANSI not in _report_on_a_tty(p, NO_COLOR="1")
+    assert ANSI not in run_report(p).stdout  # not a terminal
+
+
+_text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=120).filter(
+    lambda t: t.strip() != "")
+_rate = st.floats(min_value=0.001, max_value=1e15, allow_nan=False)
+
+
+@given(rows=st.lists(st.tuples(
+    st.sampled_from(["c", "agpt-2b/bs1/seq2048/tp1"]) | _text,
+    st.sampled_from(["aurora", "perlmutter"]) | _text,
+    st.integers(1, 1_000_000), st.integers(1, 1_000_000), _rate, _rate,
+    st.none() | st.floats(-1e9, 1e9), st.sampled_from(["pass", "fail"]), st.text(max_size=200),
+), min_size=1, max_size=30))
+def test_every_line_fits_80_columns(tmp_path_factory, rows):
+    s = Sweep()
+    for config, system, nodes, gpus, tps, tpg, mfu, status, error in rows:
+        s.add(system, nodes, gpus, tpg, tps=tps, config=config, status=status, mfu=mfu,
+              error=error)
+    p = s.write(tmp_path_factory.mktemp("w") / "s.csv")
+    rep = _report_of(p)
+    text = render_text(rep, colour=True)
+    for line in _ANSI_RE.sub("", text).splitlines():
+        assert len(line) <= 80, line
+        assert line.isprintable(), line
+    assert json.loads(json.dumps(rep, allow_nan=False)) == rep
+
+
+# --- cheap to load ----------------------------------------------------------------------------
+
+_MODULES = """
+import json, sys
+before = set(sys.modules)
+from ezpz_amsc.commands.report import report_command
+loaded = set(sys.modules) - before
+report_command.main(sys.argv[1:], standalone_mode=False)
+ran = set(sys.modules) - before
+print(json.dumps([sorted(loaded), sorted(ran)]), file=sys.stderr)
+"""
+
+
+def test_the_command_loads_only_click_and_the_report_no_numpy(tmp_path):
+    p = scaling_sweep().write(tmp_path / "sweep.csv")
+    out = subprocess.run([sys.executable, "-c", _MODULES, str(p)], capture_output=True,
+                         text=True, check=True)
+    loaded, ran = map(set, json.loads(out.stderr))
+    assert {m for m in loaded if m.startswith("ezpz_amsc")} == {
+        "ezpz_amsc", "ezpz_amsc.cli", "ezpz_amsc.errors", "ezpz_amsc.commands",
+        "ezpz_amsc.commands.report"}
+    assert "click" in loaded
+    assert not {m.split(".")[0] for m in ran} & {"numpy", "matplotlib", "ezpz"}
+    assert "ezpz_amsc.report" in ran and "ezpz_amsc.plot" not in ran

@@ -39,7 +39,7 @@ def report_command(paths: tuple[str, ...], out_format: str, plot_path: str | Non
         plot_format(plot_path)
         require_matplotlib()
 
-    from ..report import build_report, read_sweep, render_text, to_json
+    from ..report import build_report, read_sweep, to_json
 
     report = build_report(read_sweep(paths))
     if plot_path is not None:
@@ -50,6 +50,7 @@ def report_command(paths: tuple[str, ...], out_format: str, plot_path: str | Non
         sys.stdout.write(to_json(report))
     else:
         from ..explain import use_colour
+        from ..report_text import render_text
 
         sys.stdout.write(render_text(report, colour=use_colour(sys.stdout)))
     sys.stdout.flush()
