@@ -53,8 +53,11 @@ def write_plot(report: Mapping[str, Any], path: str) -> None:
     except OSError as e:
         raise AmscError(f"{path}: cannot write plot: {e.strerror or e}") from None
     try:
-        with os.fdopen(fd, "wb") as f:
-            # No date in the file: the same report draws the same bytes.
+        from matplotlib import rc_context
+
+        # No date and fixed SVG ids: the same report draws the same bytes, so a
+        # plot kept under version control changes only when the data does.
+        with os.fdopen(fd, "wb") as f, rc_context({"svg.hashsalt": "ezpz-amsc"}):
             fig.savefig(f, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
         os.replace(tmp, target)
     except OSError as e:
