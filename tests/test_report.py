@@ -734,3 +734,18 @@ def test_the_command_loads_only_click_and_the_report_no_numpy(tmp_path):
     assert "click" in loaded
     assert not {m.split(".")[0] for m in ran} & {"numpy", "matplotlib", "ezpz"}
     assert "ezpz_amsc.report" in ran and "ezpz_amsc.plot" not in ran
+
+
+def test_smallest_and_largest_rates(tmp_path):
+    p = (Sweep().add("a", 1, 1, 0.001).add("a", 2, 2, 0.002)
+         .add("b", 1, 1_000_000, 1234567.891).write(tmp_path / "s.csv"))
+    rep = _report_of(p)
+    assert rep["problems"] == []
+    small, big = rep["groups"]
+    assert [(p["tokens_per_sec_per_gpu"], p["efficiency"]) for p in small["points"]] == [
+        (0.001, 1.0), (0.002, 2.0)]
+    assert big["points"][0]["tokens_per_sec"] == 1234567891000.0  # the JSON keeps it whole
+    text = render_text(rep)
+    assert "\n      1     1        1     0.001         0.001  1.000      -       -\n" in text
+    # too wide for its column: fewer digits, never a cut-off number
+    assert "\n      1  1000000        1  1.23457e+12   1,234,567.9  1.000      -       -\n" in text
