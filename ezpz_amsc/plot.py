@@ -59,11 +59,18 @@ def write_plot(report: Mapping[str, Any], path: str) -> None:
         # plot kept under version control changes only when the data does.
         with os.fdopen(fd, "wb") as f, rc_context({"svg.hashsalt": "ezpz-amsc"}):
             fig.savefig(f, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 is for the temporary name only
         os.replace(tmp, target)
     except OSError as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise AmscError(f"{path}: cannot write plot: {e.strerror or e}") from None
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _figure(groups: list[Mapping[str, Any]]) -> Any:

@@ -247,21 +247,21 @@ def _group_flags(pts: list[dict[str, Any]]) -> list[dict[str, Any]]:
                            f"only one node count ({nodes}): no scaling to show"))
     for nodes, gpus in gpus_at.items():
         if len(gpus) > 1:
-            flags.append(_flag("mixed_gpus", f"{plural(nodes, 'node')} recorded with "
-                               f"{len(gpus)} different gpus counts "
-                               f"({', '.join(map(str, gpus))}): check gpus", nodes))
+            flags.append(_flag("mixed_gpus", f"recorded with {len(gpus)} different gpus "
+                               f"counts ({', '.join(map(str, gpus))}): check gpus", nodes))
     return flags
 
 
 def _point_flags(p: dict[str, Any], base: dict[str, Any],
                  runs: Mapping[tuple[int, int], list[Run]]) -> list[dict[str, Any]]:
     at = {"nodes": p["nodes"], "gpus": p["gpus"]}
-    eff, base_at = p["efficiency"], plural(base["nodes"], "node")
+    eff = p["efficiency"]
+    base_at = f"the baseline ({plural(base['nodes'], 'node')}, {plural(base['gpus'], 'gpu')})"
     flags = []
     if eff > SUPERLINEAR_ABOVE:
         flags.append(_flag("superlinear", f"efficiency {eff:.3f} is above "
                            f"{SUPERLINEAR_ABOVE:.2f} (superlinear): check gpus here and "
-                           f"at the baseline ({base_at})", **at))
+                           f"at {base_at}", **at))
     elif eff < LOW_EFFICIENCY_BELOW:
         flags.append(_flag("low_efficiency", f"efficiency {eff:.3f} is below "
                            f"{LOW_EFFICIENCY_BELOW:.2f} (collapse?): each GPU delivers "

@@ -103,11 +103,11 @@ agpt-2b/bs1/seq2048/tp1 on aurora
 !    32   384        2  3,744,000.0       9,750.0  0.975   39.0   15.4%
 !    64   768        2  3,110,400.0       4,050.0  0.405   16.2    2.5%
 ! 8 nodes: efficiency 1.200 is above 1.05 (superlinear): check gpus here and at
-!     the baseline (1 node)
+!     the baseline (1 node, 12 gpus)
 ! 32 nodes: repeats disagree: spread 15.4% is above 10% (tokens/s 3,456,000.0 to
 !     4,032,000.0 over 2 repeats)
 ! 64 nodes: efficiency 0.405 is below 0.70 (collapse?): each GPU delivers 40.5%
-!     of its rate at 1 node
+!     of its rate at the baseline (1 node, 12 gpus)
 
 agpt-2b/bs1/seq2048/tp1 on perlmutter
   nodes  gpus  repeats     tokens/s  tokens/s/gpu    eff  mfu %  spread
@@ -343,8 +343,9 @@ def test_several_gpus_counts_at_one_node_count(tmp_path):
     assert [(p["nodes"], p["gpus"], p["efficiency"]) for p in g["points"]] == [
         (1, 6, 1.0), (1, 12, 0.9), (2, 24, 0.88)]
     assert [(f["kind"], f["nodes"]) for f in g["flags"]] == [("mixed_gpus", 1)]
-    assert g["flags"][0]["reason"] == ("1 node recorded with 2 different gpus counts (6, 12): "
-                                       "check gpus")
+    assert g["flags"][0]["reason"] == "recorded with 2 different gpus counts (6, 12): check gpus"
+    assert "\n! 1 node: recorded with 2 different gpus counts (6, 12): check gpus\n" in (
+        render_text(_report_of(p)))
     assert [p["flagged"] for p in g["points"]] == [True, True, False]
 
 
@@ -546,6 +547,9 @@ def test_plot_png_written_whole_and_report_unchanged(tmp_path):
     data = png.read_bytes()
     assert data.startswith(PNG_SIGNATURE) and len(data) > 10_000
     assert sorted(f.name for f in tmp_path.iterdir()) == ["scaling.png", "sweep.csv"]
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert png.stat().st_mode & 0o777 == 0o666 & ~umask  # like any new file, not 0600
 
 
 def test_plot_svg_has_the_labels_legend_and_flags(tmp_path):
