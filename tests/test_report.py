@@ -753,3 +753,41 @@ def test_smallest_and_largest_rates(tmp_path):
     assert "\n      1     1        1     0.001         0.001  1.000      -       -\n" in text
     # too wide for its column: fewer digits, never a cut-off number
     assert "\n      1  1000000        1  1.23457e+12   1,234,567.9  1.000      -       -\n" in text
+
+
+# --- the documented example is what the command prints -------------------------------------
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+EXAMPLE = DOCS / "report-example"
+
+
+def _console_block(after: str) -> str:
+    text = (DOCS / "report.md").read_text()
+    start = text.index(after + "\n") + len(after) + 1
+    return text[start:text.index("```", start)]
+
+
+def test_docs_example_output_is_the_real_output(monkeypatch):
+    monkeypatch.chdir(EXAMPLE)
+    shown = _console_block("$ ezpz-amsc report sweep.csv --plot scaling.png")
+    assert run_report("sweep.csv").stdout == shown
+    block = _console_block("$ ezpz-amsc report sweep.csv --format json | jq "
+                           "'.groups[0].points[3], .groups[0].flags[0]'")
+    decoder = json.JSONDecoder()
+    point, end = decoder.raw_decode(block)
+    flag, _ = decoder.raw_decode(block[end:].lstrip())
+    rep = json.loads(run_report("sweep.csv", "--format", "json").stdout)
+    assert (point, flag) == (rep["groups"][0]["points"][3], rep["groups"][0]["flags"][0])
+    assert (EXAMPLE / "scaling.png").read_bytes().startswith(PNG_SIGNATURE)
+
+
+def test_docs_example_real_rows_are_what_the_shipped_runs_export(tmp_path):
+    out = tmp_path / "sweep.csv"
+    for name, config in [("fsdp_tp-1rank-launch", "fsdp_tp/debug"),
+                         ("fsdp_tp-2rank", "fsdp_tp/debug"),
+                         ("fsdp_tp-2rank-torchrun", "fsdp_tp/debug"),
+                         ("minimal-1rank", "minimal"), ("diffusion-1rank", "diffusion/debug")]:
+        assert run_cli(RUNS / name, "--config", config, "--append", out).exit_code == 0
+    documented = (EXAMPLE / "sweep.csv").read_text().splitlines()
+    assert out.read_text().splitlines() == documented[:6]
+    assert run_cli("--check", EXAMPLE / "sweep.csv").exit_code == 0
