@@ -144,25 +144,31 @@ def _sort_row(sweep: Sweep, source: str, row: Mapping[str, str]) -> str | None:
     for name, count in (("nodes", nodes), ("gpus", gpus)):
         if count > MAX_COUNT:
             return f"{name} {count} is more than {MAX_COUNT:,}; row not used"
-    where = {"source": source, "config": row["config"], "system": row["system"],
-             "nodes": nodes, "gpus": gpus}
     if row["status"] == "fail":
-        sweep.failed.append({**where, "timestamp": row["timestamp"],
+        sweep.failed.append({**_where(source, row, nodes, gpus), "timestamp": row["timestamp"],
                              "error": row.get("error", "")})
         return None
     tps, tps_per_gpu = _cell(row, TPS), _cell(row, TPS_PER_GPU)
     if tps is None or tps_per_gpu is None:
         missing = [c for c, v in ((TPS, tps), (TPS_PER_GPU, tps_per_gpu)) if v is None]
-        sweep.without_throughput.append({**where, "missing": missing})
+        sweep.without_throughput.append({**_where(source, row, nodes, gpus),
+                                         "missing": missing})
         return None
-    for name, value in ((TPS, tps), (TPS_PER_GPU, tps_per_gpu)):
-        if value < MIN_RATE:  # also keeps every efficiency and ratio finite
-            return (f"{name} {row[name]!r} is below {MIN_RATE} (the smallest rate a row "
-                    "holds at 3 decimals); row not used")
+    if tps < MIN_RATE or tps_per_gpu < MIN_RATE:  # also keeps every efficiency finite
+        name = TPS if tps < MIN_RATE else TPS_PER_GPU
+        return (f"{name} {row[name]!r} is below {MIN_RATE} (the smallest rate a row "
+                "holds at 3 decimals); row not used")
     key = (row["config"], row["system"], nodes, gpus)
-    sweep.measured.setdefault(key, []).append(
-        Run(source, tps, tps_per_gpu, _cell(row, MFU)))
+    runs = sweep.measured.get(key)
+    if runs is None:
+        runs = sweep.measured[key] = []
+    runs.append(Run(source, tps, tps_per_gpu, _cell(row, MFU)))
     return None
+
+
+def _where(source: str, row: Mapping[str, str], nodes: int, gpus: int) -> dict[str, Any]:
+    return {"source": source, "config": row["config"], "system": row["system"],
+            "nodes": nodes, "gpus": gpus}
 
 
 # --- the numbers ------------------------------------------------------------------------------
