@@ -10,11 +10,13 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from .errors import AmscError, AmscUsageError
+from .report_text import printable
 
 FORMATS = {".png": "png", ".svg": "svg"}
 FLAG_COLOUR = "tab:red"
@@ -40,8 +42,8 @@ def require_matplotlib() -> None:
                         "(the plot extra)") from None
 
 
-def write_plot(report: Mapping[str, Any], path: str) -> None:
-    """Draw the plot and write it to ``path`` whole, or not at all."""
+def write_plot(report: Mapping[str, Any], path: str) -> list[str]:
+    """Draw the plot and write it to ``path`` whole, or not at all; return notes."""
     fmt = plot_format(path)
     if not report["groups"]:
         raise AmscError(f"--plot {path}: nothing to plot (no pass row with throughput)")
@@ -57,14 +59,30 @@ def write_plot(report: Mapping[str, Any], path: str) -> None:
 
         # No date and fixed SVG ids: the same report draws the same bytes, so a
         # plot kept under version control changes only when the data does.
-        with os.fdopen(fd, "wb") as f, rc_context({"svg.hashsalt": "ezpz-amsc"}):
+        with (os.fdopen(fd, "wb") as f, rc_context({"svg.hashsalt": "ezpz-amsc"}),
+              warnings.catch_warnings(record=True) as caught):
+            warnings.simplefilter("always")
             fig.savefig(f, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 is for the temporary name only
         os.replace(tmp, target)
-    except OSError as e:
+    except BaseException as e:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise AmscError(f"{path}: cannot write plot: {e.strerror or e}") from None
+            os.unlink(tmp)  # never leave a half-drawn file behind, whatever went wrong
+        if isinstance(e, OSError):
+            raise AmscError(f"{path}: cannot write plot: {e.strerror or e}") from None
+        raise
+    return _notes(caught, path)
+
+
+def _notes(caught: list[warnings.WarningMessage], path: str) -> list[str]:
+    """matplotlib's warnings as this tool's notes (one per kind, not one per glyph)."""
+    notes = []
+    if any("missing from font" in str(w.message) for w in caught):
+        notes.append(f"{path}: some characters of the labels have no glyph in matplotlib's "
+                     "font; they are drawn as boxes")
+    notes += [f"{path}: matplotlib: {w.message}" for w in caught
+              if "missing from font" not in str(w.message)]
+    return notes
 
 
 def _umask() -> int:
@@ -98,7 +116,7 @@ def _panel(ax: Any, config: str, groups: list[Mapping[str, Any]]) -> None:
         pts = g["points"]
         xs = [p["nodes"] for p in pts]
         ys = [p["tokens_per_sec_per_gpu"] for p in pts]
-        (line,) = ax.plot(xs, ys, marker="o", color=colour, label=g["system"])
+        (line,) = ax.plot(xs, ys, marker="o", color=colour, label=_label(g["system"]))
         handles.append(line)
         # Ideal weak scaling: the baseline's per-GPU rate at every node count.
         ax.plot([xs[0], max(xs)], [ys[0], ys[0]], linestyle="--", linewidth=1, color=colour,
@@ -115,7 +133,7 @@ def _panel(ax: Any, config: str, groups: list[Mapping[str, Any]]) -> None:
     ax.set_ylim(bottom=0, top=ax.get_ylim()[1] * 1.12)  # room for the flag labels
     ax.set_xlabel("nodes (log2 scale)")
     ax.set_ylabel("throughput per GPU (tokens/s)")
-    ax.set_title(config)
+    ax.set_title(_label(config))
     ax.grid(True, alpha=0.3)
     handles.append(Line2D([], [], linestyle="--", color="grey",
                           label="ideal: flat at the smallest node count"))
@@ -126,6 +144,11 @@ def _panel(ax: Any, config: str, groups: list[Mapping[str, Any]]) -> None:
     # Beside the axes, not on them: a legend must never hide a point.
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small",
               borderaxespad=0)
+
+
+def _label(text: str) -> str:
+    """A label from a results file, drawn as written: ``$`` would start matplotlib's math."""
+    return printable(text).replace("$", r"\$")
 
 
 def _mark_flags(ax: Any, g: Mapping[str, Any]) -> None:

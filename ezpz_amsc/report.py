@@ -59,7 +59,7 @@ TPS, TPS_PER_GPU, MFU = "throughput_tokens_per_sec", "throughput_tokens_per_sec_
 
 # --- reading ----------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per measured row: keep it small
 class Run:
     """One measured repeat: a ``pass`` row with both throughput cells."""
 

@@ -21,7 +21,7 @@ WIDTH = 80
 MAX_SYSTEM_CHARS = 12  # longer system names are cut in the cross-machine table
 
 
-def _printable(text: str) -> str:
+def printable(text: str) -> str:
     """A cell from a results file, made safe for a terminal (no escapes, no line breaks)."""
     return "".join(c if c.isprintable() else " " for c in text)
 
@@ -70,8 +70,8 @@ _GROUP_COLUMNS = ("nodes", "gpus", "repeats", "tokens/s", "tokens/s/gpu", "eff",
 
 
 def _group_lines(g: Mapping[str, Any], p: _Paint) -> list[str]:
-    out = [p.bold(line) for line in _wrap(f"{_printable(g['config'])} on "
-                                          f"{_printable(g['system'])}")]
+    out = [p.bold(line) for line in _wrap(f"{printable(g['config'])} on "
+                                          f"{printable(g['system'])}")]
     rows = [(_num(pt["nodes"], str, 7), _num(pt["gpus"], str, 7), _num(pt["repeats"], str, 7),
              _num(pt["tokens_per_sec"], rate_text, 13),
              _num(pt["tokens_per_sec_per_gpu"], rate_text, 12),
@@ -97,12 +97,12 @@ def _group_lines(g: Mapping[str, Any], p: _Paint) -> list[str]:
 def _cross_lines(c: Mapping[str, Any], p: _Paint) -> list[str]:
     ref = c["reference"]
     out = [p.bold(line) for line in _wrap(
-        _printable(f"{c['config']}: {' vs '.join(c['systems'])}; ratio = tokens/s / {ref}'s"))]
+        printable(f"{c['config']}: {' vs '.join(c['systems'])}; ratio = tokens/s / {ref}'s"))]
     if not c["rows"]:
         return [*out, "  no node count was run on more than one system"]
     rows, last = [], None
     for r in c["rows"]:
-        system = _printable(r["system"])
+        system = printable(r["system"])
         if len(system) > MAX_SYSTEM_CHARS:
             system = system[:MAX_SYSTEM_CHARS - 1] + "…"
         rows.append(("" if r["nodes"] == last else _num(r["nodes"], str, 7), system,
@@ -142,12 +142,12 @@ def _summary_lines(report: Mapping[str, Any]) -> list[str]:
 def _failed_lines(failed: list[Mapping[str, Any]], p: _Paint) -> list[str]:
     out = [p.bold(f"failed runs ({len(failed)}, not in the tables)")]
     for f in failed:
-        head = _printable(f"{f['source']}  {f['config']} on {f['system']}, "
+        head = printable(f"{f['source']}  {f['config']} on {f['system']}, "
                           f"{plural(f['nodes'], 'node')}, {plural(f['gpus'], 'gpu')}, "
                           f"{f['timestamp']}")
         out.extend(p(ln, "31") for ln in _wrap(head, indent="  "))
         if f["error"]:
-            out.extend(_wrap(_printable(f"error: {f['error']}"), indent="    "))
+            out.extend(_wrap(printable(f"error: {f['error']}"), indent="    "))
     return out
 
 
@@ -156,7 +156,7 @@ def _without_lines(rows: list[Mapping[str, Any]], p: _Paint) -> list[str]:
     short = {TPS: "tokens/s", TPS_PER_GPU: "tokens/s/gpu"}
     for r in rows:
         empty = " and ".join(short[c] for c in r["missing"])
-        out.extend(_wrap(_printable(f"{r['source']}  {r['config']} on {r['system']}, "
+        out.extend(_wrap(printable(f"{r['source']}  {r['config']} on {r['system']}, "
                                     f"{plural(r['nodes'], 'node')}, "
                                     f"{plural(r['gpus'], 'gpu')}: {empty} empty"),
                          indent="  "))

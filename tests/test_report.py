@@ -8,12 +8,13 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 from conftest import FIXTURE_NAMES, RUNS, _runner, error_line, run_cli
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ezpz_amsc.commands.report import report_command
@@ -23,6 +24,10 @@ from ezpz_amsc.row import HEADER
 
 ANSI = "\x1b["
 CFG = "agpt-2b/bs1/seq2048/tp1"
+# What a results file can hold in a label (non-blank text) and in a throughput cell.
+_text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=120).filter(
+    lambda t: t.strip() != "")
+_rate = st.floats(min_value=0.001, max_value=1e15, allow_nan=False)
 
 
 def run_report(*args):
@@ -626,6 +631,44 @@ def test_plot_write_failure_leaves_the_old_file_and_no_temp(tmp_path, monkeypatc
     assert sorted(f.name for f in tmp_path.iterdir()) == ["s.png", "sweep.csv"]
 
 
+def test_plot_draws_labels_as_written(tmp_path):
+    pytest.importorskip("matplotlib")
+    # "$...$" would be matplotlib math (and "\\frac" alone an error), "_x" a hidden label
+    p = (Sweep().add("_sys$1", 1, 4, 100, config="$\\frac$ cfg\x1b[31m")
+         .add("_sys$1", 2, 8, 99, config="$\\frac$ cfg\x1b[31m").write(tmp_path / "s.csv"))
+    svg = tmp_path / "s.svg"
+    assert run_report(p, "--plot", svg).exit_code == 0
+    text = svg.read_text()
+    assert "<!-- $\\frac$ cfg [31m -->" in text and "<!-- _sys$1 -->" in text
+
+
+@settings(max_examples=25)  # a plot costs ~0.2 s: enough to meet odd labels and numbers
+@given(rows=st.lists(st.tuples(_text, _text, st.integers(1, 1_000_000), _rate), min_size=1,
+                     max_size=6))
+def test_plot_never_fails_on_what_a_results_file_holds(tmp_path_factory, rows):
+    pytest.importorskip("matplotlib")
+    s = Sweep()
+    for config, system, nodes, rate in rows:
+        s.add(system, nodes, nodes * 4, rate, config=config)
+    d = tmp_path_factory.mktemp("plot")
+    from ezpz_amsc.plot import write_plot
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib's warnings become notes, never escape
+        notes = write_plot(_report_of(s.write(d / "s.csv")), str(d / "s.png"))
+    assert (d / "s.png").read_bytes().startswith(PNG_SIGNATURE)
+    assert all(n.startswith(f"{d}/s.png: ") for n in notes)
+
+
+def test_a_glyph_the_font_lacks_is_one_note(tmp_path):
+    pytest.importorskip("matplotlib")
+    p = Sweep().add("\U00027067\U0002aee3", 1, 4, 100).write(tmp_path / "s.csv")
+    r = run_report(p, "--plot", tmp_path / "s.png")
+    assert r.exit_code == 0
+    assert r.stderr == (f"note: {tmp_path}/s.png: some characters of the labels have no glyph "
+                        "in matplotlib's font; they are drawn as boxes\n")
+
+
 def test_plot_with_nothing_to_plot(tmp_path):
     pytest.importorskip("matplotlib")
     p = Sweep().add("a", 1, 4, None, status="fail").write(tmp_path / "s.csv")
@@ -687,11 +730,6 @@ def test_colour_on_a_terminal_and_never_with_no_color(tmp_path, monkeypatch):
     assert ANSI in _report_on_a_tty(p)
     assert ANSI not in _report_on_a_tty(p, NO_COLOR="1")
     assert ANSI not in run_report(p).stdout  # not a terminal
-
-
-_text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=120).filter(
-    lambda t: t.strip() != "")
-_rate = st.floats(min_value=0.001, max_value=1e15, allow_nan=False)
 
 
 @given(rows=st.lists(st.tuples(

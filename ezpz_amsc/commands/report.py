@@ -42,10 +42,11 @@ def report_command(paths: tuple[str, ...], out_format: str, plot_path: str | Non
     from ..report import build_report, read_sweep, to_json
 
     report = build_report(read_sweep(paths))
+    notes = list(report["problems"])
     if plot_path is not None:
         from ..plot import write_plot
 
-        write_plot(report, plot_path)
+        notes += write_plot(report, plot_path)
     if out_format == "json":
         sys.stdout.write(to_json(report))
     else:
@@ -54,5 +55,5 @@ def report_command(paths: tuple[str, ...], out_format: str, plot_path: str | Non
 
         sys.stdout.write(render_text(report, colour=use_colour(sys.stdout)))
     sys.stdout.flush()
-    for problem in report["problems"]:
-        click.echo(f"note: {problem}", err=True)
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
