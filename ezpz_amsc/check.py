@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from .errors import AmscError
@@ -13,14 +15,25 @@ from .files import describe, group_name
 from .row import HEADER, REQUIRED, dashboard_problems
 from .sink import KEY_COLUMNS
 
+# Bytes that are not UTF-8, as the surrogateescape decoder keeps them: such a line is
+# reported by number and the reading goes on (a strict decoder would stop the whole file).
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")
 
-def check_results_file(path: str | os.PathLike[str]) -> tuple[int, list[str]]:
-    """Return (data rows read, problems as ``PATH:LINE: what``); empty list = clean."""
+
+def check_results_file(
+    path: str | os.PathLike[str],
+    on_row: Callable[[int, dict[str, str]], None] | None = None,
+) -> tuple[int, list[str]]:
+    """Return (data rows read, problems as ``PATH:LINE: what``); empty list = clean.
+
+    ``on_row(line, row)`` is called for each row without a problem, so a reader
+    (the report) sees exactly the rows ``--check`` passes.
+    """
     p = Path(path)
     if p.is_dir():
         raise AmscError(f"{p}: is a directory; --check needs a results CSV")
     try:
-        f = open(p, newline="", encoding="utf-8-sig")  # noqa: SIM115
+        f = open(p, newline="", encoding="utf-8-sig", errors="surrogateescape")  # noqa: SIM115
     except FileNotFoundError:
         raise AmscError(f"{p}: no such file") from None
     except OSError as e:
@@ -45,20 +58,24 @@ def check_results_file(path: str | os.PathLike[str]) -> tuple[int, list[str]]:
                 if not any(c.strip() for c in cells):
                     continue
                 rows += 1
+                if _NOT_UTF8.search("".join(cells)):
+                    problems.append(f"{p}:{line}: not UTF-8 text")
+                    continue
                 if len(cells) != len(header):
                     problems.append(f"{p}:{line}: {len(cells)} cells, header has {len(header)}")
                     continue
                 row = {c: cells[i] for c, i in index.items()}
-                problems.extend(f"{p}:{line}: {what}" for what in dashboard_problems(row))
+                found = [f"{p}:{line}: {what}" for what in dashboard_problems(row)]
                 key = tuple(row.get(c, "") for c in KEY_COLUMNS)
                 if key in seen:
-                    problems.append(f"{p}:{line}: same run as line {seen[key]}")
+                    found.append(f"{p}:{line}: same run as line {seen[key]}")
                 else:
                     seen[key] = line
-        except UnicodeDecodeError:
-            problems.append(f"{p}: not UTF-8 text")
+                problems.extend(found)
+                if on_row is not None and not found:
+                    on_row(line, row)
         except csv.Error as e:
-            problems.append(f"{p}:{reader.line_num}: {e}")
+            problems.append(f"{p}:{reader.line_num}: {e}; the rest of the file was not read")
     return rows, problems
 
 

@@ -1,0 +1,59 @@
+"""``ezpz-amsc report PATH...``: the scaling study of results files (:mod:`ezpz_amsc.report`).
+
+Imports only click at module top: the report, and matplotlib for ``--plot``,
+load when the command runs.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..cli import _OneLineErrors
+
+
+@click.command(
+    "report",
+    cls=_OneLineErrors,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True)
+@click.option("--format", "out_format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="text: tables for a terminal; json: the same report as "
+                                      "data.")
+@click.option("--plot", "plot_path", metavar="FILE",
+              help="Also draw tokens/s/gpu against nodes to FILE (.png or .svg; needs "
+                   "matplotlib, the 'plot' extra).")
+def report_command(paths: tuple[str, ...], out_format: str, plot_path: str | None) -> None:
+    """Report on the scaling study in results CSV files before the rows go public.
+
+    Per config and system: medians over repeats at each node count, weak-scaling
+    efficiency against the smallest node count, and flags (superlinear points,
+    collapses, repeats that disagree, failed runs). Rows with a problem are
+    reported on stderr and left out.
+    """
+    if plot_path is not None:  # fail on the flag before reading anything
+        from ..plot import plot_format, require_matplotlib
+
+        plot_format(plot_path)
+        require_matplotlib()
+
+    from ..report import build_report, read_sweep, to_json
+
+    report = build_report(read_sweep(paths))
+    notes = list(report["problems"])
+    if plot_path is not None:
+        from ..plot import write_plot
+
+        notes += write_plot(report, plot_path)
+    if out_format == "json":
+        sys.stdout.write(to_json(report))
+    else:
+        from ..explain import use_colour
+        from ..report_text import render_text
+
+        sys.stdout.write(render_text(report, colour=use_colour(sys.stdout)))
+    sys.stdout.flush()
+    for note in notes:
+        click.echo(f"note: {note}", err=True)

@@ -1,0 +1,832 @@
+"""``report PATH...``: the scaling study over results files (issue 14)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import subprocess
+import sys
+import warnings
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURE_NAMES, RUNS, _runner, error_line, run_cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ezpz_amsc.commands.report import report_command
+from ezpz_amsc.report import build_report, read_sweep
+from ezpz_amsc.report_text import render_text
+from ezpz_amsc.row import HEADER
+
+ANSI = "\x1b["
+CFG = "agpt-2b/bs1/seq2048/tp1"
+# What a results file can hold in a label (non-blank text) and in a throughput cell.
+_text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=120).filter(
+    lambda t: t.strip() != "")
+_rate = st.floats(min_value=0.001, max_value=1e15, allow_nan=False)
+
+
+def run_report(*args):
+    return _runner().invoke(report_command, [str(a) for a in args], catch_exceptions=False)
+
+
+class Sweep:
+    """Rows of a results file, written the way ``--append`` writes them."""
+
+    def __init__(self) -> None:
+        self.rows: list[list[str] | str] = []  # a str is written as is: a hand-made line
+
+    def raw(self, line: str) -> Sweep:
+        self.rows.append(line)
+        return self
+
+    def add(self, system: str, nodes: int, gpus: int, tps_per_gpu: float | None, *,
+            config: str = CFG, status: str = "pass", mfu: float | None = None,
+            tps: float | None = -1.0, error: str = "") -> Sweep:
+        """``tps`` defaults to ``tps_per_gpu * gpus``; None leaves the cell empty."""
+        n = len(self.rows)
+        if tps == -1.0:
+            tps = None if tps_per_gpu is None else tps_per_gpu * gpus
+        cell = lambda x: "" if x is None else f"{x:.3f}"  # noqa: E731
+        self.rows.append([f"2026-08-11T{n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z",
+                          system, config, str(nodes), str(gpus), status, "100.000", cell(tps),
+                          cell(tps_per_gpu), cell(mfu), "", "", "", error])
+        return self
+
+    def write(self, path: Path, extra_lines: tuple[str, ...] = ()) -> Path:
+        with open(path, "w", newline="", encoding="utf-8", errors="surrogateescape") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(HEADER)
+            for row in [*self.rows, *extra_lines]:
+                if isinstance(row, str):
+                    f.write(row + "\n")
+                else:
+                    w.writerow(row)
+        return path
+
+
+def scaling_sweep() -> Sweep:
+    """1-64 nodes on two machines, with repeats, one superlinear point (aurora, 8 nodes),
+    one collapse (aurora, 64 nodes), repeats that disagree (aurora, 32 nodes) and one
+    failed run (perlmutter, 32 nodes); plus a config run at one node count only."""
+    s = Sweep()
+    aurora = {1: [10000, 10100, 9900], 2: [9800, 9860], 4: [9700, 9600, 9650], 8: [12000],
+              16: [9300, 9400], 32: [9000, 10500], 64: [4000, 4100]}
+    for nodes, rates in aurora.items():
+        for tpg in rates:
+            s.add("aurora", nodes, 12 * nodes, tpg, mfu=tpg / 250)
+    perlmutter = {1: [20000, 20200], 2: [19800], 4: [19500, 19600], 8: [19200], 16: [18800],
+                  32: [18000], 64: [17000]}
+    for nodes, rates in perlmutter.items():
+        for tpg in rates:
+            s.add("perlmutter", nodes, 4 * nodes, tpg)
+    s.add("perlmutter", 32, 128, None, status="fail", error="NCCL timeout at step 3")
+    s.add("sunspot", 2, 24, 5000, config="vit/bs64")
+    return s
+
+
+EXPECTED = """\
+scaling report: 1 file, 26 rows: 25 measured, 1 failed
+  medians over repeats; eff = tokens/s/gpu / tokens/s/gpu at the smallest node
+  count of the same config and system; spread = (max - min) / median of tokens/s
+  over repeats
+  flags (!): eff above 1.05 or below 0.70, spread above 10%, tokens/s/gpu x gpus
+  off tokens/s by over 2%, several gpus counts at one node count, mfu from some
+  repeats only, a single node count
+
+agpt-2b/bs1/seq2048/tp1 on aurora
+  nodes  gpus  repeats     tokens/s  tokens/s/gpu    eff  mfu %  spread
+      1    12        3    120,000.0      10,000.0  1.000   40.0    2.0%
+      2    24        2    235,920.0       9,830.0  0.983   39.3    0.6%
+      4    48        3    463,200.0       9,650.0  0.965   38.6    1.0%
+!     8    96        1  1,152,000.0      12,000.0  1.200   48.0       -
+     16   192        2  1,795,200.0       9,350.0  0.935   37.4    1.1%
+!    32   384        2  3,744,000.0       9,750.0  0.975   39.0   15.4%
+!    64   768        2  3,110,400.0       4,050.0  0.405   16.2    2.5%
+! 8 nodes: efficiency 1.200 is above 1.05 (superlinear): check gpus here and at
+!     the baseline (1 node, 12 gpus)
+! 32 nodes: repeats disagree: spread 15.4% is above 10% (tokens/s 3,456,000.0 to
+!     4,032,000.0 over 2 repeats)
+! 64 nodes: efficiency 0.405 is below 0.70 (collapse?): each GPU delivers 40.5%
+!     of its rate at the baseline (1 node, 12 gpus)
+
+agpt-2b/bs1/seq2048/tp1 on perlmutter
+  nodes  gpus  repeats     tokens/s  tokens/s/gpu    eff  mfu %  spread
+      1     4        2     80,400.0      20,100.0  1.000      -    1.0%
+      2     8        1    158,400.0      19,800.0  0.985      -       -
+      4    16        2    312,800.0      19,550.0  0.973      -    0.5%
+      8    32        1    614,400.0      19,200.0  0.955      -       -
+     16    64        1  1,203,200.0      18,800.0  0.935      -       -
+     32   128        1  2,304,000.0      18,000.0  0.896      -       -
+     64   256        1  4,352,000.0      17,000.0  0.846      -       -
+
+vit/bs64 on sunspot
+  nodes  gpus  repeats   tokens/s  tokens/s/gpu    eff  mfu %  spread
+      2    24        1  120,000.0       5,000.0  1.000      -       -
+! only one node count (2): no scaling to show
+
+cross-machine (node counts run on more than one system)
+agpt-2b/bs1/seq2048/tp1: aurora vs perlmutter; ratio = tokens/s / aurora's
+  nodes  system      gpus     tokens/s  tokens/s/gpu    eff  ratio
+      1  aurora        12    120,000.0      10,000.0  1.000  1.00x
+         perlmutter     4     80,400.0      20,100.0  1.000  0.67x
+      2  aurora        24    235,920.0       9,830.0  0.983  1.00x
+         perlmutter     8    158,400.0      19,800.0  0.985  0.67x
+      4  aurora        48    463,200.0       9,650.0  0.965  1.00x
+         perlmutter    16    312,800.0      19,550.0  0.973  0.68x
+!     8  aurora        96  1,152,000.0      12,000.0  1.200  1.00x
+         perlmutter    32    614,400.0      19,200.0  0.955  0.53x
+     16  aurora       192  1,795,200.0       9,350.0  0.935  1.00x
+         perlmutter    64  1,203,200.0      18,800.0  0.935  0.67x
+!    32  aurora       384  3,744,000.0       9,750.0  0.975  1.00x
+         perlmutter   128  2,304,000.0      18,000.0  0.896  0.62x
+!    64  aurora       768  3,110,400.0       4,050.0  0.405  1.00x
+         perlmutter   256  4,352,000.0      17,000.0  0.846  1.40x
+
+failed runs (1, not in the tables)
+  sweep.csv:26  agpt-2b/bs1/seq2048/tp1 on perlmutter, 32 nodes, 128 gpus,
+      2026-08-11T00:00:24Z
+    error: NCCL timeout at step 3
+"""
+
+
+# --- the exact report -------------------------------------------------------------------------
+
+def test_synthetic_sweep_exact_report(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    scaling_sweep().write(tmp_path / "sweep.csv")
+    r = run_report("sweep.csv")
+    assert r.exit_code == 0 and r.stderr == ""
+    assert r.stdout == EXPECTED
+
+
+def _report_of(*paths) -> dict:
+    return build_report(read_sweep([str(p) for p in paths]))
+
+
+def test_synthetic_sweep_numbers_and_flags_as_data(tmp_path):
+    rep = _report_of(scaling_sweep().write(tmp_path / "sweep.csv"))
+    assert rep["rows"] == {"read": 26, "measured": 25, "without_throughput": 0, "failed": 1,
+                           "not_used": 0}
+    aurora, perlmutter, sunspot = rep["groups"]
+    assert (aurora["config"], aurora["system"]) == (CFG, "aurora")
+    assert aurora["baseline"] == {"nodes": 1, "gpus": 12}
+    eight = aurora["points"][3]
+    assert eight == {
+        "nodes": 8, "gpus": 96, "repeats": 1, "tokens_per_sec": 1152000.0,
+        "tokens_per_sec_per_gpu": 12000.0, "efficiency": 1.2, "mfu_pct": 48.0,
+        "mfu_repeats": 1, "spread_pct": None, "tokens_per_sec_min": 1152000.0,
+        "tokens_per_sec_max": 1152000.0, "flagged": True, "sources": [f"{tmp_path}/sweep.csv:10"]}
+    assert [(f["kind"], f["nodes"], f["gpus"]) for f in aurora["flags"]] == [
+        ("superlinear", 8, 96), ("spread", 32, 384), ("low_efficiency", 64, 768)]
+    assert [p["efficiency"] for p in perlmutter["points"]] == [
+        1.0, 0.985, 0.973, 0.955, 0.935, 0.896, 0.846]
+    assert [p["spread_pct"] for p in perlmutter["points"]] == [1.0, None, 0.5, None, None,
+                                                               None, None]
+    assert perlmutter["flags"] == []
+    assert [f["kind"] for f in sunspot["flags"]] == ["single_node_count"]
+    (cross,) = rep["cross_machine"]
+    assert cross["reference"] == "aurora" and cross["systems"] == ["aurora", "perlmutter"]
+    assert [(r["nodes"], r["system"], r["vs_reference"]) for r in cross["rows"][-2:]] == [
+        (64, "aurora", 1.0), (64, "perlmutter", 1.4)]
+    (failed,) = rep["failed"]
+    assert failed == {"source": f"{tmp_path}/sweep.csv:26", "config": CFG,
+                      "system": "perlmutter", "nodes": 32, "gpus": 128,
+                      "timestamp": "2026-08-11T00:00:24Z", "error": "NCCL timeout at step 3"}
+
+
+# --- JSON = text ------------------------------------------------------------------------------
+
+_NUM = r"[-0-9.,e+]+%?x?"
+_GROUP_ROW = re.compile(rf"^(!?)\s+(\d+)\s+(\d+)\s+(\d+)\s+({_NUM})\s+({_NUM})\s+({_NUM})"
+                        rf"\s+({_NUM}|-)\s+({_NUM}|-)$")
+_CROSS_ROW = re.compile(rf"^(!?)\s+(\d+)?\s+(\S+)\s+(\d+)\s+({_NUM})\s+({_NUM})\s+({_NUM})"
+                        rf"\s+({_NUM}|-)$")
+
+
+def _n(cell: str) -> float | None:
+    return None if cell == "-" else float(cell.replace(",", "").rstrip("%x"))
+
+
+def _shown(rate: float) -> float:
+    """A throughput as the text shows it: 1 decimal, 3 below 10 (JSON keeps the row's 3)."""
+    return round(rate, 1 if rate >= 10 else 3)
+
+
+def _parse_text(text: str) -> dict:
+    """Read the numbers back out of the text report."""
+    groups, cross, heading, section, last_nodes = {}, [], None, "groups", None
+    for line in text.splitlines():
+        if line.startswith("cross-machine"):
+            section = "cross"
+        elif line.startswith("failed runs"):
+            section = "failed"
+        if section == "groups" and " on " in line and not line.startswith((" ", "!")):
+            heading = line
+            groups[heading] = {"points": [], "flags": []}
+        elif section == "groups" and (m := _GROUP_ROW.match(line)):
+            mark, *cells = m.groups()
+            groups[heading]["points"].append(
+                (int(cells[0]), int(cells[1]), int(cells[2]), *map(_n, cells[3:]), mark == "!"))
+        elif section == "groups" and line.startswith("! ") and not line.startswith("!  "):
+            groups[heading]["flags"].append(line[2:])
+        elif section == "groups" and line.startswith("!     "):
+            groups[heading]["flags"][-1] += " " + line.strip("! ")
+        elif section == "cross" and (m := _CROSS_ROW.match(line)):
+            mark, nodes, system, gpus, *cells = m.groups()
+            last_nodes = int(nodes) if nodes else last_nodes
+            cross.append((last_nodes, system, int(gpus), *map(_n, cells), mark == "!"))
+    return {"groups": groups, "cross": cross}
+
+
+def test_json_is_the_text_report_as_data(tmp_path):
+    p = scaling_sweep().write(tmp_path / "sweep.csv", extra_lines=("not,a,row",))
+    text, data = run_report(p), run_report(p, "--format", "json")
+    assert text.exit_code == data.exit_code == 0
+    assert text.stderr == data.stderr == f"note: {p}:28: 3 cells, header has 14\n"
+    rep = json.loads(data.stdout)
+    assert rep["problems"] == [f"{p}:28: 3 cells, header has 14"]
+    back = _parse_text(text.stdout)
+    assert list(back["groups"]) == [f"{g['config']} on {g['system']}" for g in rep["groups"]]
+    for g in rep["groups"]:
+        shown = back["groups"][f"{g['config']} on {g['system']}"]
+        assert shown["points"] == [
+            (p["nodes"], p["gpus"], p["repeats"], _shown(p["tokens_per_sec"]),
+             _shown(p["tokens_per_sec_per_gpu"]), p["efficiency"], p["mfu_pct"],
+             p["spread_pct"], p["flagged"]) for p in g["points"]]
+        assert len(shown["flags"]) == len(g["flags"])
+        for flag, line in zip(g["flags"], shown["flags"], strict=True):
+            assert line.endswith(flag["reason"])
+            assert flag["nodes"] is None or line.startswith(f"{flag['nodes']} node")
+    assert back["cross"] == [
+        (r["nodes"], r["system"], r["gpus"], _shown(r["tokens_per_sec"]),
+         _shown(r["tokens_per_sec_per_gpu"]), r["efficiency"], r["vs_reference"], r["flagged"])
+        for c in rep["cross_machine"] for r in c["rows"]]
+    assert len(back["cross"]) == 14
+    for f in rep["failed"]:
+        assert f["source"] in text.stdout and f["error"] in text.stdout
+
+
+def test_json_has_no_nan_and_round_trips(tmp_path):
+    p = scaling_sweep().write(tmp_path / "sweep.csv")
+    out = run_report(p, "--format", "json").stdout
+
+    def no_constant(name):
+        raise AssertionError(name)
+
+    assert json.loads(out, parse_constant=no_constant) == _report_of(p)
+
+
+# --- thresholds: each comparison at its edge --------------------------------------------------
+
+@pytest.mark.parametrize("tpg, kind, eff", [
+    (10500, None, 1.05), (10510, "superlinear", 1.051),
+    (7000, None, 0.7), (6990, "low_efficiency", 0.699),
+])
+def test_efficiency_thresholds(tmp_path, tpg, kind, eff):
+    p = Sweep().add("a", 1, 4, 10000).add("a", 2, 8, tpg).write(tmp_path / "s.csv")
+    (g,) = _report_of(p)["groups"]
+    assert g["points"][1]["efficiency"] == eff
+    assert [f["kind"] for f in g["flags"]] == ([kind] if kind else [])
+    assert g["points"][1]["flagged"] is (kind is not None)
+    assert g["points"][0]["flagged"] is False
+
+
+@pytest.mark.parametrize("rates, spread, flagged", [
+    ([1000, 1100], 9.5, False),       # 100 / 1050
+    ([950, 1050], 10.0, False),       # exactly 10 %: not above
+    ([1000, 1106], 10.1, True),       # 106 / 1053
+    ([1000, 1000, 1300], 30.0, True),  # the median, not the mean: 300 / 1000
+])
+def test_spread_over_repeats(tmp_path, rates, spread, flagged):
+    s = Sweep().add("a", 2, 8, 1000)
+    for r in rates:
+        s.add("a", 1, 4, r)
+    (g,) = _report_of(s.write(tmp_path / "s.csv"))["groups"]
+    assert g["points"][0]["spread_pct"] == spread
+    assert [f["kind"] for f in g["flags"]] == (["spread"] if flagged else [])
+
+
+def test_efficiency_is_against_the_smallest_node_count_not_the_first_row(tmp_path):
+    p = (Sweep().add("a", 4, 16, 900).add("a", 2, 8, 1000).add("a", 8, 32, 800)
+         .write(tmp_path / "s.csv"))
+    (g,) = _report_of(p)["groups"]
+    assert g["baseline"] == {"nodes": 2, "gpus": 8}
+    assert [(p["nodes"], p["efficiency"]) for p in g["points"]] == [(2, 1.0), (4, 0.9),
+                                                                   (8, 0.8)]
+
+
+def test_medians_over_repeats_not_means(tmp_path):
+    s = Sweep()
+    for tpg, mfu in ((1000, 30.0), (1010, 31.0), (2000, 50.0)):
+        s.add("a", 1, 4, tpg, mfu=mfu)
+    (g,) = _report_of(s.write(tmp_path / "s.csv"))["groups"]
+    (pt,) = g["points"]
+    assert (pt["tokens_per_sec"], pt["tokens_per_sec_per_gpu"], pt["mfu_pct"]) == (
+        4040.0, 1010.0, 31.0)
+    assert pt["repeats"] == 3 and pt["spread_pct"] == 99.0  # (8000 - 4000) / 4040
+
+
+def test_gpus_that_do_not_match_the_throughput_are_flagged(tmp_path):
+    p = (Sweep().add("a", 1, 4, 1000).add("a", 2, 8, 1000, tps=8160)  # 2 % off: no flag
+         .add("a", 4, 16, 1000, tps=8000).write(tmp_path / "s.csv"))   # per-gpu x 16 = 2x
+    (g,) = _report_of(p)["groups"]
+    (flag,) = g["flags"]
+    assert flag["kind"] == "gpus_mismatch" and (flag["nodes"], flag["gpus"]) == (4, 16)
+    assert flag["reason"] == (f"{p}:4: tokens/s/gpu x gpus is 2.00x tokens/s: gpus or a "
+                              "throughput is wrong")
+
+
+def test_several_gpus_counts_at_one_node_count(tmp_path):
+    p = (Sweep().add("a", 1, 6, 1000).add("a", 1, 12, 900).add("a", 2, 24, 880)
+         .write(tmp_path / "s.csv"))
+    (g,) = _report_of(p)["groups"]
+    assert [(p["nodes"], p["gpus"], p["efficiency"]) for p in g["points"]] == [
+        (1, 6, 1.0), (1, 12, 0.9), (2, 24, 0.88)]
+    assert [(f["kind"], f["nodes"]) for f in g["flags"]] == [("mixed_gpus", 1)]
+    assert g["flags"][0]["reason"] == "recorded with 2 different gpus counts (6, 12): check gpus"
+    assert "\n! 1 node: recorded with 2 different gpus counts (6, 12): check gpus\n" in (
+        render_text(_report_of(p)))
+    assert [p["flagged"] for p in g["points"]] == [True, True, False]
+
+
+def test_mfu_from_some_repeats_only(tmp_path):
+    p = (Sweep().add("a", 1, 4, 1000, mfu=40.0).add("a", 1, 4, 1000).add("a", 1, 4, 1000,
+                                                                           mfu=42.0)
+         .add("a", 2, 8, 1000).write(tmp_path / "s.csv"))
+    (g,) = _report_of(p)["groups"]
+    one, two = g["points"]
+    assert (one["mfu_pct"], one["mfu_repeats"], two["mfu_pct"]) == (41.0, 2, None)
+    assert [f["reason"] for f in g["flags"]] == [
+        "mfu logged by 2 of 3 repeats; its median is over those only"]
+
+
+# --- input that is not clean ------------------------------------------------------------------
+
+def _without_sources(report: dict) -> list:
+    return [{**g, "points": [{k: v for k, v in p.items() if k != "sources"} for p in g["points"]]}
+            for g in report["groups"]]
+
+
+BAD_LINES = [  # (line, what --check or the report says about it)
+    ("garbage", "1 cells, header has 14"),
+    ("2026-08-11T09:00:00Z,aurora,c,x,12,pass,1,1,1,,,,,", "nodes 'x' is not an integer"),
+    ("2026-08-11T09:00:01Z,aurora,c,1,12,ok,1,1,1,,,,,", "status 'ok' is not pass or fail"),
+    ("2026-08-11T09:00:02Z,aurora,c,1,12,pass,1,0.000,0.000,,,,,",
+     "throughput_tokens_per_sec '0.000' is below 0.001 (the smallest rate a row holds at 3 "
+     "decimals); row not used"),
+    ("2026-08-11T09:00:03Z,aurora,c,2000000,12,pass,1,1,1,,,,,",
+     "nodes 2000000 is more than 1,000,000; row not used"),
+    ("2026-08-11T09:00:04Z,aurora,c\udcff,1,12,pass,1,1,1,,,,,", "not UTF-8 text"),
+    ("2026-08-11T00:00:00Z,aurora,agpt-2b/bs1/seq2048/tp1,1,12,pass,1,1,1,,,,,",
+     "same run as line 2"),
+]
+
+
+def test_malformed_lines_are_reported_and_skipped_not_fatal(tmp_path):
+    clean = _report_of(scaling_sweep().write(tmp_path / "clean.csv"))
+    dirty = scaling_sweep()
+    dirty.rows[5:5] = [line for line, _ in BAD_LINES]  # in the middle: reading goes on after
+    p = dirty.write(tmp_path / "dirty.csv")
+    r = run_report(p)
+    assert r.exit_code == 0
+    assert r.stderr.splitlines() == [f"note: {p}:{7 + i}: {what}"
+                                     for i, (_, what) in enumerate(BAD_LINES)]
+    assert r.stdout.splitlines()[:2] == [
+        "scaling report: 1 file, 33 rows: 25 measured, 1 failed, 7 not used (7 problems:",
+        "    notes on stderr)"]
+    rep = _report_of(p)
+    assert _without_sources(rep) == _without_sources(clean)  # the same numbers and flags
+    assert rep["rows"]["not_used"] == 7 and len(rep["problems"]) == 7
+
+
+def test_check_reads_on_after_a_line_that_is_not_utf8(tmp_path):
+    p = Sweep().add("a", 1, 4, 100).raw("x\udcfe,y").add("a", 2, 8, 100).raw("z").write(
+        tmp_path / "s.csv")
+    r = run_cli("--check", p)
+    problems = [ln for ln in r.stderr.splitlines() if not ln.startswith("note: ")]  # sharing notes
+    assert problems[:2] == [f"{p}:3: not UTF-8 text", f"{p}:5: 1 cells, header has 14"]
+
+
+def test_header_in_another_order_is_read_by_name(tmp_path):
+    order = list(reversed(HEADER))
+    p = tmp_path / "s.csv"
+    with open(p, "w", newline="") as f:
+        w = csv.DictWriter(f, order, lineterminator="\n")
+        w.writeheader()
+        for row in scaling_sweep().rows:
+            w.writerow(dict(zip(HEADER, row, strict=True)))
+    r = run_report(p)
+    assert r.exit_code == 0
+    assert r.stderr == f"note: {p}:1: header differs from this tool's (order or columns)\n"
+    assert _without_sources(_report_of(p)) == _without_sources(
+        _report_of(scaling_sweep().write(tmp_path / "clean.csv")))
+
+
+def test_several_files_one_report_and_a_run_in_two_files_counts_once(tmp_path):
+    s = scaling_sweep()
+    a = Sweep()
+    a.rows = s.rows[:12]
+    b = Sweep()
+    b.rows = s.rows[10:]  # rows 10 and 11 are in both files
+    pa, pb = a.write(tmp_path / "a.csv"), b.write(tmp_path / "b.csv")
+    r = run_report(pa, pb)
+    assert r.exit_code == 0
+    assert r.stderr.splitlines() == [f"note: {pb}:2: same run as {pa}:12",
+                                     f"note: {pb}:3: same run as {pa}:13"]
+    assert _without_sources(_report_of(pa, pb)) == _without_sources(
+        _report_of(s.write(tmp_path / "all.csv")))
+    assert run_report(pa, pa).stderr.count("same run as") == 12
+
+
+def test_pass_rows_without_throughput_are_listed_apart(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    p = (Sweep().add("a", 1, 4, 100).add("a", 2, 8, None).add("a", 4, 16, 90, tps=None)
+         .write(Path("s.csv")))
+    rep = _report_of(p)
+    assert [p["nodes"] for p in rep["groups"][0]["points"]] == [1]
+    assert [(w["nodes"], w["missing"]) for w in rep["without_throughput"]] == [
+        (2, ["throughput_tokens_per_sec", "throughput_tokens_per_sec_per_gpu"]),
+        (4, ["throughput_tokens_per_sec"])]
+    out = run_report(p).stdout
+    assert "pass rows without throughput (2, not in the tables)\n" in out
+    assert (f"  {p}:3  {CFG} on a, 2 nodes, 8 gpus: tokens/s and\n"
+            "      tokens/s/gpu empty\n") in out
+    assert f"  {p}:4  {CFG} on a, 4 nodes, 16 gpus: tokens/s empty\n" in out
+    assert "1 measured, 2 without throughput\n" in out
+
+
+@pytest.mark.parametrize("make, fragment", [
+    (lambda d: d / "missing.csv", "missing.csv: no such file"),
+    (lambda d: d, "is a directory; report needs results CSV files"),
+    (lambda d: (d / "e.csv", (d / "e.csv").write_text(""))[0], "e.csv: empty file, no header"),
+    (lambda d: (d / "h.csv", (d / "h.csv").write_text("a,b\n1,2\n"))[0],
+     "header lacks required column(s) timestamp"),
+])
+def test_a_file_that_cannot_be_read_is_one_error_line(tmp_path, make, fragment):
+    good = scaling_sweep().write(tmp_path / "good.csv")
+    line = error_line(run_report(good, make(tmp_path)))
+    assert fragment in line
+
+
+def test_no_path_is_a_usage_error():
+    r = run_report()
+    assert r.exit_code == 2
+    assert error_line(r) == "error: missing argument 'PATH...'."
+
+
+def test_no_usable_row(tmp_path):
+    p = Sweep().add("a", 1, 4, None, status="fail").write(tmp_path / "s.csv")
+    r = run_report(p)
+    assert r.exit_code == 0
+    assert "\nno pass row with throughput: nothing to scale\n" in r.stdout
+    assert "failed runs (1, not in the tables)" in r.stdout
+
+
+# --- cross-machine ----------------------------------------------------------------------------
+
+def test_cross_machine_three_systems_and_a_missing_reference(tmp_path):
+    p = (Sweep().add("aurora", 1, 12, 100).add("polaris", 1, 4, 300).add("sunspot", 1, 12, 90)
+         .add("polaris", 2, 8, 290).add("sunspot", 2, 24, 80).add("aurora", 4, 48, 95)
+         .write(tmp_path / "s.csv"))
+    (c,) = _report_of(p)["cross_machine"]
+    assert c["reference"] == "aurora"
+    assert [(r["nodes"], r["system"], r["vs_reference"]) for r in c["rows"]] == [
+        (1, "aurora", 1.0), (1, "polaris", 1.0), (1, "sunspot", 0.9),
+        (2, "polaris", None), (2, "sunspot", None)]  # no aurora run at 2 nodes
+    out = run_report(p).stdout
+    assert "\n      2  polaris     8   2,320.0         290.0  0.967      -\n" in out
+
+
+def test_cross_machine_without_a_shared_node_count(tmp_path):
+    p = Sweep().add("a", 1, 4, 100).add("b", 2, 8, 100).write(tmp_path / "s.csv")
+    (c,) = _report_of(p)["cross_machine"]
+    assert c["rows"] == []
+    assert "  no node count was run on more than one system\n" in run_report(p).stdout
+
+
+def test_one_system_per_config_has_no_cross_machine_section(tmp_path):
+    p = Sweep().add("a", 1, 4, 100).add("b", 1, 4, 100, config="other").write(tmp_path / "s.csv")
+    assert _report_of(p)["cross_machine"] == []
+    assert "cross-machine" not in run_report(p).stdout
+
+
+# --- the shipped runs -------------------------------------------------------------------------
+
+def test_report_on_rows_exported_from_the_shipped_runs(tmp_path):
+    out = tmp_path / "runs.csv"
+    for name in FIXTURE_NAMES:
+        assert run_cli(RUNS / name, "--config", "fsdp_tp/debug", "--append", out).exit_code == 0
+    r = run_report(out)
+    assert r.exit_code == 0 and r.stderr == ""
+    rep = _report_of(out)
+    assert rep["rows"] == {"read": 5, "measured": 3, "without_throughput": 2, "failed": 0,
+                           "not_used": 0}
+    (g,) = rep["groups"]
+    # fsdp_tp-1rank-launch: 1 gpu; fsdp_tp-2rank and -torchrun: 2 gpus, medians of the two.
+    assert [(p["nodes"], p["gpus"], p["repeats"], p["tokens_per_sec"],
+             p["tokens_per_sec_per_gpu"], p["efficiency"], p["mfu_pct"], p["spread_pct"])
+            for p in g["points"]] == [(1, 1, 1, 7443.215, 7443.215, 1.0, None, None),
+                                      (1, 2, 2, 4042.091, 2021.045, 0.272, None, 5.5)]
+    assert [f["kind"] for f in g["flags"]] == ["single_node_count", "mixed_gpus",
+                                               "low_efficiency"]
+    assert [w["source"] for w in rep["without_throughput"]] == [f"{out}:2", f"{out}:6"]
+    assert {w["gpus"] for w in rep["without_throughput"]} == {1}
+
+
+# --- --plot -----------------------------------------------------------------------------------
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_png_written_whole_and_report_unchanged(tmp_path):
+    pytest.importorskip("matplotlib")
+    p = scaling_sweep().write(tmp_path / "sweep.csv")
+    png = tmp_path / "scaling.png"
+    r = run_report(p, "--plot", png)
+    assert r.exit_code == 0 and r.stderr == ""
+    assert r.stdout == run_report(p).stdout
+    data = png.read_bytes()
+    assert data.startswith(PNG_SIGNATURE) and len(data) > 10_000
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["scaling.png", "sweep.csv"]
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert png.stat().st_mode & 0o777 == 0o666 & ~umask  # like any new file, not 0600
+
+
+def test_plot_svg_has_the_labels_legend_and_flags(tmp_path):
+    pytest.importorskip("matplotlib")
+    p = scaling_sweep().write(tmp_path / "sweep.csv")
+    svg = tmp_path / "scaling.svg"
+    assert run_report(p, "--plot", svg, "--format", "json").exit_code == 0
+    root = ET.parse(svg).getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    text = svg.read_text()  # matplotlib keeps each drawn string as a comment
+    for label in ("nodes (log2 scale)", "throughput per GPU (tokens/s)", CFG, "vit/bs64",
+                  "aurora", "perlmutter", "sunspot", "ideal: flat at the smallest node count",
+                  "flagged (see the report)", "superlinear", "low eff", "spread"):
+        assert f"<!-- {label} -->" in text, label
+    for tick in (1, 2, 4, 8, 16, 32, 64):  # log2 axis, one tick per node count
+        assert f"<!-- {tick} -->" in text
+
+
+
+@pytest.mark.parametrize("name", ["s.png", "s.svg"])
+def test_the_same_report_draws_the_same_bytes(tmp_path, name):
+    pytest.importorskip("matplotlib")
+    p = scaling_sweep().write(tmp_path / "sweep.csv")
+    first, second = tmp_path / f"1{name}", tmp_path / f"2{name}"
+    assert run_report(p, "--plot", first).exit_code == 0
+    assert run_report(p, "--plot", second).exit_code == 0
+    assert first.read_bytes() == second.read_bytes()
+    Sweep().add("a", 1, 4, 100).add("a", 2, 8, 90).write(p)
+    assert run_report(p, "--plot", second).exit_code == 0
+    assert first.read_bytes() != second.read_bytes()
+
+
+def test_plot_without_matplotlib_is_one_error_naming_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    p = scaling_sweep().write(tmp_path / "sweep.csv")
+    line = error_line(run_report(p, "--plot", tmp_path / "s.png"))
+    assert line == ("error: --plot needs matplotlib, which is not installed: pip install "
+                    "matplotlib, or from a checkout of ezpz-amsc pip install '.[plot]' (the "
+                    "plot extra)")
+    assert not (tmp_path / "s.png").exists()
+
+
+def test_plot_suffix_is_checked_before_anything_is_read(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    r = run_report(tmp_path / "missing.csv", "--plot", tmp_path / "s.pdf")
+    assert r.exit_code == 2
+    assert error_line(r) == (f"error: --plot {tmp_path}/s.pdf: the file name must end in .png "
+                             "or .svg")
+
+
+def test_plot_into_a_missing_folder(tmp_path):
+    pytest.importorskip("matplotlib")
+    p = scaling_sweep().write(tmp_path / "sweep.csv")
+    line = error_line(run_report(p, "--plot", tmp_path / "no" / "s.png"))
+    assert line == f"error: {tmp_path}/no/s.png: cannot write plot: No such file or directory"
+
+
+def test_plot_write_failure_leaves_the_old_file_and_no_temp(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    p = scaling_sweep().write(tmp_path / "sweep.csv")
+    png = tmp_path / "s.png"
+    png.write_bytes(b"old plot")
+
+    def disk_full(self, f, **kwargs):
+        f.write(b"half a png")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", disk_full)
+    line = error_line(run_report(p, "--plot", png))
+    assert line == f"error: {png}: cannot write plot: No space left on device"
+    assert png.read_bytes() == b"old plot"
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["s.png", "sweep.csv"]
+
+
+def test_plot_draws_labels_as_written(tmp_path):
+    pytest.importorskip("matplotlib")
+    # "$...$" would be matplotlib math (and "\\frac" alone an error), "_x" a hidden label
+    p = (Sweep().add("_sys$1", 1, 4, 100, config="$\\frac$ cfg\x1b[31m")
+         .add("_sys$1", 2, 8, 99, config="$\\frac$ cfg\x1b[31m").write(tmp_path / "s.csv"))
+    svg = tmp_path / "s.svg"
+    assert run_report(p, "--plot", svg).exit_code == 0
+    text = svg.read_text()
+    assert "<!-- $\\frac$ cfg [31m -->" in text and "<!-- _sys$1 -->" in text
+
+
+@settings(max_examples=25)  # a plot costs ~0.2 s: enough to meet odd labels and numbers
+@given(rows=st.lists(st.tuples(_text, _text, st.integers(1, 1_000_000), _rate), min_size=1,
+                     max_size=6))
+def test_plot_never_fails_on_what_a_results_file_holds(tmp_path_factory, rows):
+    pytest.importorskip("matplotlib")
+    s = Sweep()
+    for config, system, nodes, rate in rows:
+        s.add(system, nodes, nodes * 4, rate, config=config)
+    d = tmp_path_factory.mktemp("plot")
+    from ezpz_amsc.plot import write_plot
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib's warnings become notes, never escape
+        notes = write_plot(_report_of(s.write(d / "s.csv")), str(d / "s.png"))
+    assert (d / "s.png").read_bytes().startswith(PNG_SIGNATURE)
+    assert all(n.startswith(f"{d}/s.png: ") for n in notes)
+
+
+def test_a_glyph_the_font_lacks_is_one_note(tmp_path):
+    pytest.importorskip("matplotlib")
+    p = Sweep().add("\U00027067\U0002aee3", 1, 4, 100).write(tmp_path / "s.csv")
+    r = run_report(p, "--plot", tmp_path / "s.png")
+    assert r.exit_code == 0
+    assert r.stderr == (f"note: {tmp_path}/s.png: some characters of the labels have no glyph "
+                        "in matplotlib's font; they are drawn as boxes\n")
+
+
+def test_plot_with_nothing_to_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    p = Sweep().add("a", 1, 4, None, status="fail").write(tmp_path / "s.csv")
+    line = error_line(run_report(p, "--plot", tmp_path / "s.png"))
+    assert line == (f"error: --plot {tmp_path}/s.png: nothing to plot (no pass row with "
+                    "throughput)")
+    assert not (tmp_path / "s.png").exists()
+
+
+# --- layout: 80 columns, colour ---------------------------------------------------------------
+
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def test_colour_only_paints(tmp_path):
+    p = scaling_sweep().write(tmp_path / "sweep.csv")
+    rep = _report_of(p)
+    plain, painted = render_text(rep), render_text(rep, colour=True)
+    assert ANSI not in plain
+    assert _ANSI_RE.sub("", painted) == plain
+    assert f"\x1b[1m{CFG} on aurora\x1b[0m" in painted
+    assert "\x1b[33m!     8    96" in painted  # a flagged row
+    assert "\x1b[33m!     2    24" not in painted
+    assert f"\x1b[31m  {p}:26" in painted  # the failed run
+
+
+_ON_TTY = """
+import sys
+from ezpz_amsc.commands.report import report_command
+report_command.main(sys.argv[1:], prog_name="report")
+"""
+
+
+def _report_on_a_tty(path: Path, **env: str) -> str:
+    """Run the command with stdout on a pseudo-terminal; return what it printed."""
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-c", _ON_TTY, str(path)], stdout=slave,
+                            stderr=subprocess.DEVNULL, env={**os.environ, **env})
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    assert proc.wait(timeout=60) == 0
+    return b"".join(chunks).decode()
+
+
+def test_colour_on_a_terminal_and_never_with_no_color(tmp_path, monkeypatch):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    p = scaling_sweep().write(tmp_path / "sweep.csv")
+    assert ANSI in _report_on_a_tty(p)
+    assert ANSI not in _report_on_a_tty(p, NO_COLOR="1")
+    assert ANSI not in run_report(p).stdout  # not a terminal
+
+
+@given(rows=st.lists(st.tuples(
+    st.sampled_from(["c", "agpt-2b/bs1/seq2048/tp1"]) | _text,
+    st.sampled_from(["aurora", "perlmutter"]) | _text,
+    st.integers(1, 1_000_000), st.integers(1, 1_000_000), _rate, _rate,
+    st.none() | st.floats(-1e9, 1e9), st.sampled_from(["pass", "fail"]), st.text(max_size=200),
+), min_size=1, max_size=30))
+def test_every_line_fits_80_columns(tmp_path_factory, rows):
+    s = Sweep()
+    for config, system, nodes, gpus, tps, tpg, mfu, status, error in rows:
+        s.add(system, nodes, gpus, tpg, tps=tps, config=config, status=status, mfu=mfu,
+              error=error)
+    p = s.write(tmp_path_factory.mktemp("w") / "s.csv")
+    rep = _report_of(p)
+    text = render_text(rep, colour=True)
+    for line in _ANSI_RE.sub("", text).splitlines():
+        assert len(line) <= 80, line
+        assert line.isprintable(), line
+    assert json.loads(json.dumps(rep, allow_nan=False)) == rep
+
+
+# --- cheap to load ----------------------------------------------------------------------------
+
+_MODULES = """
+import json, sys
+before = set(sys.modules)
+from ezpz_amsc.commands.report import report_command
+loaded = set(sys.modules) - before
+report_command.main(sys.argv[1:], standalone_mode=False)
+ran = set(sys.modules) - before
+print(json.dumps([sorted(loaded), sorted(ran)]), file=sys.stderr)
+"""
+
+
+def test_the_command_loads_only_click_and_the_report_no_numpy(tmp_path):
+    p = scaling_sweep().write(tmp_path / "sweep.csv")
+    out = subprocess.run([sys.executable, "-c", _MODULES, str(p)], capture_output=True,
+                         text=True, check=True)
+    loaded, ran = map(set, json.loads(out.stderr))
+    assert {m for m in loaded if m.startswith("ezpz_amsc")} == {
+        "ezpz_amsc", "ezpz_amsc.cli", "ezpz_amsc.errors", "ezpz_amsc.commands",
+        "ezpz_amsc.commands.report"}
+    assert "click" in loaded
+    assert not {m.split(".")[0] for m in ran} & {"numpy", "matplotlib", "ezpz"}
+    assert "ezpz_amsc.report" in ran and "ezpz_amsc.plot" not in ran
+
+
+def test_smallest_and_largest_rates(tmp_path):
+    p = (Sweep().add("a", 1, 1, 0.001).add("a", 2, 2, 0.002)
+         .add("b", 1, 1_000_000, 1234567.891).write(tmp_path / "s.csv"))
+    rep = _report_of(p)
+    assert rep["problems"] == []
+    small, big = rep["groups"]
+    assert [(p["tokens_per_sec_per_gpu"], p["efficiency"]) for p in small["points"]] == [
+        (0.001, 1.0), (0.002, 2.0)]
+    assert big["points"][0]["tokens_per_sec"] == 1234567891000.0  # the JSON keeps it whole
+    text = render_text(rep)
+    assert "\n      1     1        1     0.001         0.001  1.000      -       -\n" in text
+    # too wide for its column: fewer digits, never a cut-off number
+    assert "\n      1  1000000        1  1.23457e+12   1,234,567.9  1.000      -       -\n" in text
+
+
+# --- the documented example is what the command prints -------------------------------------
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+EXAMPLE = DOCS / "report-example"
+
+
+def _console_block(after: str) -> str:
+    text = (DOCS / "report.md").read_text()
+    start = text.index(after + "\n") + len(after) + 1
+    return text[start:text.index("```", start)]
+
+
+def test_docs_example_output_is_the_real_output(monkeypatch):
+    monkeypatch.chdir(EXAMPLE)
+    shown = _console_block("$ ezpz-amsc report sweep.csv --plot scaling.png")
+    assert run_report("sweep.csv").stdout == shown
+    block = _console_block("$ ezpz-amsc report sweep.csv --format json | jq "
+                           "'.groups[0].points[3], .groups[0].flags[0]'")
+    decoder = json.JSONDecoder()
+    point, end = decoder.raw_decode(block)
+    flag, _ = decoder.raw_decode(block[end:].lstrip())
+    rep = json.loads(run_report("sweep.csv", "--format", "json").stdout)
+    assert (point, flag) == (rep["groups"][0]["points"][3], rep["groups"][0]["flags"][0])
+    assert (EXAMPLE / "scaling.png").read_bytes().startswith(PNG_SIGNATURE)
+
+
+def test_docs_example_real_rows_are_what_the_shipped_runs_export(tmp_path):
+    out = tmp_path / "sweep.csv"
+    for name, config in [("fsdp_tp-1rank-launch", "fsdp_tp/debug"),
+                         ("fsdp_tp-2rank", "fsdp_tp/debug"),
+                         ("fsdp_tp-2rank-torchrun", "fsdp_tp/debug"),
+                         ("minimal-1rank", "minimal"), ("diffusion-1rank", "diffusion/debug")]:
+        assert run_cli(RUNS / name, "--config", config, "--append", out).exit_code == 0
+    documented = (EXAMPLE / "sweep.csv").read_text().splitlines()
+    assert out.read_text().splitlines() == documented[:6]
+    assert run_cli("--check", EXAMPLE / "sweep.csv").exit_code == 0
