@@ -1,0 +1,37 @@
+"""``ezpz-amsc check RESULTS_CSV`` (also ``ezpz-amsc --check``): read a results file
+the way the dashboard does."""
+
+from __future__ import annotations
+
+import click
+
+from ..cli import RESULTS_CSV, command
+from ..errors import AmscError
+
+
+@command(
+    "check",
+    short_help="Validate a results CSV the way the dashboard reads it.",
+    usages=("RESULTS_CSV",),
+    examples=(("results/amsc.csv", "every row readable, no run twice?"),),
+)
+@click.argument("path", metavar="RESULTS_CSV", type=RESULTS_CSV)
+def check(path: str) -> None:
+    """Validate a results CSV the way the dashboard reads it.
+
+    RESULTS_CSV is read line by line: its header, the required columns, cells
+    that must parse as numbers, and the same run appearing twice. Each problem
+    goes to stderr as PATH:LINE: what; a clean file gets one line on stdout.
+    """
+    check_file(path)
+
+
+def check_file(path: str) -> None:
+    from ..check import check_results_file
+
+    rows, problems = check_results_file(path)
+    for p in problems:
+        click.echo(p, err=True)
+    if problems:
+        raise AmscError(f"{path}: {len(problems)} problem(s) in {rows} row(s)")
+    click.echo(f"{path}: {rows} row(s), all readable by the dashboard")
