@@ -118,16 +118,21 @@ class _Layout:
             formatter.write(f"{prefix}{ctx.command_path} {args}\n")
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        records = {p.name: p.get_help_record(ctx) for p in self.get_params(ctx)}  # type: ignore[attr-defined]
-        placed: set[str | None] = set()
-        for title, names in self.sections:
-            with formatter.section(title):
-                formatter.write_dl([records[n] for n in names if records.get(n)])
-            placed.update(names)
-        rest = [r for n, r in records.items() if r and n not in placed]
-        if rest:
-            with formatter.section("Options" if not self.sections else "Other options"):
-                formatter.write_dl(rest)
+        params = self.get_params(ctx)  # type: ignore[attr-defined]
+        records = {p.name: rec for p in params  # arguments are described in the help text
+                   if isinstance(p, click.Option) and (rec := p.get_help_record(ctx))}
+        placed = {n for _, names in self.sections for n in names}
+        sections = [(title, [records[n] for n in names if n in records])
+                    for title, names in self.sections]
+        sections.append(("Other options" if self.sections else "Options",
+                         [r for n, r in records.items() if n not in placed]))
+        # One first-column width for every section, so that they read as one table;
+        # a longer term gets a line of its own, as click does past 30 columns.
+        width = max((len(t) for _, rows in sections for t, _ in rows if len(t) <= 30), default=0)
+        for title, rows in sections:
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl([(t.ljust(width), text) for t, text in rows], col_max=width)
         if isinstance(self, click.Group):
             self.format_commands(ctx, formatter)
 
@@ -136,8 +141,12 @@ class _Layout:
             lines = [(f"{ctx.command_path} {cmd}", what) for cmd, what in self.examples]
             width = max(len(cmd) for cmd, _ in lines)
             with formatter.section("Examples"):
-                for cmd, what in lines:
-                    formatter.write(f"{'':{formatter.current_indent}}{cmd:{width}}  # {what}\n")
+                indent = " " * formatter.current_indent
+                fits = all(len(indent) + width + len(what) + 4 <= formatter.width
+                           for _, what in lines)
+                for cmd, what in lines:  # side by side, else the comment above its command
+                    formatter.write(f"{indent}{cmd:{width}}  # {what}\n" if fits else
+                                    f"{indent}# {what}\n{indent}{cmd}\n")
         with formatter.section("Exit codes"):
             formatter.write_dl(list(EXIT_CODES))
 

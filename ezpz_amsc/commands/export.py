@@ -27,7 +27,7 @@ from ..options import CONFIG_EXAMPLE, check_lock_timeout
 
 @command(
     "export",
-    short_help="Export finished ezpz run directories as CSV rows, one per run (default).",
+    short_help="Export finished ezpz run directories as CSV rows, one per run.",
     usages=("RUN_DIR... --config LABEL [OPTIONS]", "--check RESULTS_CSV"),
     sections=(
         ("Row values", ("config", "status", "error", "system", "nodes", "gpus", "timestamp",
