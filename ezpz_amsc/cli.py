@@ -108,6 +108,7 @@ class _Layout:
     usages: Sequence[str] = ()
     sections: Sequence[tuple[str, Sequence[str]]] = ()
     examples: Sequence[tuple[str, str]] = ()
+    exit_codes: Sequence[tuple[str, str]] = EXIT_CODES
 
     def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         if not self.usages:
@@ -148,7 +149,7 @@ class _Layout:
                     formatter.write(f"{indent}{cmd:{width}}  # {what}\n" if fits else
                                     f"{indent}# {what}\n{indent}{cmd}\n")
         with formatter.section("Exit codes"):
-            formatter.write_dl(list(EXIT_CODES))
+            formatter.write_dl(list(self.exit_codes))
 
 
 class AmscCommand(_Layout, click.Command):
@@ -156,10 +157,12 @@ class AmscCommand(_Layout, click.Command):
 
     def __init__(self, *args: Any, usages: Sequence[str] = (),
                  sections: Sequence[tuple[str, Sequence[str]]] = (),
-                 examples: Sequence[tuple[str, str]] = (), **kwargs: Any) -> None:
+                 examples: Sequence[tuple[str, str]] = (),
+                 exit_codes: Sequence[tuple[str, str]] = EXIT_CODES, **kwargs: Any) -> None:
         kwargs.setdefault("context_settings", dict(CONTEXT_SETTINGS))
         super().__init__(*args, **kwargs)
         self.usages, self.sections, self.examples = usages, sections, examples
+        self.exit_codes = exit_codes
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args and not ctx.resilient_parsing:
@@ -373,7 +376,7 @@ cli = AmscGroup(
     examples=(
         (f"RUN_DIR --config {CONFIG_EXAMPLE}", "one row, with header, on stdout"),
         ("runs/*/ --config LABEL --append results.csv", "a batch into a results file"),
-        ("check results.csv", "read it the way the dashboard does"),
+        ("check results.csv", "read it as the dashboard does"),
         ("export -h", "every export option"),
     ),
 )

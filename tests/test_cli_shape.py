@@ -151,7 +151,7 @@ def test_help_fits_100_columns_on_a_wide_terminal(prog):
                                env={**os.environ, "COLUMNS": "250"})
             assert p.returncode == 0
             assert 80 < max(len(line) for line in p.stdout.splitlines()) <= 100
-            assert "Exit codes:\n  0  success\n  1  " in p.stdout
+            assert "\nExit codes:\n  0  " in p.stdout
 
 
 def test_group_help_shows_both_modes_and_examples():

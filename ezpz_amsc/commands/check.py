@@ -14,6 +14,9 @@ from ..errors import AmscError
     short_help="Validate a results CSV the way the dashboard reads it.",
     usages=("RESULTS_CSV",),
     examples=(("results/amsc.csv", "every row readable, no run twice?"),),
+    exit_codes=(("0", "the file is clean"),
+                ("1", "problems found (listed on stderr), or the file cannot be read"),
+                ("2", "bad command line")),
 )
 @click.argument("path", metavar="RESULTS_CSV", type=RESULTS_CSV)
 def check(path: str) -> None:

@@ -42,7 +42,7 @@ from ..options import CONFIG_EXAMPLE, check_lock_timeout
         ("RUN_DIR --config LABEL --append results.csv", "add it to a results file"),
         ("runs/*/ --config LABEL --append results.csv", "a batch: every row or none"),
         ("RUN_DIR --config LABEL --explain", "where each number came from"),
-        ("--check results.csv", "read it the way the dashboard does"),
+        ("--check results.csv", "read it as the dashboard does"),
     ),
 )
 @run_dirs_argument
