@@ -143,3 +143,17 @@ def test_a_plugin_named_like_a_fixed_builtin_is_never_imported(tmp_path, monkeyp
     assert capsys.readouterr().err == ""
     assert "amsc_test_counting_plugin" not in sys.modules
     assert _invoke(host, "launch").stdout == "built-in launch\n"
+
+
+def test_entry_points_name_the_export_command_and_the_group():
+    from importlib.metadata import entry_points
+
+    ours = {ep.name: ep for ep in entry_points(group="ezpz.commands")
+            if ep.value.startswith("ezpz_amsc")}
+    assert {n: ep.value for n, ep in ours.items()} == {
+        "export-amsc": "ezpz_amsc.cli:export_amsc", "amsc": "ezpz_amsc.cli:cli"}
+    export = ours["export-amsc"].load()
+    assert not isinstance(export, click.Group)
+    assert export is amsc_group.get_command(click.Context(amsc_group), "export")
+    assert ours["amsc"].load() is amsc_group
+    assert amsc_group.list_commands(click.Context(amsc_group))[:2] == ["export", "check"]
