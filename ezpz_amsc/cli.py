@@ -221,6 +221,7 @@ class AmscGroup(_Layout, click.Group):
         if args and args[0] in self.list_commands(ctx):
             ctx.meta[_NAMED] = args[0]
         elif args and args[0] not in self._own_options(ctx):
+            ctx.meta[_DEFAULTED] = args[0]
             args = [self.default, *args]
         with one_line_errors():
             return super().parse_args(ctx, args)
@@ -230,12 +231,22 @@ class AmscGroup(_Layout, click.Group):
             with one_line_errors():
                 return super().invoke(ctx)
         except CliError as e:
-            name = ctx.meta.get(_NAMED)
-            if e.exit_code == 2 and name and os.path.isdir(name):
-                e.message += (f" ({name!r} was read as the {name} command; to export the "
-                              f"folder, write '{ctx.command_path} {self.default} {name}' "
-                              f"or './{name}')")
+            e.message += self._hint(ctx, e)
             raise
+
+    def _hint(self, ctx: click.Context, e: CliError) -> str:
+        """Where the default-command rule may have read the first word the wrong way."""
+        named, first = ctx.meta.get(_NAMED), ctx.meta.get(_DEFAULTED)
+        if named and e.exit_code == 2 and os.path.isdir(named):
+            return (f" ({named!r} was read as the {named} command; to export the folder, "
+                    f"write '{ctx.command_path} {self.default} {named}' or './{named}')")
+        if first and not first.startswith("-") and not os.path.lexists(first):
+            import difflib
+
+            close = difflib.get_close_matches(first, self.list_commands(ctx), n=1, cutoff=0.75)
+            if close:
+                return f" (did you mean '{ctx.command_path} {close[0]}'?)"
+        return ""
 
     def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
         """The first word: a subcommand, or the default command's RUN_DIR or options."""
@@ -254,7 +265,8 @@ class AmscGroup(_Layout, click.Group):
         return {o for p in self.get_params(ctx) for o in (*p.opts, *p.secondary_opts)}
 
 
-_NAMED = "ezpz_amsc.named_command"  # ctx.meta key: the subcommand the user named
+# ctx.meta keys: the subcommand the user named, or the first word that made it the default
+_NAMED, _DEFAULTED = "ezpz_amsc.named_command", "ezpz_amsc.defaulted_word"
 
 
 def load_command(target: str) -> click.Command:

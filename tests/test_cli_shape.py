@@ -104,6 +104,25 @@ def test_run_dir_named_like_a_subcommand(tmp_path, monkeypatch, name):
         f"'ezpz-amsc export {name}' or './{name}')")
 
 
+@pytest.mark.parametrize("args, code, line", [
+    (["chek", "results.csv"], 2, "error: missing option '--config'. Pass the benchmark label, "
+                                 "e.g. --config agpt-2b/bs1/seq2048/tp1 (did you mean "
+                                 "'ezpz-amsc check'?)"),
+    (["chek", "--config", "c"], 1, "error: chek: no such directory; pass the run directory "
+                                   "ezpz wrote (did you mean 'ezpz-amsc check'?)"),
+    (["exportt", "--config", "c"], 1, "error: exportt: no such directory; pass the run "
+                                      "directory ezpz wrote (did you mean 'ezpz-amsc export'?)"),
+    (["chess", "--config", "c"], 1, "error: chess: no such directory; pass the run directory "
+                                    "ezpz wrote"),
+])
+def test_a_mistyped_command_is_named(tmp_path, monkeypatch, args, code, line):
+    monkeypatch.chdir(tmp_path)
+    result = run_group(*args)
+    assert (result.exit_code, error_line(result)) == (code, line)
+    (tmp_path / args[0]).mkdir()  # an existing path is what the user meant: no guess
+    assert "did you mean" not in run_group(*args).stderr
+
+
 def test_no_folder_no_hint(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert error_line(run_group("check", "--config", "c")) == (
