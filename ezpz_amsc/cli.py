@@ -5,10 +5,11 @@ subcommand lives in its own module under :mod:`ezpz_amsc.commands` and is
 imported only when used (click's documented ``LazyGroup`` pattern), so
 ``--help`` and a host CLI's plugin load import click and nothing heavy.
 
-Also here, shared by every subcommand: the context settings, the help layout,
-parameter types that let the shell complete file names, the option
-decorators, and the CLI's edge, where pipeline errors (:class:`AmscError`)
-and click's usage errors become one ``error: ...`` line.
+Also here, shared by every subcommand: the context settings, the command
+class (its help layout is :mod:`ezpz_amsc.help_layout`), parameter types that
+let the shell complete file names, the option decorators, and the CLI's edge,
+where pipeline errors (:class:`AmscError`) and click's usage errors become one
+``error: ...`` line.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from click.shell_completion import CompletionItem
 
 from . import __version__
 from .errors import AmscError
+from .help_layout import EXIT_CODES, HelpLayout
 from .options import CONFIG_EXAMPLE, REDUCERS, STATUSES, ExportOptions, OptionError, flag_of
 
 REDUCER_NAMES = REDUCERS  # the names --reducer offers are the pipeline's own
@@ -38,13 +40,6 @@ COMMANDS: dict[str, str] = {
     "check": "ezpz_amsc.commands.check:check",
 }
 DEFAULT_COMMAND = "export"
-
-EXIT_CODES = (
-    ("0", "success"),
-    ("1", "a run could not be exported, or a results file has problems; the error: line says "
-          "why and which flag settles it"),
-    ("2", "bad command line: unknown option, bad value, missing --config or RUN_DIR"),
-)
 
 
 # ------------------------------------------------------------------ the edge
@@ -95,64 +90,7 @@ def find_param(ctx: click.Context, name: str) -> click.Parameter | None:
     return next((p for p in ctx.command.params if p.name == name), None)
 
 
-# ------------------------------------------------------------------ help layout
-
-
-class _Layout:
-    """Usage lines, option sections, examples and exit codes for a command's ``--help``.
-
-    ``usages`` are argument patterns after the command path; ``examples`` are
-    ``(command after the path, what it does)`` pairs.
-    """
-
-    usages: Sequence[str] = ()
-    sections: Sequence[tuple[str, Sequence[str]]] = ()
-    examples: Sequence[tuple[str, str]] = ()
-    exit_codes: Sequence[tuple[str, str]] = EXIT_CODES
-
-    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        if not self.usages:
-            super().format_usage(ctx, formatter)  # type: ignore[misc]
-            return
-        for i, args in enumerate(self.usages):
-            prefix = "Usage: " if i == 0 else " " * len("Usage: ")
-            formatter.write(f"{prefix}{ctx.command_path} {args}\n")
-
-    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        params = self.get_params(ctx)  # type: ignore[attr-defined]
-        records = {p.name: rec for p in params  # arguments are described in the help text
-                   if isinstance(p, click.Option) and (rec := p.get_help_record(ctx))}
-        placed = {n for _, names in self.sections for n in names}
-        sections = [(title, [records[n] for n in names if n in records])
-                    for title, names in self.sections]
-        sections.append(("Other options" if self.sections else "Options",
-                         [r for n, r in records.items() if n not in placed]))
-        # One first-column width for every section, so that they read as one table;
-        # a longer term gets a line of its own, as click does past 30 columns.
-        width = max((len(t) for _, rows in sections for t, _ in rows if len(t) <= 30), default=0)
-        for title, rows in sections:
-            if rows:
-                with formatter.section(title):
-                    formatter.write_dl([(t.ljust(width), text) for t, text in rows], col_max=width)
-        if isinstance(self, click.Group):
-            self.format_commands(ctx, formatter)
-
-    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        if self.examples:
-            lines = [(f"{ctx.command_path} {cmd}", what) for cmd, what in self.examples]
-            width = max(len(cmd) for cmd, _ in lines)
-            with formatter.section("Examples"):
-                indent = " " * formatter.current_indent
-                fits = all(len(indent) + width + len(what) + 4 <= formatter.width
-                           for _, what in lines)
-                for cmd, what in lines:  # side by side, else the comment above its command
-                    formatter.write(f"{indent}{cmd:{width}}  # {what}\n" if fits else
-                                    f"{indent}# {what}\n{indent}{cmd}\n")
-        with formatter.section("Exit codes"):
-            formatter.write_dl(list(self.exit_codes))
-
-
-class AmscCommand(_Layout, click.Command):
+class AmscCommand(HelpLayout, click.Command):
     """A subcommand: this package's help layout, one-line errors, a usage when called bare."""
 
     def __init__(self, *args: Any, usages: Sequence[str] = (),
@@ -191,7 +129,7 @@ def command(name: str, **kwargs: Any) -> Callable[[Callable[..., Any]], AmscComm
 # ------------------------------------------------------------------ the group
 
 
-class AmscGroup(_Layout, click.Group):
+class AmscGroup(HelpLayout, click.Group):
     """Subcommands loaded on first use; a first word that names none runs the default.
 
     ``ezpz-amsc RUN_DIR --config X`` is ``ezpz-amsc export RUN_DIR --config X``.

@@ -374,13 +374,14 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith(("ezpz", "numpy")
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["--version"], ["ezpz_amsc", "ezpz_amsc.cli", "ezpz_amsc.errors", "ezpz_amsc.options"]),
-    (["check", "--help"], ["ezpz_amsc", "ezpz_amsc.cli", "ezpz_amsc.commands",
-                           "ezpz_amsc.commands.check", "ezpz_amsc.errors", "ezpz_amsc.options"]),
-    (["--help"], ["ezpz_amsc", "ezpz_amsc.cli", "ezpz_amsc.commands", "ezpz_amsc.commands.check",
-                  "ezpz_amsc.commands.export", "ezpz_amsc.errors", "ezpz_amsc.options"]),
+    (["--version"], []),
+    (["check", "--help"], ["ezpz_amsc.commands", "ezpz_amsc.commands.check"]),
+    (["--help"], ["ezpz_amsc.commands", "ezpz_amsc.commands.check",
+                  "ezpz_amsc.commands.export"]),
 ])
 def test_subcommands_load_only_when_needed(argv, expected):
     p = subprocess.run([sys.executable, "-c", _HELP_AND_LIST, *argv], capture_output=True,
                        text=True, cwd=REPO, check=True)
-    assert json.loads(p.stdout.splitlines()[-1]) == expected
+    base = ["ezpz_amsc", "ezpz_amsc.cli", "ezpz_amsc.errors", "ezpz_amsc.help_layout",
+            "ezpz_amsc.options"]  # what loading the CLI costs: no pipeline, no numpy
+    assert json.loads(p.stdout.splitlines()[-1]) == sorted(base + expected)
