@@ -1,4 +1,4 @@
-"""``python -m ezpz_amsc``: the export-amsc command."""
+"""``python -m ezpz_amsc``: the ezpz-amsc command line."""
 
 from .cli import main
 

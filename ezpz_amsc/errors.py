@@ -1,24 +1,42 @@
-"""The one exception type for failures a user can cause (SPEC §2.7)."""
+"""The exception type for failures a user can cause.
+
+The pipeline raises :class:`AmscError`, a plain exception that knows nothing
+about click. The CLI turns it into one ``error: ...`` line at its edge
+(:mod:`ezpz_amsc.cli`); the finalize hook catches it by type and logs it.
+"""
 
 from __future__ import annotations
 
-import click
+import os
 
 
-class AmscError(click.ClickException):
-    """A user-caused failure: printed as a single ``error: ...`` line, exit 1.
+class AmscError(Exception):
+    """A user-caused failure; its message says what went wrong and what to pass."""
 
-    Raised by the pure pipeline functions too, so that a host CLI (``ezpz``)
-    shows the same one line without knowing anything about this plugin.
-    """
-
+    #: The exit status the CLI uses for it.
     exit_code = 1
 
-    def show(self, file=None) -> None:  # type: ignore[override]
-        click.echo(f"error: {self.format_message()}", file=file, err=file is None)
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def format_message(self) -> str:
+        return self.message
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class AmscUsageError(AmscError):
-    """Bad command-line usage (unknown option, bad value): exit 2 like click."""
+    """Bad command-line usage (a bad option value): exit 2, like click's own."""
 
     exit_code = 2
+
+
+def about(path: str | os.PathLike[str], message: str) -> str:
+    """``PATH: message``, unless the message already starts with that path (or a file in it)."""
+    shown = os.fspath(path)
+    for prefix in {shown.rstrip(os.sep) or shown, os.path.normpath(shown)}:
+        if message.startswith((prefix + ":", prefix + os.sep)):
+            return message
+    return f"{shown}: {message}"

@@ -12,27 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from .discover import RunFiles, find_run_files
 from .errors import AmscError
-from .provenance import MAX_COUNT, digits, load_provenance, resolve_placement
+from .options import ExportOptions  # re-exported: its home moved to options.py
+from .provenance import load_provenance, resolve_placement
 from .row import build_row, dashboard_problems, fmt, format_timestamp
-from .steps import MAX_LINE_BYTES, Steps, read_steps
+from .steps import Steps, read_steps
 
 if TYPE_CHECKING:
     from .reduce import Reduced
-
-
-@dataclass
-class ExportOptions:
-    config: str
-    system: str | None = None
-    nodes: int | None = None
-    gpus: int | None = None
-    status: str = "pass"
-    error: str = ""
-    warmup: int = 1
-    reducer: str = "median"
-    wall_time_sec: float | None = None
-    timestamp: str | None = None
-    max_line_bytes: int = MAX_LINE_BYTES
 
 
 @dataclass
@@ -68,47 +54,11 @@ def coverage_text(red: Reduced) -> str | None:
             f"steps {cov.first}..{cov.last})")
 
 
-def validate_options(opts: ExportOptions) -> None:
-    """Refuse bad options before any file is touched."""
-    from .reduce import REDUCERS
-    from .row import STATUSES, parse_timestamp
-
-    if not opts.config or not opts.config.strip():
-        raise AmscError("--config is required and must not be empty, "
-                        "e.g. --config agpt-2b/bs1/seq2048/tp1")
-    if opts.reducer not in REDUCERS:
-        raise AmscError(f"unknown reducer {opts.reducer!r}; pass --reducer one of "
-                        f"{', '.join(REDUCERS)}")
-    if opts.warmup < 0:
-        raise AmscError(f"--warmup must be 0 or more, got {opts.warmup}")
-    if opts.status not in STATUSES:
-        raise AmscError(f"--status must be pass or fail, got {opts.status!r}")
-    for flag, val in (("--nodes", opts.nodes), ("--gpus", opts.gpus)):
-        if val is not None and val < 1:
-            raise AmscError(f"{flag} must be 1 or more, got {val}")
-        if val is not None and val > MAX_COUNT:
-            raise AmscError(f"{flag} {digits(str(val))} is not a plausible count "
-                            f"(more than {MAX_COUNT:,})")
-    if opts.wall_time_sec is not None and not (0 < opts.wall_time_sec < float("inf")):
-        raise AmscError(f"--wall-time-sec must be a positive number, got {opts.wall_time_sec}")
-    if opts.timestamp is not None:
-        try:
-            # strptime also takes "2026-8-1T1:1:1Z" and second 61; the row needs the
-            # exact form, so only a text that formats back to itself is accepted.
-            if format_timestamp(parse_timestamp(opts.timestamp)) != opts.timestamp:
-                raise ValueError(opts.timestamp)
-        except (ValueError, OverflowError, OSError):
-            raise AmscError(f"--timestamp must look like 2026-08-11T17:11:17Z, "
-                            f"got {opts.timestamp!r}") from None
-    for flag, val in (("--config", opts.config), ("--system", opts.system or ""),
-                      ("--error", opts.error or "")):
-        if val and not val.isprintable():  # line breaks, control chars, undecodable bytes
-            raise AmscError(f"{flag} must be a single line of printable text, got {val!r}")
-
-
 def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportResult:
-    """Export one run directory. Raises :class:`AmscError` for anything a user caused."""
-    validate_options(opts)
+    """Export one run directory. Raises :class:`AmscError` for anything a user caused.
+
+    ``opts`` validated itself when it was built (:class:`ExportOptions`).
+    """
     from .reduce import reduce_steps  # numpy: only once there is work to do
 
     files = find_run_files(run_dir)
@@ -266,7 +216,6 @@ def export_many(run_dirs: list[str], opts: ExportOptions
     Batch semantics live in the caller: validate all, then write all or nothing
     (or the good ones with ``--keep-going``).
     """
-    validate_options(opts)
     done: list[tuple[str, ExportResult]] = []
     failed: list[tuple[str, AmscError]] = []
     for d in run_dirs:

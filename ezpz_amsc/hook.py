@@ -28,12 +28,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .errors import AmscError, about
+from .options import ENV_APPEND, ENV_CONFIG, ExportOptions
+
 log = logging.getLogger("ezpz_amsc")
 
-ENV_CONFIG = "EZPZ_AMSC_CONFIG"
-ENV_APPEND = "EZPZ_AMSC_APPEND"
-ENV_STATUS = "EZPZ_AMSC_STATUS"
-ENV_WALL_TIME = "EZPZ_AMSC_WALL_TIME_SEC"
 RANK_ENV = ("RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK")
 ROW_FILE = "amsc.csv"
 _DONE_ATTR = "_ezpz_amsc_exported"  # on the History object: run dirs already exported
@@ -84,26 +83,6 @@ def run_dir_of(history: Any, outdir: str | os.PathLike[str] | None) -> Path:
     return Path(report) if report else a  # unrelated: run_info.json is next to the report
 
 
-def _options(config: str) -> Any:
-    from .export import ExportOptions
-
-    if "\n" in config or "\r" in config or not config.strip():
-        raise _Skip(f"{ENV_CONFIG}={config!r} is not a one-line label")
-    status = os.environ.get(ENV_STATUS, "").strip() or "pass"
-    if status not in ("pass", "fail"):
-        raise _Skip(f"{ENV_STATUS} must be pass or fail, got {status!r}")
-    raw = os.environ.get(ENV_WALL_TIME, "").strip()
-    wall = None
-    if raw:
-        try:
-            wall = float(raw)
-        except ValueError:
-            wall = None
-        if wall is None or not 0 < wall < float("inf"):
-            raise _Skip(f"{ENV_WALL_TIME} must be a positive number of seconds, got {raw!r}")
-    return ExportOptions(config=config, status=status, wall_time_sec=wall)
-
-
 def _write_row_file(path: Path, cells: list[str]) -> None:
     """Header + row, replacing any earlier file whole: never a half-written amsc.csv."""
     from .files import create_file
@@ -121,7 +100,10 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
     if isinstance(done, set) and key in done:
         log.info("ezpz-amsc: %s already exported by this history; not writing it twice", run_dir)
         return
-    result = export_run(run_dir, _options(config))
+    opts = ExportOptions.from_env()
+    if opts is None:  # the variable was unset while the hook ran
+        return
+    result = export_run(run_dir, opts)
     for note in result.notes:
         log.info("ezpz-amsc: note: %s", note)
     cells = [result.row[k] for k in result.row]
@@ -147,26 +129,25 @@ def finalize_hook(history: Any, outdir: str | os.PathLike[str] | None) -> None:
     config = os.environ.get(ENV_CONFIG, "")
     if not config:
         return
-    where = f" for {outdir}" if outdir is not None else ""
+    path: Any = outdir
     try:
         if _rank(history) != 0:
             return
-        run_dir = run_dir_of(history, outdir)
-        where = f" for {run_dir}"
+        path = run_dir = run_dir_of(history, outdir)
         _export(history, run_dir, config)
     except Exception as e:  # see the module docstring for what is let through and why
         if isinstance(e, _Skip):
             msg = str(e)
-        elif hasattr(e, "format_message"):  # AmscError: already says what to do
+        elif isinstance(e, AmscError):  # already says what to do
             msg = e.format_message()
             if " pass --" in msg:  # flags only a by-hand export can take
                 msg += " (when exporting by hand: ezpz-amsc RUN_DIR --config LABEL ...)"
         else:
             msg = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
         msg = " ".join(msg.splitlines())
-        if where and msg.startswith(where[len(" for "):] + ":"):
-            where = ""  # the message names the directory already
-        log.warning("ezpz-amsc: no row written%s: %s", where, msg)
+        # The directory once: not again when the message starts with it (or a file in it).
+        named = path is None or about(path, msg) == msg
+        log.warning("ezpz-amsc: no row written%s: %s", "" if named else f" for {path}", msg)
 
 
 def install() -> bool:

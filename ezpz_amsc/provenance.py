@@ -16,13 +16,11 @@ from typing import Any
 
 from .discover import RunFiles, rel_to
 from .errors import AmscError
+from .options import MAX_COUNT, digits
 
 KEYS = ("MACHINE", "HOSTNAME", "NUM_NODES", "NGPUS", "GPUS_PER_NODE",
         "WORLD_SIZE_IN_USE", "world_size")
 _COUNT_KEYS = ("NUM_NODES", "NGPUS", "GPUS_PER_NODE", "WORLD_SIZE_IN_USE", "world_size")
-# No machine runs a million ranks or nodes (Aurora: 10,624 nodes, 127,488 GPU
-# tiles); a larger count is a broken record or a typo, never a real run.
-MAX_COUNT = 1_000_000
 # The flag that settles each count when provenance cannot.
 COUNT_FLAG = {"NUM_NODES": "--nodes", "GPUS_PER_NODE": "--nodes", "NGPUS": "--gpus",
               "WORLD_SIZE_IN_USE": "--gpus", "world_size": "--gpus"}
@@ -150,11 +148,6 @@ def load_provenance(files: RunFiles) -> Provenance:
                 prov.tiers.append(rel)
             break  # one file per tier: the one next to the metrics
     return prov
-
-
-def digits(text: str) -> str:
-    """A long number shortened for a message: ``100000000000... (401 digits)``."""
-    return text if len(text) <= 20 else f"{text[:12]}... ({len(text)} digits)"
 
 
 def _count(prov: Provenance, key: str, allow_zero: bool = False) -> int | None:

@@ -11,9 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .options import REDUCERS
 from .steps import SERIES, Steps
-
-REDUCERS = ("median", "mean", "max", "min", "last")
 
 # Values no real step can have are dropped like non-finite ones (and noted):
 # a step takes time, and throughput, MFU and TFLOPS are never negative. Zero

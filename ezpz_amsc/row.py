@@ -6,6 +6,8 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 
+from .options import STATUSES
+
 HEADER: tuple[str, ...] = (
     "timestamp", "system", "config", "nodes", "gpus", "status", "wall_time_sec",
     "throughput_tokens_per_sec", "throughput_tokens_per_sec_per_gpu", "mfu", "tflops",
@@ -14,7 +16,6 @@ HEADER: tuple[str, ...] = (
 REQUIRED = HEADER[:7]  # the dashboard refuses a row without these
 INT_COLUMNS = ("nodes", "gpus")
 TEXT_COLUMNS = ("timestamp", "system", "config", "status", "error")
-STATUSES = ("pass", "fail")
 TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 

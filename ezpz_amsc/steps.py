@@ -19,6 +19,7 @@ from typing import IO, Any
 
 from .discover import MetricsSource
 from .errors import AmscError
+from .options import MAX_LINE_BYTES
 
 # Key lookup order per series (SPEC §2.2): train/<name>, then bare <name>;
 # throughput is train/tps, else train/tokens_per_sec.
@@ -33,8 +34,6 @@ SERIES_KEYS: dict[str, tuple[str, ...]] = {
 }
 SERIES = tuple(SERIES_KEYS)
 
-# A line longer than this is skipped unread rather than held in memory.
-MAX_LINE_BYTES = 64 << 20
 _DRAIN_BYTES = 1 << 20
 
 _NAN = float("nan")

@@ -1,4 +1,4 @@
-"""The host's side of SPEC §3: how an ezpz release loads ``ezpz.commands`` plugins.
+"""The host's side of the plugin contract: how an ezpz release loads ``ezpz.commands``.
 
 Released ezpz does not load plugins yet. This is the code that
 ``docs/ezpz-integration.md`` offers ezpz (the block between the markers is
@@ -10,6 +10,10 @@ against this package's installed entry point and against broken ones.
 from importlib.metadata import entry_points
 
 import click
+
+# Built-in commands that an installed plugin of the same name replaces; every other
+# built-in wins a name clash. ezpz-amsc supersedes the exporter ezpz ships.
+REPLACEABLE = frozenset({"export-amsc"})
 
 
 class BrokenCommand(click.Command):
@@ -25,18 +29,25 @@ class BrokenCommand(click.Command):
         raise click.ClickException(f"plugin {self.name!r} failed to load: {self.reason}")
 
 
-def load_plugins(cli: click.Group, group: str = "ezpz.commands") -> None:
+def load_plugins(cli: click.Group, group: str = "ezpz.commands",
+                 replaceable: frozenset[str] = REPLACEABLE) -> None:
     """Add every plugin command to ``cli``; one broken plugin never breaks the CLI."""
+    builtins = dict(cli.commands)
     for ep in entry_points(group=group):
-        if ep.name in cli.commands:  # built-in commands win name clashes
-            continue
+        if ep.name in builtins and ep.name not in replaceable:
+            continue  # not even imported: this built-in wins
         try:
             cmd = ep.load()
             if not isinstance(cmd, click.Command):
                 raise TypeError(f"{ep.value} is not a click command")
         except Exception as e:
+            if ep.name in builtins:  # keep the built-in, say why once
+                reason = " ".join(f"{type(e).__name__}: {e}".split())
+                click.echo(f"warning: plugin {ep.name!r} failed to load, keeping the "
+                           f"built-in command: {reason}", err=True)
+                continue
             cmd = BrokenCommand(ep.name, e)
-        cli.add_command(cmd, ep.name)
+        cli.add_command(cmd, ep.name)  # replaces a replaceable built-in of that name
 # --- end snippet ---
 
 

@@ -420,8 +420,9 @@ def test_ignored_count_is_noted_when_another_source_answers(tmp_path):
 @pytest.mark.parametrize("flag,value", [("--nodes", "0"), ("--gpus", "-1"), ("--gpus", "0")])
 def test_counts_below_one_from_flags_are_refused(tmp_path, flag, value):
     run = good_run(tmp_path / "run")
-    assert f"{flag} must be 1 or more, got {value}" in error_line(
-        run_cli(run, "--config", "c", flag, value))
+    result = run_cli(run, "--config", "c", flag, value)
+    assert f"invalid value for '{flag}': must be 1 or more, got {value}" in error_line(result)
+    assert result.exit_code == 2
 
 
 HUGE = "1" + "0" * 400  # hypothesis found this one: OverflowError in tps / gpus
@@ -454,8 +455,10 @@ def test_largest_plausible_count_is_accepted(tmp_path):
                                          ("1000001", "1000001")])
 def test_absurd_count_from_flags_is_refused(tmp_path, flag, value, shown):
     run = good_run(tmp_path / "run")
-    assert error_line(run_cli(run, "--config", "c", flag, value)) == (
-        f"error: {flag} {shown} is not a plausible count (more than 1,000,000)")
+    result = run_cli(run, "--config", "c", flag, value)
+    assert error_line(result) == (f"error: invalid value for '{flag}': {shown} is not a "
+                                  "plausible count (more than 1,000,000)")
+    assert result.exit_code == 2
 
 
 @pytest.mark.parametrize("extra", [[], ["--nodes", "2"]])
@@ -532,7 +535,10 @@ def test_unprintable_flag_text_is_refused(tmp_path, flag, value):
 def test_timestamp_flag_must_be_exactly_the_row_format(tmp_path, text):
     """Regression (fuzzer): strptime took non-padded fields and leap seconds verbatim."""
     run = good_run(tmp_path / "run")
-    line = error_line(run_cli(run, "--config", "c", "--timestamp", text))
-    assert "--timestamp must look like 2026-08-11T17:11:17Z" in line
+    result = run_cli(run, "--config", "c", "--timestamp", text)
+    line = error_line(result)
+    assert (f"invalid value for '--timestamp': must look like 2026-08-11T17:11:17Z, "
+            f"got {text!r}") in line
+    assert result.exit_code == 2
     ok = one_row(run_cli(run, "--config", "c", "--timestamp", "1999-12-31T23:59:59Z"))
     assert ok["timestamp"] == "1999-12-31T23:59:59Z"

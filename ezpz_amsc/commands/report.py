@@ -10,28 +10,36 @@ import sys
 
 import click
 
-from ..cli import _OneLineErrors
+from ..cli import RESULTS_CSV, command, quiet_option
 
 
-@click.command(
+@command(
     "report",
-    cls=_OneLineErrors,
-    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    short_help="Report on the scaling study in results CSVs before publishing.",
+    usages=("RESULTS_CSV... [--format text|json] [--plot FILE]",),
+    examples=(("results/amsc.csv", "efficiency per node count, flags"),
+              ("aurora.csv perlmutter.csv --plot scaling.png", "two machines, and a plot"),
+              ("results/amsc.csv --format json", "the same report as data")),
+    exit_codes=(("0", "report printed (rows with a problem are listed on stderr)"),
+                ("1", "a file cannot be read, or the plot cannot be written"),
+                ("2", "bad command line")),
 )
-@click.argument("paths", metavar="PATH...", nargs=-1, required=True)
+@click.argument("paths", metavar="RESULTS_CSV...", nargs=-1, required=True, type=RESULTS_CSV)
 @click.option("--format", "out_format", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="text: tables for a terminal; json: the same report as "
                                       "data.")
 @click.option("--plot", "plot_path", metavar="FILE",
               help="Also draw tokens/s/gpu against nodes to FILE (.png or .svg; needs "
                    "matplotlib, the 'plot' extra).")
-def report_command(paths: tuple[str, ...], out_format: str, plot_path: str | None) -> None:
+@quiet_option
+def report_command(paths: tuple[str, ...], out_format: str, plot_path: str | None,
+                   quiet: bool) -> None:
     """Report on the scaling study in results CSV files before the rows go public.
 
     Per config and system: medians over repeats at each node count, weak-scaling
     efficiency against the smallest node count, and flags (superlinear points,
-    collapses, repeats that disagree, failed runs). Rows with a problem are
-    reported on stderr and left out.
+    collapses, repeats that disagree, failed runs). Each RESULTS_CSV is read the
+    way 'check' reads it; rows with a problem are reported on stderr and left out.
     """
     if plot_path is not None:  # fail on the flag before reading anything
         from ..plot import plot_format, require_matplotlib
@@ -55,5 +63,5 @@ def report_command(paths: tuple[str, ...], out_format: str, plot_path: str | Non
 
         sys.stdout.write(render_text(report, colour=use_colour(sys.stdout)))
     sys.stdout.flush()
-    for note in notes:
+    for note in [] if quiet else notes:
         click.echo(f"note: {note}", err=True)

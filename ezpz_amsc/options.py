@@ -1,0 +1,176 @@
+"""What an export is asked to do: the options, their names, and their validation.
+
+One home for the CLI, the finalize hook and the pipeline. An
+:class:`ExportOptions` validates itself when it is built, so every one that
+exists is valid and the pipeline never checks it again. Numpy-free and
+click-free: the CLI and the hook import it on every call.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .errors import AmscUsageError
+
+REDUCERS = ("median", "mean", "max", "min", "last")
+STATUSES = ("pass", "fail")
+# No machine runs a million ranks or nodes (Aurora: 10,624 nodes, 127,488 GPU
+# tiles); a larger count is a broken record or a typo, never a real run.
+MAX_COUNT = 1_000_000
+# A metrics line longer than this is skipped unread rather than held in memory.
+MAX_LINE_BYTES = 64 << 20
+CONFIG_EXAMPLE = "agpt-2b/bs1/seq2048/tp1"
+
+# The finalize hook's settings (read when it runs, so a job script can ``export`` them).
+ENV_CONFIG = "EZPZ_AMSC_CONFIG"
+ENV_APPEND = "EZPZ_AMSC_APPEND"
+ENV_STATUS = "EZPZ_AMSC_STATUS"
+ENV_WALL_TIME = "EZPZ_AMSC_WALL_TIME_SEC"
+
+
+class OptionError(AmscUsageError):
+    """One bad option value: ``<subject> <reason>``, e.g. ``--warmup must be 0 or more, got -1``.
+
+    ``name`` is the :class:`ExportOptions` field, so that the CLI can point at
+    its flag and the hook at its environment variable. ``standalone`` marks a
+    message the CLI shows as it is rather than as click's ``invalid value for``.
+    """
+
+    def __init__(self, name: str, reason: str, subject: str | None = None,
+                 standalone: bool = False) -> None:
+        self.name, self.reason, self.standalone = name, reason, standalone
+        self.subject = subject or flag_of(name)
+        super().__init__(f"{self.subject} {reason}")
+
+
+def flag_of(name: str) -> str:
+    """``wall_time_sec`` → ``--wall-time-sec``."""
+    return "--" + name.replace("_", "-")
+
+
+def digits(text: str) -> str:
+    """A long number shortened for a message: ``100000000000... (401 digits)``."""
+    return text if len(text) <= 20 else f"{text[:12]}... ({len(text)} digits)"
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """Everything that shapes one row besides the run directory. Invalid values raise
+    :class:`OptionError` here, before any file is touched."""
+
+    config: str
+    system: str | None = None
+    nodes: int | None = None
+    gpus: int | None = None
+    status: str = "pass"
+    error: str = ""
+    warmup: int = 1
+    reducer: str = "median"
+    wall_time_sec: float | None = None
+    timestamp: str | None = None
+    max_line_bytes: int = MAX_LINE_BYTES
+
+    def __post_init__(self) -> None:
+        validate_options(self)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ExportOptions | None:
+        """The finalize hook's options, from ``EZPZ_AMSC_*``; None when no config is set.
+
+        Errors name the variable, not the flag: ``EZPZ_AMSC_STATUS must be pass or fail``.
+        """
+        env = os.environ if environ is None else environ
+        config = env.get(ENV_CONFIG, "")
+        if not config:
+            return None
+        status = env.get(ENV_STATUS, "").strip() or "pass"
+        raw_wall = env.get(ENV_WALL_TIME, "").strip()
+        try:
+            wall = _env_float(raw_wall, "wall_time_sec") if raw_wall else None
+            return cls(config=config, status=status, wall_time_sec=wall)
+        except OptionError as e:
+            if e.name == "config":
+                raise OptionError("config", "is not a one-line label",
+                                  f"{ENV_CONFIG}={config!r}") from None
+            var = {"status": ENV_STATUS, "wall_time_sec": ENV_WALL_TIME}[e.name]
+            shown = raw_wall if e.name == "wall_time_sec" else status
+            raise OptionError(e.name, _with_got(e.reason, repr(shown)), var) from None
+
+
+def _env_float(raw: str, name: str) -> float:
+    try:
+        return float(raw)
+    except ValueError:
+        raise OptionError(name, _positive_reason(name, raw)) from None
+
+
+def _positive_reason(name: str, value: object) -> str:
+    unit = " of seconds" if name.endswith("_sec") else ""
+    return f"must be a positive number{unit}, got {value!r}"
+
+
+def _with_got(reason: str, shown: str) -> str:
+    """The reason with its ``got ...`` replaced by the text the user wrote."""
+    head, sep, _ = reason.rpartition(", got ")
+    return f"{head}{sep}{shown}" if sep else reason
+
+
+def validate_options(opts: ExportOptions) -> None:
+    """Refuse bad options before any file is touched (run once, when they are built)."""
+    if not opts.config or not opts.config.strip():
+        raise OptionError("config", f"must not be empty; pass the benchmark label, "
+                                    f"e.g. --config {CONFIG_EXAMPLE}")
+    if opts.reducer not in REDUCERS:
+        raise OptionError("reducer", f"must be one of {', '.join(REDUCERS)}, "
+                                     f"got {opts.reducer!r}")
+    if opts.status not in STATUSES:
+        raise OptionError("status", f"must be pass or fail, got {opts.status!r}")
+    if not isinstance(opts.warmup, int) or opts.warmup < 0:
+        raise OptionError("warmup", f"must be 0 or more, got {opts.warmup}")
+    for name in ("nodes", "gpus"):
+        check_count(name, getattr(opts, name))
+    wall = opts.wall_time_sec
+    if wall is not None and not (0 < wall < math.inf):
+        raise OptionError("wall_time_sec", _positive_reason("wall_time_sec", wall))
+    if opts.timestamp is not None:
+        check_timestamp(opts.timestamp)
+    for name in ("config", "system", "error"):
+        val = getattr(opts, name) or ""
+        if val and not val.isprintable():  # line breaks, control chars, undecodable bytes
+            raise OptionError(name, f"must be a single line of printable text, got {val!r}",
+                              standalone=True)
+
+
+def check_count(name: str, value: int | None) -> None:
+    """A node or GPU count: 1 to :data:`MAX_COUNT`."""
+    if value is None:
+        return
+    if value < 1:
+        raise OptionError(name, f"must be 1 or more, got {value}")
+    if value > MAX_COUNT:
+        raise OptionError(name, f"{digits(str(value))} is not a plausible count "
+                                f"(more than {MAX_COUNT:,})")
+
+
+def check_timestamp(text: str) -> None:
+    """Exactly ``YYYY-MM-DDTHH:MM:SSZ``, the form the row is written in."""
+    from .row import format_timestamp, parse_timestamp
+
+    try:
+        # strptime also takes "2026-8-1T1:1:1Z" and second 61; the row needs the
+        # exact form, so only a text that formats back to itself is accepted.
+        if format_timestamp(parse_timestamp(text)) != text:
+            raise ValueError(text)
+    except (ValueError, OverflowError, OSError):
+        raise OptionError("timestamp", f"must look like 2026-08-11T17:11:17Z, "
+                                       f"got {text!r}") from None
+
+
+def check_lock_timeout(seconds: float) -> float:
+    """How long ``--append`` waits for the results file's lock: 0 or more, finite."""
+    if not 0 <= seconds < math.inf:
+        raise OptionError("lock_timeout", f"must be 0 or more seconds, got {seconds}")
+    return seconds

@@ -1,0 +1,390 @@
+"""The CLI as a group: default export, check, first contact, exit codes, completion."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.shell_completion import ShellComplete
+from conftest import REPO, RUNS, _runner, error_line, one_row, parse_csv, run_cli
+
+import ezpz_amsc
+from ezpz_amsc.cli import cli, export_amsc
+
+GOOD = RUNS / "fsdp_tp-2rank"
+USAGE = ["Usage: ezpz-amsc [export] RUN_DIR... --config LABEL [OPTIONS]",
+         "       ezpz-amsc check RESULTS_CSV",
+         "       ezpz-amsc report RESULTS_CSV... [--plot FILE]",
+         "       ezpz-amsc COMMAND [ARGS]..."]
+
+
+# What click gives a terminal of 100 columns or more: --help's max_content_width is 100.
+HELP_WIDTH = 98
+
+
+def run_group(*args: object, prog: str = "ezpz-amsc"):
+    """Invoke the whole group, as the console script does."""
+    return _runner().invoke(cli, [str(a) for a in args], prog_name=prog,
+                            terminal_width=HELP_WIDTH, catch_exceptions=False)
+
+
+def outcome(result) -> tuple[int, str, str]:
+    return result.exit_code, result.stdout, result.stderr
+
+
+# ------------------------------------------------------------------ default subcommand
+
+
+@pytest.mark.parametrize("args", [
+    [GOOD, "--config", "c"],
+    ["--config", "c", GOOD],
+    ["-q", GOOD, "--config", "c"],
+    [GOOD, "--config", "c", "--format", "json"],
+    [RUNS / "does-not-exist", "--config", "c"],
+    [GOOD, "--config", "c", "--warmup", "-1"],
+    [GOOD, "--config", "c", "--bogus"],
+])
+def test_default_form_is_the_export_command(args):
+    direct = run_cli(*args)
+    assert outcome(run_group(*args)) == outcome(direct)
+    assert outcome(run_group("export", *args)) == outcome(direct)
+
+
+def test_python_m_runs_the_group():
+    p = subprocess.run([sys.executable, "-m", "ezpz_amsc", str(GOOD), "--config", "c"],
+                       capture_output=True, text=True, cwd=REPO)
+    assert (p.returncode, p.stdout, p.stderr) == outcome(run_cli(GOOD, "--config", "c"))
+    p = subprocess.run([sys.executable, "-m", "ezpz_amsc", "check", str(REPO / "nothing.csv")],
+                       capture_output=True, text=True, cwd=REPO)
+    assert (p.returncode, p.stderr) == (1, f"error: {REPO / 'nothing.csv'}: no such file\n")
+
+
+@pytest.fixture
+def results_files(tmp_path):
+    clean = tmp_path / "clean.csv"
+    clean.write_text(run_cli(GOOD, "--config", "c").stdout)
+    bad = tmp_path / "bad.csv"
+    bad.write_text(clean.read_text() + clean.read_text().splitlines()[1] + "\n")
+    return clean, bad
+
+
+def test_check_alias_and_subcommand_agree(results_files):
+    for path in results_files:
+        alias = run_group("--check", path)
+        assert outcome(run_group("check", path)) == outcome(alias) == outcome(
+            run_cli("--check", path))
+    clean, bad = results_files
+    # -q: no notes on who else may append (tmp_path is private to this user)
+    assert outcome(run_group("check", clean, "-q")) == (
+        0, f"{clean}: 1 row(s), all readable by the dashboard\n", "")
+    code, out, err = outcome(run_group("check", bad, "-q"))
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [f"{bad}:3: same run as line 2",
+                                f"error: {bad}: 1 problem(s) in 2 row(s)"]
+
+
+@pytest.mark.parametrize("name", ["check", "export"])
+def test_run_dir_named_like_a_subcommand(tmp_path, monkeypatch, name):
+    shutil.copytree(GOOD, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    want = one_row(run_cli(GOOD, "--config", "c"))
+    # Spelled out: `export NAME`, or a path that is not a bare command name.
+    assert one_row(run_group("export", name, "--config", "c")) == want
+    assert one_row(run_group(f"./{name}", "--config", "c")) == want
+    assert one_row(run_group(f"{name}/", "--config", "c")) == want
+    # Bare, the name is the subcommand; the error says how to mean the folder.
+    result = run_group(name, "--config", "c")
+    assert result.exit_code == 2
+    assert error_line(result).endswith(
+        f"('{name}' was read as the {name} command; to export the folder, write "
+        f"'ezpz-amsc export {name}' or './{name}')")
+
+
+@pytest.mark.parametrize("args, code, line", [
+    (["chek", "results.csv"], 2, "error: missing option '--config'. Pass the benchmark label, "
+                                 "e.g. --config agpt-2b/bs1/seq2048/tp1 (did you mean "
+                                 "'ezpz-amsc check'?)"),
+    (["chek", "--config", "c"], 1, "error: chek: no such directory; pass the run directory "
+                                   "ezpz wrote (did you mean 'ezpz-amsc check'?)"),
+    (["exportt", "--config", "c"], 1, "error: exportt: no such directory; pass the run "
+                                      "directory ezpz wrote (did you mean 'ezpz-amsc export'?)"),
+    (["chess", "--config", "c"], 1, "error: chess: no such directory; pass the run directory "
+                                    "ezpz wrote"),
+])
+def test_a_mistyped_command_is_named(tmp_path, monkeypatch, args, code, line):
+    monkeypatch.chdir(tmp_path)
+    result = run_group(*args)
+    assert (result.exit_code, error_line(result)) == (code, line)
+    (tmp_path / args[0]).mkdir()  # an existing path is what the user meant: no guess
+    assert "did you mean" not in run_group(*args).stderr
+
+
+def test_no_folder_no_hint(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert error_line(run_group("check", "--config", "c")) == (
+        "error: no such option '--config'.")
+
+
+# ------------------------------------------------------------------ first contact
+
+
+@pytest.mark.parametrize("cmd, prog, usage", [
+    (cli, "ezpz-amsc", USAGE),
+    (export_amsc, "ezpz-amsc export", ["Usage: ezpz-amsc export RUN_DIR... --config LABEL "
+                                       "[OPTIONS]",
+                                       "       ezpz-amsc export --check RESULTS_CSV"]),
+])
+def test_no_arguments_prints_usage_and_where_help_is(cmd, prog, usage):
+    result = _runner().invoke(cmd, [], prog_name=prog)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr.splitlines() == [*usage,
+                                          f"error: missing RUN_DIR; try '{prog} -h' for help"]
+
+
+def test_no_arguments_from_the_console_script():
+    script = Path(sys.executable).with_name("ezpz-amsc")
+    p = subprocess.run([script], capture_output=True, text=True)
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr.splitlines() == [*USAGE, "error: missing RUN_DIR; try 'ezpz-amsc -h' for help"]
+
+
+def test_version():
+    result = run_group("--version")
+    assert outcome(result) == (0, f"ezpz-amsc {ezpz_amsc.__version__}\n", "")
+
+
+HELP_PAGES = [[], ["export"], ["check"]]
+
+
+@pytest.mark.parametrize("prog", [["ezpz-amsc"], ["python", "-m", "ezpz_amsc"]])
+def test_help_fits_100_columns_on_a_wide_terminal(prog):
+    argv = [str(Path(sys.executable).with_name(prog[0]))] if len(prog) == 1 else [
+        sys.executable, *prog[1:]]
+    for page in HELP_PAGES:
+        for flag in ("--help", "-h"):
+            p = subprocess.run([*argv, *page, flag], capture_output=True, text=True,
+                               env={**os.environ, "COLUMNS": "250"})
+            assert p.returncode == 0
+            assert 80 < max(len(line) for line in p.stdout.splitlines()) <= 100
+            assert "\nExit codes:\n  0  " in p.stdout
+
+
+def test_group_help_shows_both_modes_and_examples():
+    page = run_group("--help").stdout
+    assert page.splitlines()[:4] == USAGE
+    commands = page.split("Commands:\n")[1].split("\n\n")[0]
+    assert [ln.split()[0] for ln in commands.splitlines()] == ["export", "check", "report"]
+    assert "  ezpz-amsc check results.csv  " in page
+    assert "2  bad command line" in page
+
+
+def test_export_help_shows_check_mode_choices_and_fallbacks():
+    page = run_group("export", "--help").stdout
+    assert page.splitlines()[:2] == [
+        "Usage: ezpz-amsc export RUN_DIR... --config LABEL [OPTIONS]",
+        "       ezpz-amsc export --check RESULTS_CSV"]
+    flat = " ".join(page.split())
+    assert "--reducer [median|mean|max|min|last]" in page
+    assert "Default: max(WORLD_SIZE_IN_USE, world_size), else NGPUS (the allocation)." in flat
+    assert "json: JSON Lines, one object per run" in flat
+    assert "ezpz-amsc export --check results.csv" in page
+    # The default form answers --help with the export page.
+    assert run_group(GOOD, "--help").stdout == page
+
+
+# ------------------------------------------------------------------ exit codes
+
+
+@pytest.mark.parametrize("args, line", [
+    (["--reducer", "avg"], "invalid value for '--reducer': 'avg' is not one of 'median', "
+                           "'mean', 'max', 'min', 'last'."),
+    (["--nodes", "0"], "invalid value for '--nodes': must be 1 or more, got 0"),
+    (["--gpus", "0"], "invalid value for '--gpus': must be 1 or more, got 0"),
+    (["--nodes", "1000001"], "invalid value for '--nodes': 1000001 is not a plausible count "
+                             "(more than 1,000,000)"),
+    (["--gpus", "1000001"], "invalid value for '--gpus': 1000001 is not a plausible count "
+                            "(more than 1,000,000)"),
+    (["--warmup", "-1"], "invalid value for '--warmup': must be 0 or more, got -1"),
+    (["--wall-time-sec", "-1"], "invalid value for '--wall-time-sec': must be a positive "
+                                "number of seconds, got -1.0"),
+    (["--wall-time-sec", "0"], "invalid value for '--wall-time-sec': must be a positive "
+                               "number of seconds, got 0.0"),
+    (["--wall-time-sec", "inf"], "invalid value for '--wall-time-sec': must be a positive "
+                                 "number of seconds, got inf"),
+    (["--timestamp", "2026-08-11 17:11"], "invalid value for '--timestamp': must look like "
+                                          "2026-08-11T17:11:17Z, got '2026-08-11 17:11'"),
+    (["--lock-timeout", "-1"], "invalid value for '--lock-timeout': must be 0 or more "
+                               "seconds, got -1.0"),
+    (["--lock-timeout", "nan"], "invalid value for '--lock-timeout': must be 0 or more "
+                                "seconds, got nan"),
+    (["--config", ""], "invalid value for '--config': must not be empty; pass the benchmark "
+                       "label, e.g. --config agpt-2b/bs1/seq2048/tp1"),
+    (["--append", ""], "invalid value for '--append': empty path (is the variable that "
+                       "should hold it unset?)"),
+    (["--append", " "], "invalid value for '--append': empty path (is the variable that "
+                        "should hold it unset?)"),
+])
+def test_bad_command_line_values_exit_2(tmp_path, args, line):
+    full = [GOOD, *(["--config", "c"] if "--config" not in args else []), *args]
+    for result in (run_cli(*full), run_group(*full)):
+        assert error_line(result) == f"error: {line}"
+        assert result.exit_code == 2
+    assert not list(tmp_path.iterdir())
+
+
+def test_missing_config_exits_2():
+    result = run_group(GOOD)
+    assert result.exit_code == 2
+    assert error_line(result) == ("error: missing option '--config'. Pass the benchmark label, "
+                                  "e.g. --config agpt-2b/bs1/seq2048/tp1")
+
+
+@pytest.mark.parametrize("args", [["--check", ""], ["check", ""], ["", "--config", "c"]])
+def test_empty_paths_are_refused(args):
+    result = run_group(*args)
+    assert result.exit_code == 2
+    assert "empty path (is the variable that should hold it unset?)" in error_line(result)
+
+
+@pytest.mark.parametrize("value", ["0", "0.5"])
+def test_lock_timeout_edges_are_accepted(tmp_path, value):
+    out = tmp_path / "r.csv"
+    assert run_group(GOOD, "--config", "c", "--append", out, "--lock-timeout", value
+                     ).exit_code == 0
+    assert len(parse_csv(out.read_text())) == 1
+
+
+# ------------------------------------------------------------------ batches and --append
+
+
+def test_batch_errors_name_the_path_once(tmp_path):
+    missing = tmp_path / "gone"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for spelled in (str(missing), f"{missing}/"):
+        result = run_group(spelled, empty, GOOD, "--config", "c")
+        assert (result.exit_code, result.stdout) == (1, "")
+        assert result.stderr.splitlines()[:2] == [
+            f"error: {missing}: no such directory; pass the run directory ezpz wrote",
+            f"error: {empty}: no metrics found (looked for metrics-<rank>.jsonl, metrics.jsonl "
+            "or a <run_id>.jsonl with 'metrics' records); if the run failed, pass --status fail",
+        ]
+
+
+def test_batch_error_without_the_path_gets_it(tmp_path):
+    run = tmp_path / "r"
+    shutil.copytree(RUNS / "minimal-1rank", run)
+    (run / "run_info.json").unlink()
+    for report in run.rglob("report-*.md"):
+        report.unlink()
+    result = run_group(run, GOOD, "--config", "c", "--keep-going")
+    assert result.exit_code == 1
+    assert [r["config"] for r in parse_csv(result.stdout)] == ["c"]
+    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("error: ")]
+    assert errors[0].startswith(f"error: {run}: cannot tell system, gpus, nodes of this run")
+    assert errors[1] == "error: 1 run failed; the other rows were written"
+
+
+@pytest.mark.parametrize("runs, said", [([GOOD], "appended 1 row to"),
+                                        ([GOOD, RUNS / "minimal-1rank"], "appended 2 rows to")])
+def test_append_says_what_it_did(tmp_path, runs, said):
+    out = tmp_path / "sub" / "results.csv"
+    result = run_group(*runs, "--config", "c", "--append", out)
+    assert (result.exit_code, result.stdout) == (0, "")
+    assert result.stderr.splitlines()[-1] == f"note: {said} {out}"
+    assert len(parse_csv(out.read_text())) == len(runs)
+    quiet = run_group(*runs, "--config", "d", "--append", out, "-q")
+    assert outcome(quiet) == (0, "", "")
+    assert len(parse_csv(out.read_text())) == 2 * len(runs)
+
+
+def test_append_keep_going_counts_only_written_rows(tmp_path):
+    out = tmp_path / "results.csv"
+    result = run_group(tmp_path / "gone", GOOD, "--config", "c", "--append", out, "--keep-going")
+    assert result.exit_code == 1
+    assert f"note: appended 1 row to {out}" in result.stderr.splitlines()
+    assert len(parse_csv(out.read_text())) == 1
+
+
+def test_json_with_several_runs_is_json_lines():
+    result = run_group(GOOD, RUNS / "minimal-1rank", "--config", "c", "--format", "json")
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2
+    assert [json.loads(ln)["row"]["steps"] for ln in lines] == [
+        one_row(run_cli(r, "--config", "c"))["steps"] for r in (GOOD, RUNS / "minimal-1rank")]
+
+
+# ------------------------------------------------------------------ completion
+
+
+def complete(cmd: click.Command, args: list[str], incomplete: str,
+             prog: str = "ezpz-amsc") -> list[tuple[str, str]]:
+    comp = ShellComplete(cmd, {}, prog, "_EZPZ_AMSC_COMPLETE")
+    return [(item.type, item.value) for item in comp.get_completions(args, incomplete)]
+
+
+@pytest.mark.parametrize("args, incomplete, expected", [
+    ([], "", [("plain", "export"), ("plain", "check"), ("plain", "report"), ("dir", "")]),
+    ([], "ch", [("plain", "check"), ("dir", "ch")]),
+    ([], "ru", [("dir", "ru")]),
+    (["run1"], "", [("dir", "")]),
+    (["run1", "run2"], "ru", [("dir", "ru")]),
+    (["run1", "--append"], "", [("file", "")]),
+    (["--config", "x"], "", [("dir", "")]),
+    (["--check"], "res", [("file", "res")]),
+    (["check"], "", [("file", "")]),
+    (["export"], "", [("dir", "")]),
+    (["export", "run1", "--append"], "r", [("file", "r")]),
+    ([], "--c", [("plain", "--config"), ("plain", "--check")]),
+    (["run1", "--reducer"], "m", [("plain", n) for n in ("median", "mean", "max", "min")]),
+])
+def test_completion(args, incomplete, expected):
+    assert complete(cli, args, incomplete) == expected
+
+
+def test_completion_of_the_command_a_host_loads():
+    assert complete(export_amsc, [], "", "ezpz export-amsc") == [("dir", "")]
+    assert complete(export_amsc, ["r", "--check"], "", "ezpz export-amsc") == [("file", "")]
+
+
+def test_bash_completion_through_the_console_script():
+    script = Path(sys.executable).with_name("ezpz-amsc")
+    env = {**os.environ, "_EZPZ_AMSC_COMPLETE": "bash_complete", "COMP_WORDS": "ezpz-amsc ",
+           "COMP_CWORD": "1"}
+    p = subprocess.run([script], capture_output=True, text=True, env=env)
+    assert (p.returncode, p.stdout.splitlines()) == (
+        0, ["plain,export", "plain,check", "plain,report", "dir,"])
+
+
+# ------------------------------------------------------------------ lazy loading
+
+
+_HELP_AND_LIST = """
+import json, sys
+from ezpz_amsc.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(json.dumps(sorted(m for m in sys.modules if m.startswith(("ezpz", "numpy")))))
+"""
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--version"], []),
+    (["check", "--help"], ["ezpz_amsc.commands", "ezpz_amsc.commands.check"]),
+    (["--help"], ["ezpz_amsc.commands", "ezpz_amsc.commands.check",
+                  "ezpz_amsc.commands.export", "ezpz_amsc.commands.report"]),
+])
+def test_subcommands_load_only_when_needed(argv, expected):
+    p = subprocess.run([sys.executable, "-c", _HELP_AND_LIST, *argv], capture_output=True,
+                       text=True, cwd=REPO, check=True)
+    base = ["ezpz_amsc", "ezpz_amsc.cli", "ezpz_amsc.errors", "ezpz_amsc.help_layout",
+            "ezpz_amsc.options"]  # what loading the CLI costs: no pipeline, no numpy
+    assert json.loads(p.stdout.splitlines()[-1]) == sorted(base + expected)

@@ -1,0 +1,208 @@
+"""The options module (one home for names and validation) and the plain pipeline error."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import subprocess
+import sys
+
+import click
+import pytest
+from conftest import REPO, RUNS, _runner, parse_csv
+
+from ezpz_amsc import options as options_mod
+from ezpz_amsc.cli import cli
+from ezpz_amsc.errors import AmscError, AmscUsageError, about
+from ezpz_amsc.hook import finalize_hook
+from ezpz_amsc.options import (
+    MAX_COUNT,
+    ExportOptions,
+    OptionError,
+    check_lock_timeout,
+)
+
+GOOD = RUNS / "fsdp_tp-2rank"
+
+
+@pytest.mark.parametrize("field, ok, bad, reason", [
+    ("warmup", 0, -1, "must be 0 or more, got -1"),
+    ("nodes", 1, 0, "must be 1 or more, got 0"),
+    ("gpus", 1, -2, "must be 1 or more, got -2"),
+    ("nodes", MAX_COUNT, MAX_COUNT + 1, "1000001 is not a plausible count (more than 1,000,000)"),
+    ("gpus", MAX_COUNT, 10**400, "100000000000... (401 digits) is not a plausible count "
+                                 "(more than 1,000,000)"),
+    ("wall_time_sec", 5e-324, 0.0, "must be a positive number of seconds, got 0.0"),
+    ("wall_time_sec", 1.7e308, math.inf, "must be a positive number of seconds, got inf"),
+    ("wall_time_sec", 1.0, math.nan, "must be a positive number of seconds, got nan"),
+    ("reducer", "last", "avg", "must be one of median, mean, max, min, last, got 'avg'"),
+    ("status", "fail", "ok", "must be pass or fail, got 'ok'"),
+    ("timestamp", "1999-12-31T23:59:59Z", "1999-12-31T23:59:60Z",
+     "must look like 2026-08-11T17:11:17Z, got '1999-12-31T23:59:60Z'"),
+    ("config", "x", " ", "must not be empty; pass the benchmark label, e.g. "
+                         "--config agpt-2b/bs1/seq2048/tp1"),
+    ("system", "Aurora", "Aur\nora", "must be a single line of printable text, got 'Aur\\nora'"),
+])
+def test_each_rule_at_its_edge(field, ok, bad, reason):
+    base = {"config": "c"}
+    assert getattr(ExportOptions(**{**base, field: ok}), field) == ok
+    with pytest.raises(OptionError) as info:
+        ExportOptions(**{**base, field: bad})
+    e = info.value
+    assert (e.name, e.reason, e.exit_code) == (field, reason, 2)
+    assert str(e) == e.format_message() == f"--{field.replace('_', '-')} {reason}"
+
+
+def test_options_are_frozen_so_they_stay_valid():
+    opts = ExportOptions(config="c")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        opts.warmup = -1  # type: ignore[misc]
+    assert dataclasses.replace(opts, warmup=3).warmup == 3
+    with pytest.raises(OptionError):
+        dataclasses.replace(opts, warmup=-3)
+
+
+@pytest.mark.parametrize("value, ok", [(0.0, True), (0.25, True), (-0.001, False),
+                                       (math.inf, False), (math.nan, False)])
+def test_lock_timeout(value, ok):
+    if ok:
+        assert check_lock_timeout(value) == value
+    else:
+        with pytest.raises(OptionError, match="^--lock-timeout must be 0 or more seconds"):
+            check_lock_timeout(value)
+
+
+# ------------------------------------------------------------------ the hook's environment
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({}, None),
+    ({"EZPZ_AMSC_CONFIG": ""}, None),
+    ({"EZPZ_AMSC_CONFIG": "c"}, ExportOptions(config="c")),
+    ({"EZPZ_AMSC_CONFIG": "c", "EZPZ_AMSC_STATUS": " fail ", "EZPZ_AMSC_WALL_TIME_SEC": " 61.5"},
+     ExportOptions(config="c", status="fail", wall_time_sec=61.5)),
+    ({"EZPZ_AMSC_CONFIG": "c", "EZPZ_AMSC_STATUS": "", "EZPZ_AMSC_WALL_TIME_SEC": " "},
+     ExportOptions(config="c")),
+])
+def test_from_env(env, expected):
+    assert ExportOptions.from_env(env) == expected
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"EZPZ_AMSC_CONFIG": "  "}, "EZPZ_AMSC_CONFIG='  ' is not a one-line label"),
+    ({"EZPZ_AMSC_CONFIG": "a\tb"}, "EZPZ_AMSC_CONFIG='a\\tb' is not a one-line label"),
+    ({"EZPZ_AMSC_STATUS": "ok"}, "EZPZ_AMSC_STATUS must be pass or fail, got 'ok'"),
+    ({"EZPZ_AMSC_WALL_TIME_SEC": "1h"},
+     "EZPZ_AMSC_WALL_TIME_SEC must be a positive number of seconds, got '1h'"),
+    ({"EZPZ_AMSC_WALL_TIME_SEC": "-5"},
+     "EZPZ_AMSC_WALL_TIME_SEC must be a positive number of seconds, got '-5'"),
+    ({"EZPZ_AMSC_WALL_TIME_SEC": "inf"},
+     "EZPZ_AMSC_WALL_TIME_SEC must be a positive number of seconds, got 'inf'"),
+])
+def test_from_env_errors_name_the_variable(env, message):
+    with pytest.raises(OptionError) as info:
+        ExportOptions.from_env({"EZPZ_AMSC_CONFIG": "c", **env})
+    assert info.value.format_message() == message
+
+
+# ------------------------------------------------------------------ one home, validated once
+
+
+def test_names_and_limits_have_one_home():
+    from ezpz_amsc import provenance, reduce, row, steps
+
+    assert reduce.REDUCERS is options_mod.REDUCERS
+    assert row.STATUSES is options_mod.STATUSES
+    assert provenance.MAX_COUNT is options_mod.MAX_COUNT
+    assert ExportOptions(config="c").max_line_bytes == steps.MAX_LINE_BYTES
+
+
+def _count_validations(monkeypatch) -> list[object]:
+    calls: list[object] = []
+    real = options_mod.validate_options
+
+    def counting(opts):
+        calls.append(opts)
+        real(opts)
+
+    monkeypatch.setattr(options_mod, "validate_options", counting)
+    return calls
+
+
+def test_cli_validates_once_for_a_batch(monkeypatch):
+    calls = _count_validations(monkeypatch)
+    result = _runner().invoke(cli, [str(GOOD), str(RUNS / "minimal-1rank"), "--config", "c"],
+                              catch_exceptions=False)
+    assert len(parse_csv(result.stdout)) == 2
+    assert len(calls) == 1
+
+
+def test_hook_validates_once(fixture_run, monkeypatch):
+    calls = _count_validations(monkeypatch)
+    run = fixture_run("minimal-1rank")
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "hooked")
+    for name in ("EZPZ_AMSC_APPEND", "EZPZ_AMSC_STATUS", "EZPZ_AMSC_WALL_TIME_SEC", "RANK"):
+        monkeypatch.delenv(name, raising=False)
+    finalize_hook(object(), run)
+    assert [r["config"] for r in parse_csv((run / "amsc.csv").read_text())] == ["hooked"]
+    assert len(calls) == 1
+
+
+def test_options_module_loads_neither_click_nor_numpy():
+    code = ("import json, sys; import ezpz_amsc.options; "
+            "print(json.dumps(sorted(m for m in ('click', 'numpy') if m in sys.modules)))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       check=True, cwd=REPO)
+    assert json.loads(p.stdout) == []
+
+
+# ------------------------------------------------------------------ the plain error
+
+
+def test_pipeline_error_is_a_plain_exception():
+    assert not issubclass(AmscError, click.ClickException)
+    e = AmscError("x: no such directory")
+    assert (str(e), e.format_message(), e.exit_code) == ("x: no such directory",) * 2 + (1,)
+    assert AmscUsageError("bad").exit_code == 2
+    assert issubclass(OptionError, AmscUsageError)
+
+
+class _LooksLikeOne(Exception):
+    """Has format_message like the old click-based error, but is not an AmscError."""
+
+    def format_message(self) -> str:
+        return "pass --gpus N"
+
+
+@pytest.mark.parametrize("exc, warning", [
+    (AmscError("cannot tell gpus; pass --gpus N"),
+     "cannot tell gpus; pass --gpus N (when exporting by hand: ezpz-amsc RUN_DIR --config "
+     "LABEL ...)"),
+    (_LooksLikeOne("raw text"), "_LooksLikeOne: raw text"),
+])
+def test_hook_recognises_the_error_by_type(fixture_run, monkeypatch, caplog, exc, warning):
+    def boom(run_dir, opts):
+        raise exc
+
+    monkeypatch.setattr("ezpz_amsc.export.export_run", boom)
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+    monkeypatch.delenv("RANK", raising=False)
+    run = fixture_run("minimal-1rank")
+    caplog.set_level(logging.WARNING)
+    finalize_hook(object(), run)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"ezpz-amsc: no row written for {run}: {warning}"]
+
+
+@pytest.mark.parametrize("path, message, shown", [
+    ("runs/a", "runs/a: no such directory", "runs/a: no such directory"),
+    ("runs/a/", "runs/a: no such directory", "runs/a: no such directory"),
+    ("./runs/a", "runs/a: not a directory", "runs/a: not a directory"),
+    ("runs/a", "runs/a/metrics-0.jsonl: cannot read", "runs/a/metrics-0.jsonl: cannot read"),
+    ("runs/a", "runs/ab: elsewhere", "runs/a: runs/ab: elsewhere"),
+    ("runs/a", "cannot tell gpus", "runs/a: cannot tell gpus"),
+])
+def test_about_names_a_path_once(path, message, shown):
+    assert about(path, message) == shown
