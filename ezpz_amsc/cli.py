@@ -55,6 +55,10 @@ class _OneLineErrors(click.Command):
               help="Scheduler's wall time. Default: sum of step times (excludes setup).")
 @click.option("--timestamp", metavar="YYYY-MM-DDTHH:MM:SSZ",
               help="Run start in UTC. Default: the first step's timestamp.")
+@click.option("--attempt", metavar="last|N",
+              help="When the records hold several attempts (a retried or resumed job: step "
+                   "numbers start again, or the world size changes), export only this one: "
+                   "'last' or its number, 1 = first. Default: refuse and list them.")
 @click.option("--append", "append_path", metavar="PATH",
               help="Append the row to this results CSV (created with a header if new).")
 @click.option("--no-header", is_flag=True, help="Omit the header line on stdout.")
@@ -79,7 +83,8 @@ class _OneLineErrors(click.Command):
 def export_amsc(ctx: click.Context, run_dirs: tuple[str, ...], config: str | None,
                 system: str | None, nodes: int | None, gpus: int | None, status: str,
                 error_text: str, warmup: int, reducer: str, wall_time_sec: float | None,
-                timestamp: str | None, append_path: str | None, no_header: bool,
+                timestamp: str | None, attempt: str | None, append_path: str | None,
+                no_header: bool,
                 allow_duplicate: bool, lock_timeout: float, keep_going: bool,
                 check_path: str | None, out_format: str, explain: bool, quiet: bool) -> None:
     """Export finished ezpz run directories as AmSC benchmark CSV rows, one per run.
@@ -104,7 +109,7 @@ def export_amsc(ctx: click.Context, run_dirs: tuple[str, ...], config: str | Non
     opts = ExportOptions(
         config=config or "", system=system, nodes=nodes, gpus=gpus, status=status,
         error=error_text, warmup=warmup, reducer=reducer, wall_time_sec=wall_time_sec,
-        timestamp=timestamp,
+        timestamp=timestamp, attempt=attempt,
     )
     if append_path:
         check_append_target(append_path)  # validate first: fail before any work
