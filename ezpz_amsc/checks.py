@@ -105,8 +105,9 @@ def _when(ts: float | None) -> str:
 # ---------------------------------------------------------------- rule 4: attempts
 
 
-def _segment_text(k: int, seg: Segment) -> str:
-    steps = (f"steps {int(seg.first_step)}..{int(seg.last_step)}"
+def _segment_text(k: int, seg: Segment, counter: str | None) -> str:
+    unit = "epochs" if counter in EPOCH_KEYS else "steps"
+    steps = (f"{unit} {int(seg.first_step)}..{int(seg.last_step)}"
              if seg.first_step is not None and seg.last_step is not None else "no step numbers")
     ranks = f", {seg.ranks} ranks" if seg.ranks is not None else ""
     return (f"#{k} {steps} from {_when(seg.first_timestamp)} "
@@ -124,7 +125,7 @@ def check_attempts(ctx: Context) -> list[str]:
         return []
     segs = red.segments
     if len(segs) > 1 and red.attempt is None:
-        shown = [_segment_text(k, s) for k, s in enumerate(segs, 1)]
+        shown = [_segment_text(k, s, red.counter) for k, s in enumerate(segs, 1)]
         if len(shown) > 6:
             shown = [*shown[:5], f"... {len(shown) - 6} more", shown[-1]]
         raise AmscError(f"the records hold {len(segs)} attempts (step numbers start again or "
@@ -136,7 +137,7 @@ def check_attempts(ctx: Context) -> list[str]:
         return [f"--attempt {ctx.opts.attempt}: the records hold one attempt; used all of it"]
     k = red.attempt or 0
     left = sum(s.records for s in segs) - segs[k - 1].records
-    return [f"exported attempt {_segment_text(k, segs[k - 1])} of {len(segs)}; "
+    return [f"exported attempt {_segment_text(k, segs[k - 1], red.counter)} of {len(segs)}; "
             f"left out {plural(left, 'record')} of the others"]
 
 
