@@ -293,9 +293,11 @@ def find_segments(step: np.ndarray, ts: np.ndarray, ranks: np.ndarray) -> list[S
     cuts: set[int] = set()
     idx = np.flatnonzero(np.isfinite(step))
     s = step[idx]
-    ordered = np.sort(s)
-    if ordered.size > 1 and bool(np.any(ordered[1:] == ordered[:-1])):
-        cuts.update((idx[np.flatnonzero(s[1:] <= s[:-1]) + 1]).tolist())
+    back = np.flatnonzero(s[1:] <= s[:-1]) + 1  # none in a run logged in order: no sort
+    if back.size:
+        ordered = np.sort(s)
+        if bool(np.any(ordered[1:] == ordered[:-1])):
+            cuts.update(idx[back].tolist())
     ridx = np.flatnonzero(np.isfinite(ranks))
     r = ranks[ridx]
     cuts.update((ridx[np.flatnonzero(r[1:] != r[:-1]) + 1]).tolist())

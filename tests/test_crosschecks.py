@@ -455,6 +455,23 @@ def test_resumed_run_first_step_far_above_stride_is_noted(tmp_path):
         "its first steps; the row covers steps 101..130 only", MFU_NOTE]
 
 
+@pytest.mark.parametrize(("first", "noted"), [(10, False), (11, True)])
+def test_resume_threshold_is_ten_strides(tmp_path, first, noted):
+    run = _even_run(tmp_path, 0.5, 1.0)
+    rewrite(run / "metrics-0.jsonl", lambda x: {**x, "metrics": {
+        **x["metrics"], "train/iter": x["metrics"]["train/iter"] + first - 1}})
+    assert any("resumed" in n for n in notes(run_cli(run, "--config", "c"))) == noted
+
+
+@pytest.mark.parametrize(("pause", "noted"), [(30.0, False), (75.0, True)])
+def test_pause_must_be_ten_times_typical_and_a_minute_longer(tmp_path, pause, noted):
+    run = _even_run(tmp_path, 0.5, 1.0)
+    rewrite(run / "metrics-0.jsonl", lambda x: {**x, "timestamp": x["timestamp"] + pause}
+            if x["metrics"]["train/iter"] > 6 else x)
+    r = run_cli(run, "--config", "c")
+    assert any(n.startswith("1 pause between records") for n in notes(r)) == noted
+
+
 def test_pause_between_records_is_noted_once(tmp_path):
     """A 2 h checkpoint pause after step 15: one note, not also a coverage note."""
     run = launch(tmp_path)
@@ -579,9 +596,10 @@ def test_mfu_above_100_on_every_step_leaves_the_cell_empty(tmp_path):
 
 def test_mfu_above_100_on_some_steps_is_dropped_per_step(tmp_path):
     run = launch(tmp_path)
-    _set_metric(run, "train/mfu", lambda i, v: 212.5 if i in (5, 6, 7) else 40.0 + i / 10)
+    _set_metric(run, "train/mfu",
+                lambda i, v: 100.5 if i in (5, 6, 7) else 100.0 if i == 8 else 40.0 + i / 10)
     r = run_cli(run, "--config", "c")
-    kept = [40.0 + i / 10 for i in range(2, 31) if i not in (5, 6, 7)]
+    kept = [100.0 if i == 8 else 40.0 + i / 10 for i in range(2, 31) if i not in (5, 6, 7)]
     assert one_row(r)["mfu"] == f"{statistics.median(kept):.3f}"
     assert notes(r)[0].startswith("dropped 3 mfu values above 100 %")
 
@@ -672,6 +690,17 @@ def test_rank0_file_much_smaller_than_another_ranks_is_noted(tmp_path):
     assert (f"rank 1's metrics file is {other / own:.1f}x the size of rank 0's ({other:,} vs "
             f"{own:,} bytes): rank 0 may have stopped early; the row covers its 12 steps "
             "only") in notes(r)
+
+
+def test_rank0_file_a_little_smaller_is_not_noted(tmp_path):
+    run = launch(tmp_path)
+    recs = read(run / "metrics-0.jsonl")
+    write_jsonl(run / "metrics-1.jsonl", [{**x, "rank": 1} for x in recs])
+    write_jsonl(run / "metrics-0.jsonl",
+                [x for x in recs if not steps_of(x) or x["metrics"]["train/iter"] <= 21])
+    r = run_cli(run, "--config", "c")  # rank 1's file is ~1.4x: within the 1.5x allowed
+    assert one_row(r)["steps"] == "21"
+    assert notes(r) == [MFU_NOTE]
 
 
 def test_rank0_of_an_interleaved_file_logged_far_fewer_records(tmp_path):
@@ -773,6 +802,17 @@ def test_one_skewed_first_record_is_not_the_row_timestamp(tmp_path, skewed):
     assert note.startswith(f"step 1's timestamp {skewed!r} (")
     assert note.endswith(f"the row's timestamp is step 2's ({format_timestamp(second)}); "
                          "pass --timestamp to set it")
+
+
+@pytest.mark.parametrize(("days", "skewed"), [(3, True), (1, False)])
+def test_first_record_days_before_the_next_is_skewed(tmp_path, days, skewed):
+    run = launch(tmp_path)
+    _clock(run, lambda i, t: t - days * 86400 if i == 1 else t)
+    recs = launch_records()
+    used = recs[1 if skewed else 0]["timestamp"] - (0 if skewed else days * 86400)
+    r = run_cli(run, "--config", "c", "--wall-time-sec", "2")
+    assert one_row(r)["timestamp"] == format_timestamp(used)
+    assert any(f"is {days} days before step 2's" in n for n in notes(r)) == skewed
 
 
 def test_first_record_later_than_the_next_is_skewed(tmp_path):
