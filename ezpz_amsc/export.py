@@ -263,6 +263,8 @@ def _details(ctx: Context, notes: list[str]) -> dict[str, Any]:
         "series": {},
         "trend": None,
         "step_coverage": asdict(red.coverage) if red is not None and red.coverage else None,
+        "attempts": [asdict(s) for s in red.segments] if red is not None else [],
+        "attempt": red.attempt if red is not None else None,
         "unfinished": unfinished_evidence(ctx),
         "notes": notes,
     }

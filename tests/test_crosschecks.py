@@ -381,6 +381,17 @@ def test_attempt_last_exports_the_last_attempt_only(tmp_path):
         "left out 20 records of the others", MFU_NOTE]
 
 
+def test_attempts_in_explain_and_json(tmp_path):
+    run, first, second = _retried(tmp_path)
+    r = run_cli(run, "--config", "c", "--attempt", "last", "--format", "json", "--explain")
+    d = json.loads(r.stdout)["details"]
+    assert d["attempt"] == 2
+    assert [(a["first_step"], a["last_step"], a["stop"] - a["start"], a["ranks"])
+            for a in d["attempts"]] == [(1.0, 20.0, 20, 1), (1.0, 30.0, 30, 1)]
+    assert d["attempts"][1]["first_timestamp"] == second[0]["timestamp"]
+    assert "2 attempts in the records; exported #2" in r.stderr
+
+
 def test_attempt_by_number(tmp_path):
     run, first, _ = _retried(tmp_path)
     row = one_row(run_cli(run, "--config", "c", "--attempt", "1"))
