@@ -426,32 +426,32 @@ def check_rank0_stopped_early(ctx: Context) -> list[str]:
     if got is None or src is None:
         return []
     steps, red = got
-    mine = red.steps + red.not_steps
     if src.scheme != "per-rank":  # one file, parsed anyway: other ranks' records are counted
-        counts = {r: n for r, n in steps.other_ranks.items() if r is not None}
-        if not counts:
-            return []
-        r, n = max(counts.items(), key=lambda kv: kv[1])
-        if n <= RANK_FILE_SIZE_RATIO * mine:
-            return []
-        return [f"rank {r} logged {n} records, rank {steps.rank} only {mine}: rank "
-                f"{steps.rank} may have stopped early; the row covers its {red.steps} steps only"]
-    others = sorted(r for r in src.per_rank if r != steps.rank)
-    if not others:
+        mine = red.steps + red.not_steps
+        larger = _far_larger({r: n for r, n in steps.other_ranks.items() if r is not None},
+                             mine)
+        what = larger and f"rank {larger[0]} logged {larger[1]} records, rank {steps.rank} " \
+                          f"only {mine}"
+    else:
+        others = sorted(r for r in src.per_rank if r != steps.rank)
+        picks = {others[0], others[len(others) // 2], others[-1]} if others else set()
+        own = _size(steps.files_read[-1]) or 0
+        larger = _far_larger({r: s for r in sorted(picks)[:RANK_FILES_STATTED]
+                              if (s := _size(src.per_rank[r])) is not None}, own)
+        what = larger and (f"rank {larger[0]}'s metrics file is {larger[1] / own:.1f}x the "
+                           f"size of rank {steps.rank}'s ({larger[1]:,} vs {own:,} bytes)")
+    if not larger:
         return []
-    own = _size(steps.files_read[-1])
-    if not own:
-        return []
-    picks = sorted({others[0], others[len(others) // 2], others[-1]})[:RANK_FILES_STATTED]
-    sizes = {r: s for r in picks if (s := _size(src.per_rank[r])) is not None}
-    if not sizes:
-        return []
-    r, size = max(sizes.items(), key=lambda kv: kv[1])
-    if size <= RANK_FILE_SIZE_RATIO * own:
-        return []
-    return [f"rank {r}'s metrics file is {size / own:.1f}x the size of rank {steps.rank}'s "
-            f"({size:,} vs {own:,} bytes): rank {steps.rank} may have stopped early; the row "
-            f"covers its {red.steps} steps only"]
+    return [f"{what}: rank {steps.rank} may have stopped early; the row covers its "
+            f"{red.steps} steps only"]
+
+
+def _far_larger(amounts: dict[int, int], own: int) -> tuple[int, int] | None:
+    """The rank with the most (records or bytes), when far more than the chosen rank's."""
+    if not amounts or not own:
+        return None
+    rank, most = max(amounts.items(), key=lambda kv: kv[1])
+    return (rank, most) if most > RANK_FILE_SIZE_RATIO * own else None
 
 
 def unfinished_evidence(ctx: Context) -> list[str]:
