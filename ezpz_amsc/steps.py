@@ -155,7 +155,6 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
     step_app = out.step.append
     counter_app = out.counter.append
     counters = tuple(enumerate(COUNTER_KEYS))
-    best_counter = len(COUNTER_KEYS)
     tps_series = series["tps"]
     ignored = out.ignored_throughput
     ts_app = out.timestamp.append
@@ -265,8 +264,6 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
                     continue
                 step_app(step if step is not None and isfinite(step) else nan)
                 counter_app(code)
-                if code != NO_COUNTER and code < best_counter:
-                    best_counter = code
                 if tps_series[-1] != tps_series[-1]:  # no training throughput: say why
                     for k in NOT_TRAINING_THROUGHPUT:
                         if _number(get(k)) is not None:
@@ -275,8 +272,8 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
                 ts_app(ts if ts is not None and isfinite(ts) else nan)
         except OSError as e:
             raise AmscError(f"{path}: cannot read metrics file: {e.strerror or e}") from None
-    if best_counter < len(COUNTER_KEYS):
-        out.step_key = COUNTER_KEYS[best_counter]
+    seen = out.counter.tobytes()  # the preferred counter any record carried
+    out.step_key = next((k for i, k in counters if bytes((i,)) in seen), None)
     if last_line is not None and not last_ok and not last_line.endswith(b"\n"):
         out.truncated_last_line = True
         out.bad_lines -= 1
