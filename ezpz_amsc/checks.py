@@ -109,7 +109,7 @@ def _segment_text(k: int, seg: Segment, counter: str | None) -> str:
     unit = "epochs" if counter in EPOCH_KEYS else "steps"
     steps = (f"{unit} {int(seg.first_step)}..{int(seg.last_step)}"
              if seg.first_step is not None and seg.last_step is not None else "no step numbers")
-    ranks = f", {seg.ranks} ranks" if seg.ranks is not None else ""
+    ranks = f", {plural(seg.ranks, 'rank')}" if seg.ranks is not None else ""
     return (f"#{k} {steps} from {_when(seg.first_timestamp)} "
             f"({plural(seg.records, 'record')}{ranks})")
 
@@ -284,9 +284,9 @@ def check_gpus(ctx: Context) -> list[str]:
     if source == "flag":
         return [f"--gpus {gpus} differs from the {logged} ranks the logged throughput implies "
                 f"({names} = {logged}); kept --gpus {gpus}"]
-    raise AmscError(f"gpus {gpus} ({ctx.placement.how['gpus']}) disagrees with the logged "
-                    f"throughput: {names} = {logged}; pass --gpus {logged} (or --gpus {gpus} if "
-                    "the per-GPU figure is what is wrong)")
+    raise AmscError(f"{ctx.placement.how['gpus']} disagrees with the logged throughput: "
+                    f"{names} = {logged}; pass --gpus {logged} (or --gpus {gpus} if the "
+                    "per-GPU figure is what is wrong)")
 
 
 # ---------------------------------------------------------------- rules 3, 4: step time vs clock

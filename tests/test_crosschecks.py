@@ -205,9 +205,9 @@ def test_allocation_ngpus_disagreeing_with_logged_ratio_is_refused(tmp_path):
     # Logged tps / tps_per_gpu says 24 ranks ran; NGPUS 48 is the allocation.
     r = run_cli(run, "--config", "c")
     assert error_line(r) == (
-        "error: gpus 48 (gpus 48 = NGPUS (the allocation; no world size recorded)) disagrees "
-        "with the logged throughput: train/tps / train/tps_per_gpu = 24; pass --gpus 24 "
-        "(or --gpus 48 if the per-GPU figure is what is wrong)")
+        "error: gpus 48 = NGPUS (the allocation; no world size recorded) disagrees with the "
+        "logged throughput: train/tps / train/tps_per_gpu = 24; pass --gpus 24 (or --gpus 48 "
+        "if the per-GPU figure is what is wrong)")
     assert r.exit_code == 1
     row = one_row(run_cli(run, "--config", "c", "--gpus", "24"))
     assert (row["gpus"], row["nodes"]) == ("24", "2")
@@ -216,7 +216,7 @@ def test_allocation_ngpus_disagreeing_with_logged_ratio_is_refused(tmp_path):
 def test_world_size_disagreeing_with_logged_ratio_is_refused(tmp_path):
     run = aurora_run(tmp_path, PPN_6, WORLD_SIZE_IN_USE="12", world_size="12")
     line = error_line(run_cli(run, "--config", "c"))
-    assert "gpus 12 (gpus 12 = max(WORLD_SIZE_IN_USE 12, world_size 12)) disagrees" in line
+    assert line.startswith("error: gpus 12 = max(WORLD_SIZE_IN_USE 12, world_size 12) disagrees")
     assert line.endswith("train/tps / train/tps_per_gpu = 24; pass --gpus 24 (or --gpus 12 if "
                          "the per-GPU figure is what is wrong)")
 
@@ -363,8 +363,8 @@ def test_retried_attempts_in_one_file_are_refused_with_a_list(tmp_path):
     t1, t2 = (format_timestamp(x[0]["timestamp"]) for x in (first, second))
     assert error_line(r) == (
         "error: the records hold 2 attempts (step numbers start again or the logged world size "
-        f"changes: a retried or resumed job): #1 steps 1..20 from {t1} (20 records, 1 ranks); "
-        f"#2 steps 1..30 from {t2} (30 records, 1 ranks); pass --attempt last, or --attempt N "
+        f"changes: a retried or resumed job): #1 steps 1..20 from {t1} (20 records, 1 rank); "
+        f"#2 steps 1..30 from {t2} (30 records, 1 rank); pass --attempt last, or --attempt N "
         "for one of them")
     assert r.exit_code == 1
 
@@ -377,7 +377,7 @@ def test_attempt_last_exports_the_last_attempt_only(tmp_path):
             "timestamp": format_timestamp(second[0]["timestamp"])}
     assert row == want  # the fixture's numbers exactly: nothing of attempt 1 leaked in
     assert notes(r) == [
-        f"exported attempt #2 steps 1..30 from {want['timestamp']} (30 records, 1 ranks) of 2; "
+        f"exported attempt #2 steps 1..30 from {want['timestamp']} (30 records, 1 rank) of 2; "
         "left out 20 records of the others", MFU_NOTE]
 
 
