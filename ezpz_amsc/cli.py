@@ -263,7 +263,7 @@ run_dirs_argument = click.argument("run_dirs", metavar="RUN_DIR...", nargs=-1, t
 
 # The ExportOptions fields, one option each; export_options() builds the dataclass.
 ROW_FIELDS = ("config", "status", "error", "system", "nodes", "gpus", "timestamp",
-              "wall_time_sec", "warmup", "reducer")
+              "wall_time_sec", "warmup", "reducer", "attempt")
 row_options = _apply([
     click.option("--config", metavar="LABEL",
                  help=f"Benchmark label for the row, e.g. {CONFIG_EXAMPLE} (required)."),
@@ -274,7 +274,8 @@ row_options = _apply([
     click.option("--system", metavar="NAME", help="Facility name. Default: MACHINE from "
                  "provenance, else ezpz's get_machine(HOSTNAME)."),
     click.option("--nodes", type=int, metavar="N",
-                 help="Nodes used. Default: ceil(gpus / GPUS_PER_NODE), else NUM_NODES."),
+                 help="Nodes used. Default: ceil(gpus / ranks per node of the launch command, "
+                      "else GPUS_PER_NODE), else NUM_NODES."),
     click.option("--gpus", type=int, metavar="N",
                  help="GPUs (ranks) used. Default: max(WORLD_SIZE_IN_USE, world_size), else "
                       "NGPUS (the allocation)."),
@@ -286,6 +287,10 @@ row_options = _apply([
                  help="Leading steps dropped before reducing (N >= 0)."),
     click.option("--reducer", type=click.Choice(REDUCERS), default="median", show_default=True,
                  help="How each per-step series becomes one number."),
+    click.option("--attempt", metavar="last|N",
+                 help="When the records hold several attempts (a retried or resumed job: step "
+                      "numbers start again, or the world size changes), export only this one: "
+                      "'last' or its number, 1 = first. Default: refuse and list them."),
 ])
 
 results_file_options = _apply([

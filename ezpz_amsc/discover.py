@@ -223,13 +223,33 @@ def find_run_files(run_dir: str | os.PathLike[str]) -> RunFiles:
         else:
             files.metrics = MetricsSource("run-id", folder, single=run_id[folder][0])
 
-    # Provenance next to the metrics first, then the shallowest.
-    anchor = files.metrics.folder if files.metrics else root
-
-    def rank(p: Path) -> tuple[int, int, str]:
-        return (0 if p.parent == anchor else 1, len(p.parts), str(p))
-
-    files.run_info.sort(key=rank)
-    files.config.sort(key=rank)
-    files.reports.sort(key=rank)
+    _place_provenance(files)
     return files
+
+
+def _place_provenance(files: RunFiles) -> None:
+    """Keep provenance of this run only: the metrics folder and its parents up to the
+    run directory (reports also in a subfolder of the metrics folder, where
+    ``dataset_fname`` puts them). A sibling folder is another run, or another
+    attempt (diffusion's finalize writes into a new timestamped folder).
+    Next to the metrics first, then the nearest parent.
+    """
+    root = files.root
+    anchor = files.metrics.folder if files.metrics else root
+    chain = [anchor, *anchor.parents]
+    chain = chain[:chain.index(root) + 1] if root in chain else [anchor]
+    depth = {folder: i for i, folder in enumerate(chain)}
+
+    def place(paths: list[Path], reports: bool) -> list[Path]:
+        keep, away = [], []
+        for p in paths:
+            ok = p.parent in depth or (reports and p.parent.parent == anchor)
+            (keep if ok else away).append(p)
+        for p in away:
+            files.notes.append(f"ignored {rel_to(root, p)}: not in the metrics folder or a "
+                               "folder above it (another run's or attempt's?)")
+        return sorted(keep, key=lambda p: (depth.get(p.parent, 0.5), str(p)))
+
+    files.run_info = place(files.run_info, False)
+    files.config = place(files.config, False)
+    files.reports = place(files.reports, True)

@@ -223,8 +223,13 @@ def render(result: ExportResult, colour: bool = False, quiet: bool = False) -> s
     item("steps", steps)
     cov = d.get("step_coverage")
     if cov:
-        more(f"step numbers {cov['first']}..{cov['last']} have gaps (smallest stride "
+        more(f"step numbers {cov['first']}..{cov['last']} have gaps (stride "
              f"{cov['stride']}): {cov['logged']} of ~{cov['estimated_total']} steps logged")
+    attempts = d.get("attempts") or []
+    if len(attempts) > 1:
+        chosen = d.get("attempt")
+        more(f"{len(attempts)} attempts in the records; exported "
+             + (f"#{chosen}" if chosen else "none"))
 
     trend = d.get("trend")
     label = _TREND_LABEL.get(trend["series"], "trend") if trend else "throughput"

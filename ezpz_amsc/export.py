@@ -10,7 +10,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .discover import RunFiles, find_run_files
+from .checks import Context, plural, run_checks, unfinished_evidence
+from .discover import find_run_files
 from .errors import AmscError
 from .options import ExportOptions  # re-exported: its home moved to options.py
 from .provenance import load_provenance, resolve_placement
@@ -20,27 +21,14 @@ from .steps import Steps, read_steps
 if TYPE_CHECKING:
     from .reduce import Reduced
 
+__all__ = ["ExportOptions", "ExportResult", "export_many", "export_run", "plural"]
+
 
 @dataclass
 class ExportResult:
     row: dict[str, str]
     notes: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
-
-
-def plural(n: int, word: str) -> str:
-    """``1 step``, ``2 steps``: counts in notes and reports."""
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def unfinished_evidence(files: RunFiles, steps: Steps | None) -> list[str]:
-    """Signs that the job did not reach ``History.finalize()`` (it cannot prove success)."""
-    why = []
-    if steps is not None and steps.truncated_last_line:
-        why.append(f"{steps.files_read[-1].name} ends in a truncated line")
-    if not files.run_info and not files.reports:
-        why.append("no run_info.json and no report: History.finalize() did not run")
-    return why
 
 
 def coverage_text(red: Reduced) -> str | None:
@@ -54,66 +42,31 @@ def coverage_text(red: Reduced) -> str | None:
             f"steps {cov.first}..{cov.last})")
 
 
-def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportResult:
-    """Export one run directory. Raises :class:`AmscError` for anything a user caused.
+def _reading_notes(steps: Steps, n: int, max_line: int) -> list[str]:
+    """What reading the metrics skipped or fell back on."""
+    notes = []
+    if steps.rank not in (0, None) and n:
+        notes.append(f"rank 0 logged no step; used rank {steps.rank}")
+    dropped = {k: v for k, v in steps.nonfinite.items() if v}
+    if dropped:
+        parts = ", ".join(f"{k} {v}" for k, v in dropped.items())
+        notes.append(f"dropped {sum(dropped.values())} non-finite values ({parts})")
+    if steps.bad_lines:
+        notes.append(f"skipped {plural(steps.bad_lines, 'unparsable line')}")
+    if steps.long_lines:
+        size = f"{max_line >> 20} MiB" if max_line >= 1 << 20 else f"{max_line} bytes"
+        notes.append(f"skipped {plural(steps.long_lines, 'line')} over {size} unread")
+    if steps.truncated_last_line:
+        notes.append(f"last line of {steps.files_read[-1].name} is truncated; ignored it")
+    return notes
 
-    ``opts`` validated itself when it was built (:class:`ExportOptions`).
-    """
-    from .reduce import reduce_steps  # numpy: only once there is work to do
 
-    files = find_run_files(run_dir)
-    notes: list[str] = list(files.notes)
-    source = files.metrics
-    if source is None and opts.status == "pass":
-        looked = "metrics-<rank>.jsonl, metrics.jsonl or a <run_id>.jsonl with 'metrics' records"
-        raise AmscError(f"{files.root}: no metrics found (looked for {looked}); "
-                        "if the run failed, pass --status fail")
-    # Provenance before the (possibly long) read: a missing flag fails fast.
-    prov = load_provenance(files)
-    placement = resolve_placement(prov, opts.system, opts.nodes, opts.gpus)
-    notes.extend(prov.notes)
-
-    steps = read_steps(source, opts.max_line_bytes) if source is not None else None
-    n = len(steps) if steps is not None else 0
-
-    if n == 0 and opts.status == "pass":
-        assert steps is not None  # no metrics source at all was refused above
-        read = ", ".join(str(p) for p in steps.files_read) or str(source.folder)
-        raise AmscError(f"{read}: no step records (lines with numeric 'metrics'); "
-                        "if the run failed, pass --status fail")
-
-    red = reduce_steps(steps, opts.warmup, opts.reducer) if steps is not None else None
-    if steps is not None:
-        if steps.rank not in (0, None) and n:
-            notes.append(f"rank 0 logged no step; used rank {steps.rank}")
-        dropped = {k: v for k, v in steps.nonfinite.items() if v}
-        if dropped:
-            parts = ", ".join(f"{k} {v}" for k, v in dropped.items())
-            notes.append(f"dropped {sum(dropped.values())} non-finite values ({parts})")
-        if steps.bad_lines:
-            notes.append(f"skipped {plural(steps.bad_lines, 'unparsable line')}")
-        if steps.long_lines:
-            limit = opts.max_line_bytes
-            size = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit} bytes"
-            notes.append(f"skipped {plural(steps.long_lines, 'line')} over {size} unread")
-        if steps.truncated_last_line:
-            notes.append(f"last line of {steps.files_read[-1].name} is truncated; ignored it")
-    unfinished = unfinished_evidence(files, steps)
-    if unfinished:
-        hint = "; pass --status fail if the job failed" if opts.status == "pass" else ""
-        notes.append(f"run looks unfinished ({'; '.join(unfinished)}); "
-                     f"status stays {opts.status!r}{hint}")
-    if red is not None:
-        notes.extend(red.notes)
-
-    values: dict[str, Any] = {
-        "config": opts.config, "system": placement.system, "nodes": placement.nodes,
-        "gpus": placement.gpus, "status": opts.status, "error": opts.error or "",
-        "steps": n if n else None,
-    }
+def _time_values(ctx: Context, notes: list[str]) -> dict[str, Any]:
+    """timestamp and wall_time_sec: from the steps, else the flags; refuse when neither."""
+    opts, red = ctx.opts, ctx.red
+    n = red.steps if red is not None else 0
+    values: dict[str, Any] = {}
     missing: list[str] = []
-
-    # timestamp: the first step's, else --timestamp.
     if opts.timestamp:
         values["timestamp"] = opts.timestamp
     elif red is not None and red.first_timestamp is not None:
@@ -121,7 +74,7 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
     else:
         missing.append("--timestamp YYYY-MM-DDTHH:MM:SSZ")
 
-    # wall time: summed step time over all steps (warmup included), else the flag.
+    # Summed step time over all steps (warmup included), else the flag.
     summed = red.wall_time_sec if red is not None else None
     covers = coverage_text(red) if red is not None else None
     if opts.wall_time_sec is not None:
@@ -142,40 +95,91 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
             why += f"; all {red.invalid['dt']} step times logged are zero or negative"
         what = ", ".join(m.split()[0][2:].replace("-", "_") for m in missing)
         raise AmscError(f"cannot tell {what} ({why}); pass {' '.join(missing)}")
+    return values
 
-    if red is not None and n:
-        st = red.stats
-        tps, tpg = st["tps"].value, st["tps_per_gpu"].value
-        if tps is None and tpg is not None:
-            tps = tpg * placement.gpus
-            notes.append(f"throughput_tokens_per_sec derived as per-GPU x {placement.gpus} gpus "
-                         "(no global throughput logged)")
-        elif tpg is None and tps is not None:
-            tpg = tps / placement.gpus
-            notes.append(f"throughput_tokens_per_sec_per_gpu derived as global / "
-                         f"{placement.gpus} gpus (no per-GPU throughput logged)")
-        mfu = st["mfu"].value
-        if st["mfu"].all_zero:
-            mfu = None
-            notes.append("mfu is 0.0 on every step (ezpz writes 0.0 when it does not know the "
-                         "device's peak FLOPS); left empty")
-        for name, s in st.items():
-            if s.kept_warmup:
-                notes.append(f"--warmup {opts.warmup} leaves no {name} values; reduced all "
-                             f"{plural(s.used, 'step')}")
-        values.update({
-            "throughput_tokens_per_sec": fmt(tps, 3),
-            "throughput_tokens_per_sec_per_gpu": fmt(tpg, 3),
-            "mfu": fmt(mfu, 3),
-            "tflops": fmt(st["tflops"].value, 3),
-            "final_loss": fmt(red.final_loss, 6),
-        })
 
+def _metric_values(ctx: Context, notes: list[str]) -> dict[str, Any]:
+    """The reduced metric cells; a throughput logged one way only is derived the other."""
+    red, gpus = ctx.red, ctx.placement.gpus
+    if red is None or not red.steps:
+        return {}
+    st = red.stats
+    tps, tpg = st["tps"].value, st["tps_per_gpu"].value
+    if tps is None and tpg is not None:
+        tps = tpg * gpus
+        notes.append(f"throughput_tokens_per_sec derived as per-GPU x {gpus} gpus "
+                     "(no global throughput logged)")
+    elif tpg is None and tps is not None:
+        tpg = tps / gpus
+        notes.append(f"throughput_tokens_per_sec_per_gpu derived as global / "
+                     f"{gpus} gpus (no per-GPU throughput logged)")
+    mfu = st["mfu"].value
+    if st["mfu"].all_zero:
+        mfu = None
+        notes.append("mfu is 0.0 on every step (ezpz writes 0.0 when it does not know the "
+                     "device's peak FLOPS); left empty")
+    for name, s in st.items():
+        if s.kept_warmup:
+            notes.append(f"--warmup {ctx.opts.warmup} leaves no {name} values; reduced all "
+                         f"{plural(s.used, 'step')}")
+    return {
+        "throughput_tokens_per_sec": fmt(tps, 3),
+        "throughput_tokens_per_sec_per_gpu": fmt(tpg, 3),
+        "mfu": fmt(mfu, 3),
+        "tflops": fmt(st["tflops"].value, 3),
+        "final_loss": fmt(red.final_loss, 6),
+    }
+
+
+def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportResult:
+    """Export one run directory. Raises :class:`AmscError` for anything a user caused.
+
+    find files → provenance → read steps → reduce → cross-check → row. ``opts``
+    validated itself when it was built (:class:`ExportOptions`).
+    """
+    from .reduce import reduce_steps  # numpy: only once there is work to do
+
+    files = find_run_files(run_dir)
+    source = files.metrics
+    if source is None and opts.status == "pass":
+        looked = "metrics-<rank>.jsonl, metrics.jsonl or a <run_id>.jsonl with 'metrics' records"
+        raise AmscError(f"{files.root}: no metrics found (looked for {looked}); "
+                        "if the run failed, pass --status fail")
+    # Provenance before the (possibly long) read: a missing flag fails fast.
+    prov = load_provenance(files)
+    placement = resolve_placement(prov, opts.system, opts.nodes, opts.gpus)
+    steps = read_steps(source, opts.max_line_bytes) if source is not None else None
+    red = (reduce_steps(steps, opts.warmup, opts.reducer, opts.attempt)
+           if steps is not None else None)
+    n = red.steps if red is not None else 0
+    if n == 0 and opts.status == "pass":
+        assert steps is not None  # no metrics source at all was refused above
+        read = ", ".join(str(p) for p in steps.files_read) or str(source.folder)
+        raise AmscError(f"{read}: no step records (lines with numeric 'metrics'); "
+                        "if the run failed, pass --status fail")
+
+    ctx = Context(opts, files, prov, placement, steps, red)
+    notes = [*files.notes, *prov.notes,
+             *(_reading_notes(steps, n, opts.max_line_bytes) if steps is not None else []),
+             *(red.notes if red is not None else []), *run_checks(ctx)]
+    values: dict[str, Any] = {
+        "config": opts.config, "system": placement.system, "nodes": placement.nodes,
+        "gpus": placement.gpus, "status": opts.status, "error": opts.error or "",
+        "steps": n if n else None,
+        **_time_values(ctx, notes), **_metric_values(ctx, notes),
+    }
     row = build_row(values)
     problems = dashboard_problems(row)
     if problems:  # a bug, not a user error: never print a row the dashboard rejects
         raise AmscError(f"internal: row would be rejected by the dashboard: {'; '.join(problems)}")
+    return ExportResult(row=row, notes=notes, details=_details(ctx, notes))
 
+
+def _details(ctx: Context, notes: list[str]) -> dict[str, Any]:
+    """What ``--explain`` and ``--format json`` show: where every number came from."""
+    opts, files, steps, red = ctx.opts, ctx.files, ctx.steps, ctx.red
+    source = files.metrics
+    n = red.steps if red is not None else 0
     warm_steps = opts.warmup if n > opts.warmup else 0  # all kept when none is left
     details: dict[str, Any] = {
         "run_dir": str(files.root),
@@ -184,8 +188,8 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
         "rank_files_not_read": steps.files_not_read if steps is not None else 0,
         "other_rank_records": sum(steps.other_ranks.values()) if steps is not None else 0,
         "rank": steps.rank if steps is not None else None,
-        "provenance": {"tiers": prov.tiers, "sources": prov.source},
-        "placement": placement.how,
+        "provenance": {"tiers": ctx.prov.tiers, "sources": ctx.prov.source},
+        "placement": ctx.placement.how,
         "steps": n,
         "steps_used": n - warm_steps,
         "steps_dropped_warmup": warm_steps,
@@ -194,7 +198,9 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
         "series": {},
         "trend": None,
         "step_coverage": asdict(red.coverage) if red is not None and red.coverage else None,
-        "unfinished": unfinished,
+        "attempts": [asdict(s) for s in red.segments] if red is not None else [],
+        "attempt": red.attempt if red is not None else None,
+        "unfinished": unfinished_evidence(ctx),
         "notes": notes,
     }
     if red is not None:
@@ -206,7 +212,7 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
                 "value": s.value, "p10": s.p10, "p90": s.p90, "all_zero": s.all_zero,
             }
         details["trend"] = _trend(red, details["series"], opts.warmup)
-    return ExportResult(row=row, notes=notes, details=details)
+    return details
 
 
 def export_many(run_dirs: list[str], opts: ExportOptions

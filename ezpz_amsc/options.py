@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -23,6 +24,13 @@ MAX_COUNT = 1_000_000
 # A metrics line longer than this is skipped unread rather than held in memory.
 MAX_LINE_BYTES = 64 << 20
 CONFIG_EXAMPLE = "agpt-2b/bs1/seq2048/tp1"
+# Step timestamps the row may use: from 2015-01-01 (older is a clock counting
+# from boot, e.g. time.monotonic()) to now, plus some skew between two hosts' clocks.
+TIMESTAMP_MIN = 1420070400.0
+CLOCK_SLACK_SEC = 600.0
+# A cell starting like this runs as a formula when the CSV is opened in a
+# spreadsheet; "-" followed by a digit is a negative number and stays.
+_FORMULA = re.compile(r"[=+@]|-[^0-9]")
 
 # The finalize hook's settings (read when it runs, so a job script can ``export`` them).
 ENV_CONFIG = "EZPZ_AMSC_CONFIG"
@@ -51,6 +59,11 @@ def flag_of(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def formula_like(text: str) -> bool:
+    """True when a spreadsheet would run ``text`` as a formula (=, +, @, or - and no digit)."""
+    return bool(_FORMULA.match(text))
+
+
 def digits(text: str) -> str:
     """A long number shortened for a message: ``100000000000... (401 digits)``."""
     return text if len(text) <= 20 else f"{text[:12]}... ({len(text)} digits)"
@@ -71,6 +84,7 @@ class ExportOptions:
     reducer: str = "median"
     wall_time_sec: float | None = None
     timestamp: str | None = None
+    attempt: str | None = None  # "last" or a 1-based number: one attempt of several
     max_line_bytes: int = MAX_LINE_BYTES
 
     def __post_init__(self) -> None:
@@ -137,11 +151,17 @@ def validate_options(opts: ExportOptions) -> None:
         raise OptionError("wall_time_sec", _positive_reason("wall_time_sec", wall))
     if opts.timestamp is not None:
         check_timestamp(opts.timestamp)
+    if opts.attempt is not None and opts.attempt != "last" and not (
+            opts.attempt.isdigit() and 1 <= int(opts.attempt) <= MAX_COUNT):
+        raise OptionError("attempt", f"must be 'last' or a number from 1, got {opts.attempt!r}")
     for name in ("config", "system", "error"):
         val = getattr(opts, name) or ""
         if val and not val.isprintable():  # line breaks, control chars, undecodable bytes
             raise OptionError(name, f"must be a single line of printable text, got {val!r}",
                               standalone=True)
+        if formula_like(val):
+            raise OptionError(name, f"{val!r} would run as a formula when the CSV is opened "
+                                    "in a spreadsheet (it starts with =, +, @ or - and no digit)")
 
 
 def check_count(name: str, value: int | None) -> None:
@@ -157,16 +177,21 @@ def check_count(name: str, value: int | None) -> None:
 
 def check_timestamp(text: str) -> None:
     """Exactly ``YYYY-MM-DDTHH:MM:SSZ``, the form the row is written in."""
+    import time
+
     from .row import format_timestamp, parse_timestamp
 
     try:
         # strptime also takes "2026-8-1T1:1:1Z" and second 61; the row needs the
         # exact form, so only a text that formats back to itself is accepted.
-        if format_timestamp(parse_timestamp(text)) != text:
+        when = parse_timestamp(text)
+        if format_timestamp(when) != text:
             raise ValueError(text)
     except (ValueError, OverflowError, OSError):
         raise OptionError("timestamp", f"must look like 2026-08-11T17:11:17Z, "
                                        f"got {text!r}") from None
+    if not TIMESTAMP_MIN <= when <= time.time() + CLOCK_SLACK_SEC:
+        raise OptionError("timestamp", f"{text} is before 2015 or later than now")
 
 
 def check_lock_timeout(seconds: float) -> float:

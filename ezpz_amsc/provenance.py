@@ -16,16 +16,19 @@ from typing import Any
 
 from .discover import RunFiles, rel_to
 from .errors import AmscError
-from .options import MAX_COUNT, digits
+from .options import MAX_COUNT, digits, formula_like
 
 KEYS = ("MACHINE", "HOSTNAME", "NUM_NODES", "NGPUS", "GPUS_PER_NODE",
-        "WORLD_SIZE_IN_USE", "world_size")
+        "WORLD_SIZE_IN_USE", "world_size", "EZPZ_RUN_COMMAND")
 _COUNT_KEYS = ("NUM_NODES", "NGPUS", "GPUS_PER_NODE", "WORLD_SIZE_IN_USE", "world_size")
 # The flag that settles each count when provenance cannot.
 COUNT_FLAG = {"NUM_NODES": "--nodes", "GPUS_PER_NODE": "--nodes", "NGPUS": "--gpus",
               "WORLD_SIZE_IN_USE": "--gpus", "world_size": "--gpus"}
 _MAX_PROVENANCE_BYTES = 16 << 20
 _COUNT = re.compile(r"\s*\+?(\d+)(?:\.0*)?\s*\Z")
+# Launcher flags that give ranks per node: mpiexec/mpirun, srun, torchrun.
+PPN_FLAGS = ("--ppn", "-ppn", "--npernode", "-npernode", "--ntasks-per-node",
+             "--nproc_per_node", "--nproc-per-node")
 _BULLET = re.compile(r"^\s*[-*]\s+\*\*(?P<key>[^*]+)\*\*:\s*(?P<val>.*?)\s*$")
 
 
@@ -43,6 +46,47 @@ class Placement:
     nodes: int
     gpus: int
     how: dict[str, str]  # column -> one-line derivation, for --explain
+    gpus_source: str = "flag"  # "flag", "world_size" (the ranks that ran) or "NGPUS" (allocation)
+
+
+def ranks_per_node(command: str) -> tuple[int, str] | None:
+    """Ranks per node from a launch line (shell string or Python list repr), and the flag.
+
+    Only the launcher's own options count: scanning stops at the program it
+    starts (``python...``, a ``.py`` file, ``--``), whose arguments are not its.
+    """
+    import shlex
+
+    text = command.strip()
+    words: list[str] | None = None
+    if text.startswith("["):
+        import ast
+
+        try:
+            parsed = ast.literal_eval(text)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            parsed = None
+        if isinstance(parsed, list) and all(isinstance(w, str) for w in parsed):
+            words = parsed
+    if words is None:
+        try:
+            words = shlex.split(text)
+        except ValueError:  # unbalanced quotes
+            words = text.split()
+    found = None
+    for i, word in enumerate(words):
+        base = os.path.basename(word)
+        if i and (word == "--" or base.startswith("python") or word.endswith(".py")):
+            break
+        flag, eq, value = word.partition("=")
+        if flag not in PPN_FLAGS:
+            continue
+        if not eq:
+            value = words[i + 1] if i + 1 < len(words) else ""
+        m = _COUNT.match(value)
+        if m and 0 < int(m.group(1)) <= MAX_COUNT:
+            found = (int(m.group(1)), f"{flag} {int(m.group(1))}")
+    return found
 
 
 def _read_text(path: Path, notes: list[str]) -> str | None:
@@ -91,6 +135,9 @@ def _from_json(path: Path, section: str | None, notes: list[str]) -> dict[str, s
             notes.append(f"skipped {path.name}: not a JSON object")
         return None
     out = {}
+    command = doc.get("EZPZ_RUN_COMMAND")
+    if isinstance(command, list):  # config.json keeps native types: the argv list
+        doc = {**doc, "EZPZ_RUN_COMMAND": repr([str(w) for w in command])}
     for k in KEYS:
         s = _scalar(doc.get(k))
         if s:
@@ -189,11 +236,17 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
     elif prov.values.get("MACHINE"):
         system = prov.values["MACHINE"]
         how["system"] = f"system {system} = MACHINE from {prov.source['MACHINE']}"
+        if formula_like(system):
+            raise AmscError(f"MACHINE={system!r} from {prov.source['MACHINE']} would run as a "
+                            "formula when the CSV is opened in a spreadsheet; pass --system NAME")
     elif prov.values.get("HOSTNAME"):
         from ._ezpz import get_machine
 
         host = prov.values["HOSTNAME"]
         system, by = get_machine(host)
+        if formula_like(system):
+            raise AmscError(f"HOSTNAME={host!r} from {prov.source['HOSTNAME']} would run as a "
+                            "formula when the CSV is opened in a spreadsheet; pass --system NAME")
         how["system"] = (f"system {system} = {by}(HOSTNAME {host!r} from "
                          f"{prov.source['HOSTNAME']})")
         known = "" if system != host else ", which names no known facility"
@@ -208,24 +261,26 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
     ws = None if gpus is not None else _count(prov, "world_size")
     gpn = None if nodes is not None else _count(prov, "GPUS_PER_NODE", allow_zero=True)
 
+    gpus_source = "flag"
     if gpus is not None:
         how["gpus"] = f"gpus {gpus} = --gpus"
     elif wsiu is not None or ws is not None:
         # Under torchrun WORLD_SIZE_IN_USE reads 1 while world_size is right.
         gpus = max(x for x in (wsiu, ws) if x is not None)
+        gpus_source = "world_size"
         how["gpus"] = (f"gpus {gpus} = max(WORLD_SIZE_IN_USE {wsiu if wsiu is not None else '?'}"
                        f", world_size {ws if ws is not None else '?'})")
     elif (ngpus := _count(prov, "NGPUS")) is not None:
         gpus = ngpus
+        gpus_source = "NGPUS"
         how["gpus"] = f"gpus {gpus} = NGPUS (the allocation; no world size recorded)"
     else:
         missing.append("--gpus N")
 
     if nodes is not None:
         how["nodes"] = f"nodes {nodes} = --nodes"
-    elif gpus is not None and gpn:
-        nodes = -(-gpus // gpn)
-        how["nodes"] = f"nodes {nodes} = ceil({gpus} / GPUS_PER_NODE {gpn})"
+    elif gpus is not None and (nodes := _nodes_from_ranks(prov, gpus, gpn, how)) is not None:
+        pass
     elif (num_nodes := _count(prov, "NUM_NODES")) is not None:
         nodes = num_nodes
         why = "GPUS_PER_NODE is 0" if gpn == 0 else "GPUS_PER_NODE unknown"
@@ -252,4 +307,37 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
         prov.notes.append(f"nodes {nodes} exceeds gpus {gpus}: some nodes ran no rank")
     if gpus_flag and gpn and gpus % gpn:
         prov.notes.append(f"--gpus {gpus} is not a multiple of GPUS_PER_NODE {gpn}")
-    return Placement(system=system, nodes=nodes, gpus=gpus, how=how)
+    return Placement(system=system, nodes=nodes, gpus=gpus, how=how, gpus_source=gpus_source)
+
+
+def _nodes_from_ranks(prov: Provenance, gpus: int, gpn: int | None,
+                      how: dict[str, str]) -> int | None:
+    """ceil(ranks / ranks per node), from the launch line, else from GPUS_PER_NODE.
+
+    ezpz runs fewer ranks per node than GPUS_PER_NODE when asked (``--ppn 6``
+    on a 12-tile Aurora node), so the launch line wins. NUM_NODES is the
+    allocation: the result may be below it (with a note when nothing says how
+    the ranks were spread), never above it.
+    """
+    command = prov.values.get("EZPZ_RUN_COMMAND")
+    ppn = ranks_per_node(command) if command else None
+    if ppn is not None:
+        per_node, why = ppn[0], f"{ppn[1]} in EZPZ_RUN_COMMAND"
+    elif gpn:
+        per_node, why = gpn, "GPUS_PER_NODE"
+    else:
+        return None
+    nodes = -(-gpus // per_node)
+    how["nodes"] = f"nodes {nodes} = ceil({gpus} / " + (
+        f"{per_node} ranks per node, {why})" if ppn else f"GPUS_PER_NODE {gpn})")
+    num_nodes = _count(prov, "NUM_NODES")
+    if num_nodes is None:
+        return nodes
+    if nodes > num_nodes:
+        raise AmscError(f"{gpus} ranks at {per_node} per node ({why}) need {nodes} nodes, but "
+                        f"the job had NUM_NODES {num_nodes}; pass --nodes N")
+    if nodes < num_nodes and ppn is None:
+        prov.notes.append(f"nodes {nodes} assumes {gpn} ranks per node (GPUS_PER_NODE); the "
+                          f"job had {num_nodes} nodes (NUM_NODES); pass --nodes {num_nodes} "
+                          "if the ranks were spread thinner")
+    return nodes

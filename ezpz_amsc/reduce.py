@@ -7,22 +7,58 @@ pay for it.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .options import REDUCERS
-from .steps import SERIES, Steps
+from .errors import AmscError
+from .options import CLOCK_SLACK_SEC, MAX_COUNT, REDUCERS, TIMESTAMP_MIN
+from .steps import COUNTER_KEYS, SERIES, Steps
 
 # Values no real step can have are dropped like non-finite ones (and noted):
 # a step takes time, and throughput, MFU and TFLOPS are never negative. Zero
 # stays for those three: ezpz writes mfu 0.0 when it does not know the peak.
 POSITIVE_SERIES = ("dt",)
 NON_NEGATIVE_SERIES = ("tps", "tps_per_gpu", "mfu", "tflops")
-# Epoch seconds that format as YYYY-MM-DDTHH:MM:SSZ: 1970-01-01 to 9999-12-31.
-# Anything outside is a broken clock, and time.gmtime cannot take all of it.
-TIMESTAMP_RANGE = (0.0, 253402300799.0)
+# MFU is a percentage of the device's peak: above 100 it is not a utilisation
+# (FP8 measured against a BF16 peak table, fsdp_tp's tensor-parallel over-count).
+MFU_MAX_PCT = 100.0
+# A first step stamped more than 2 days before the second comes from a skewed
+# clock: no job on these machines pauses that long between two steps.
+FIRST_GAP_MAX_SEC = 2 * 86400.0
+# train/tps / train/tps_per_gpu is the world size, a whole number up to rounding.
+RATIO_TOLERANCE = 0.01
 
+
+@dataclass
+class Segment:
+    """Records (file order) whose step numbers increase, on one logged world size."""
+
+    start: int  # index among the training-step records, file order
+    stop: int
+    first_step: float | None
+    last_step: float | None
+    first_timestamp: float | None
+    ranks: int | None  # train/tps / train/tps_per_gpu, when logged and whole
+
+    @property
+    def records(self) -> int:
+        return self.stop - self.start
+
+
+@dataclass
+class Timestamps:
+    """What the steps' clock says, for the clock checks (all counts over the steps used)."""
+
+    present: int = 0  # steps with a numeric timestamp
+    implausible: int = 0  # of those, before 2015 or later than now
+    first_bad: float | None = None  # the first implausible value, for messages
+    first_step_raw: float | None = None  # the first step's timestamp as logged
+    used_step: float | None = None  # step number whose timestamp is the row's
+    used_index: int | None = None  # its position among the ordered steps
+    skewed_first: str | None = None  # why the first step's plausible timestamp was passed over
+    last_read: float | None = None  # latest plausible timestamp of every step read
 
 @dataclass
 class SeriesStats:
@@ -46,8 +82,8 @@ class StepCoverage:
     logged: int  # distinct step numbers logged
     first: int
     last: int
-    stride: int  # smallest distance between consecutive logged step numbers
-    estimated_total: int  # steps the run likely took between first and last
+    stride: int  # the most common distance between consecutive logged step numbers
+    estimated_total: int  # steps the run likely took up to the last logged one
 
 
 @dataclass
@@ -61,6 +97,15 @@ class Reduced:
     notes: list[str] = field(default_factory=list)
     coverage: StepCoverage | None = None  # set only when the step numbers have gaps
     invalid: dict[str, int] = field(default_factory=dict)  # series -> values dropped as impossible
+    mfu_over_100: int = 0  # mfu values dropped for being above 100 %
+    ts_values: np.ndarray | None = None  # plausible timestamps in step order (NaN = none)
+    timestamps: Timestamps = field(default_factory=Timestamps)
+    not_steps: int = 0  # records without the run's step counter, left out
+    counter: str | None = None  # the run's step counter key
+    segments: list[Segment] = field(default_factory=list)  # attempts found in the records
+    attempt: int | None = None  # 1-based segment exported (--attempt), when there are several
+    loss_nonfinite_tail: int = 0  # trailing steps whose loss was logged non-finite
+    stale_loss: tuple[float, float | None] | None = None  # (last finite loss, its step)
 
 
 # np.median and np.percentile import numpy.ma on first use (~7 ms, more than
@@ -138,7 +183,9 @@ def step_coverage(step: np.ndarray) -> StepCoverage | None:
     Only whole step numbers are judged; a late start (ezpz's minimal example
     logs from step 6) is not a gap. The total is an estimate for the note, not
     a number the row uses: ``last - first + stride`` counts the steps before
-    the first logged one that its stride implies (10, 20, .., 300 → ~300).
+    the first logged one that its stride implies (10, 20, .., 300 → ~300). The
+    stride is the most common distance, so that a final step logged off the
+    stride does not shrink it (0, 10, .., 90, 99 → ~100, not ~108).
     """
     finite = step[np.isfinite(step)]
     if finite.size < 2 or not np.all(finite == np.floor(finite)):
@@ -151,8 +198,23 @@ def step_coverage(step: np.ndarray) -> StepCoverage | None:
     diffs = np.diff(uniq)
     if float(diffs.max()) <= 1:
         return None
-    first, last, stride = int(uniq[0]), int(uniq[-1]), int(diffs.min())
-    return StepCoverage(int(uniq.size), first, last, stride, last - first + stride)
+    first, last, stride = int(uniq[0]), int(uniq[-1]), _most_common(diffs)
+    if int(diffs[-1]) < stride:
+        # "every 10 steps plus the last one" (diffusion: 0, 10, .., 90, 99): the
+        # short last interval ends the run; only steps before the first count.
+        head = max(0, min(first - 1 if first else 0, stride - 1))
+        total = last - first + 1 + head
+    else:
+        total = last - first + stride
+    return StepCoverage(int(uniq.size), first, last, stride, total)
+
+
+def _most_common(x: np.ndarray) -> int:
+    """The most frequent value of an integer-valued array (the smallest on a tie)."""
+    d = np.sort(x)
+    starts = np.concatenate(([0], np.flatnonzero(d[1:] != d[:-1]) + 1))
+    counts = np.diff(np.append(starts, d.size))
+    return int(d[starts[int(np.argmax(counts))]])
 
 
 def trend(values: np.ndarray, warmup_steps: int, width: int = 60) -> dict[str, object]:
@@ -187,8 +249,8 @@ def trend(values: np.ndarray, warmup_steps: int, width: int = 60) -> dict[str, o
     }
 
 
-def _drop_impossible(cols: dict[str, np.ndarray]) -> dict[str, int]:
-    """NaN out values no real step can have; returns how many per series."""
+def _drop_impossible(cols: dict[str, np.ndarray]) -> tuple[dict[str, int], int]:
+    """NaN out values no real step can have; returns how many per series, and mfu > 100."""
     invalid: dict[str, int] = {}
     for name in (*POSITIVE_SERIES, *NON_NEGATIVE_SERIES):
         x = cols[name]
@@ -196,27 +258,136 @@ def _drop_impossible(cols: dict[str, np.ndarray]) -> dict[str, int]:
         if bad.any():
             invalid[name] = int(bad.sum())
             cols[name] = np.where(bad, np.nan, x)
-    return invalid
+    over = cols["mfu"] > MFU_MAX_PCT
+    over_100 = int(over.sum())
+    if over_100:
+        cols["mfu"] = np.where(over, np.nan, cols["mfu"])
+    return invalid, over_100
 
 
-def reduce_steps(steps: Steps, warmup: int, reducer: str) -> Reduced:
-    """Order records by step key then timestamp, and reduce every series."""
+def ranks_per_step(tps: np.ndarray, tps_per_gpu: np.ndarray) -> np.ndarray:
+    """Per step, ``train/tps / train/tps_per_gpu`` when it is a whole rank count, else NaN."""
+    with np.errstate(all="ignore"):
+        ratio = tps / tps_per_gpu
+        whole = np.round(ratio)
+        ok = (np.isfinite(ratio) & (whole >= 1) & (whole <= MAX_COUNT)
+              & (np.abs(ratio - whole) <= RATIO_TOLERANCE * whole))
+    return np.where(ok, whole, np.nan)
+
+
+def find_segments(step: np.ndarray, ts: np.ndarray, ranks: np.ndarray) -> list[Segment]:
+    """Split records (file order) into attempts.
+
+    A retried job appends a new attempt whose step numbers start again, so a
+    step number repeats; then every step that does not increase starts a new
+    segment. Without a repeat, records out of order are just out of order.
+    A change in the logged world size (a job resumed on more ranks) also splits.
+    """
+    n = int(step.size)
+    cuts: set[int] = set()
+    idx = np.flatnonzero(np.isfinite(step))
+    s = step[idx]
+    back = np.flatnonzero(s[1:] <= s[:-1]) + 1  # none in a run logged in order: no sort
+    if back.size:
+        ordered = np.sort(s)
+        if bool(np.any(ordered[1:] == ordered[:-1])):
+            cuts.update(idx[back].tolist())
+    ridx = np.flatnonzero(np.isfinite(ranks))
+    r = ranks[ridx]
+    cuts.update((ridx[np.flatnonzero(r[1:] != r[:-1]) + 1]).tolist())
+    bounds = [0, *sorted(cuts), n]
+    out = []
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        st, tt, rr = step[a:b], ts[a:b], ranks[a:b]
+        fs, ft, fr = st[np.isfinite(st)], tt[np.isfinite(tt)], rr[np.isfinite(rr)]
+        out.append(Segment(a, b, float(fs[0]) if fs.size else None,
+                           float(fs[-1]) if fs.size else None,
+                           float(ft[0]) if ft.size else None,
+                           int(fr[0]) if fr.size else None))
+    return out
+
+
+def _pick_attempt(segments: list[Segment], attempt: str) -> int:
+    """0-based index of the segment ``--attempt`` names (``last`` or 1-based N)."""
+    if attempt == "last":
+        return len(segments) - 1
+    k = int(attempt)
+    if not 1 <= k <= len(segments):
+        held = f"{len(segments)} attempt{'' if len(segments) == 1 else 's'}"
+        raise AmscError(f"--attempt {k}: the records hold {held}; pass --attempt last "
+                        f"or a number from 1 to {len(segments)}")
+    return k - 1
+
+
+def _first_timestamp(ts: np.ndarray, step: np.ndarray, out: Timestamps) -> float | None:
+    """The row's timestamp: the first step's, unless its clock is off (then the next one's)."""
+    cand = np.flatnonzero(np.isfinite(ts))
+    if not cand.size:
+        return None
+    used = int(cand[0])
+    if cand.size > 1:
+        a, b = float(ts[cand[0]]), float(ts[cand[1]])
+        nxt = _step_text(step[cand[1]])
+        if a > b + 1.0:
+            out.skewed_first = f"is later than {nxt}'s"
+        elif b - a > FIRST_GAP_MAX_SEC:
+            out.skewed_first = f"is {(b - a) / 86400:.0f} days before {nxt}'s"
+        if out.skewed_first:
+            used = int(cand[1])
+    out.used_index = used
+    out.used_step = float(step[used]) if np.isfinite(step[used]) else None
+    return float(ts[used])
+
+
+def _step_text(x: float) -> str:
+    return f"step {int(x)}" if np.isfinite(x) and x == int(x) else "the next step"
+
+
+def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = None,
+                 now: float | None = None) -> Reduced:
+    """Keep the training steps (of one attempt), order them, and reduce every series.
+
+    ``attempt``: ``last`` or a 1-based number, the segment to export when the
+    records hold several (see :func:`find_segments`); ``None`` keeps them all
+    and leaves the refusal to the checks.
+    """
     if reducer not in REDUCERS:
         raise ValueError(f"unknown reducer {reducer!r}")
-    n = len(steps)
     notes: list[str] = []
-    if n == 0:
+    if len(steps) == 0:
         return Reduced(0, None, None, None, notes=notes)
     step = np.frombuffer(steps.step, dtype=np.float64)
-    ts = np.frombuffer(steps.timestamp, dtype=np.float64)
+    ts_raw = np.frombuffer(steps.timestamp, dtype=np.float64)
     cols = {k: np.frombuffer(steps.series[k], dtype=np.float64) for k in SERIES}
+    bad_loss = np.zeros(len(steps), dtype=bool)
+    bad_loss[steps.loss_nonfinite] = True
 
-    lo, hi = TIMESTAMP_RANGE
-    bad_ts = (ts < lo) | (ts > hi)
-    if bad_ts.any():
-        k = int(bad_ts.sum())
-        notes.append(f"ignored {k} timestamp{'' if k == 1 else 's'} outside years 1970-9999")
-        ts = np.where(bad_ts, np.nan, ts)
+    # Only training steps: records without the run's counter (eval batches) are not.
+    not_steps = 0
+    if steps.step_key is not None:
+        keep = np.frombuffer(steps.counter, dtype=np.int8) == COUNTER_KEYS.index(steps.step_key)
+        not_steps = int(keep.size - keep.sum())
+        if not_steps:
+            step, ts_raw, bad_loss = step[keep], ts_raw[keep], bad_loss[keep]
+            cols = {k: v[keep] for k, v in cols.items()}
+    if step.size == 0:
+        return Reduced(0, None, None, None, notes=notes, not_steps=not_steps,
+                       counter=steps.step_key)
+
+    hi = (time.time() if now is None else now) + CLOCK_SLACK_SEC
+    with np.errstate(invalid="ignore"):
+        ts = np.where((ts_raw >= TIMESTAMP_MIN) & (ts_raw <= hi), ts_raw, np.nan)
+    last_read = float(np.max(ts[np.isfinite(ts)])) if np.isfinite(ts).any() else None
+
+    segments = find_segments(step, ts, ranks_per_step(cols["tps"], cols["tps_per_gpu"]))
+    chosen = None
+    if attempt is not None:
+        chosen = _pick_attempt(segments, attempt)
+        seg = segments[chosen]
+        part = slice(seg.start, seg.stop)
+        step, ts, ts_raw, bad_loss = step[part], ts[part], ts_raw[part], bad_loss[part]
+        cols = {k: v[part] for k, v in cols.items()}
+    n = int(step.size)
 
     step_key = np.where(np.isfinite(step), step, np.inf)
     # Strictly increasing step keys (a run logged in order, the usual case)
@@ -229,9 +400,9 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str) -> Reduced:
         if not np.array_equal(order, np.arange(n)):
             notes.append(f"records were out of order; sorted {n} steps by step key, "
                          "then timestamp")
-            step, ts = step[order], ts[order]
+            step, ts, ts_raw, bad_loss = step[order], ts[order], ts_raw[order], bad_loss[order]
             cols = {k: v[order] for k, v in cols.items()}
-    invalid = _drop_impossible(cols)
+    invalid, over_100 = _drop_impossible(cols)
     if invalid:
         parts = ", ".join(f"{k} {v}" for k, v in invalid.items())
         notes.append(f"dropped {sum(invalid.values())} impossible values (step time <= 0 or "
@@ -239,17 +410,17 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str) -> Reduced:
 
     missing_step = int((~np.isfinite(step)).sum())
     if missing_step and steps.step_key is not None:
-        notes.append(f"{missing_step} of {n} steps have no step key; ordered by timestamp, last")
-    if not in_order and np.isfinite(step).any():
-        finite_steps = step[np.isfinite(step)]
-        # Equal neighbours after sorting, not np.unique: that imports numpy.ma (~7 ms).
-        ordered = np.sort(finite_steps)
-        dups = int(np.count_nonzero(ordered[1:] == ordered[:-1]))
-        if dups:
-            notes.append(f"{dups} step numbers appear more than once (restarted run?)")
+        notes.append(f"{missing_step} of {n} steps have a non-finite {steps.step_key}; "
+                     "ordered by timestamp, last")
 
-    good_ts = np.isfinite(ts)
-    first_ts = float(ts[0]) if good_ts[0] else (float(ts[good_ts][0]) if good_ts.any() else None)
+    present = np.isfinite(ts_raw)
+    stamps = Timestamps(present=int(present.sum()), last_read=last_read)
+    bad = present & ~np.isfinite(ts)
+    stamps.implausible = int(bad.sum())
+    if stamps.implausible:
+        stamps.first_bad = float(ts_raw[np.flatnonzero(bad)[0]])
+    stamps.first_step_raw = float(ts_raw[0]) if present[0] else None
+    first_ts = _first_timestamp(ts, step, stamps)
 
     dt = cols["dt"]
     dt_ok = np.isfinite(dt)
@@ -259,13 +430,32 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str) -> Reduced:
         notes.append("summed step time overflows a float; left unknown")
         wall = None
 
-    loss = cols["loss"]
-    loss_ok = np.flatnonzero(np.isfinite(loss))
-    final_loss = float(loss[loss_ok[-1]]) if loss_ok.size else None
+    final_loss, tail, stale = _final_loss(cols["loss"], bad_loss, step)
 
     stats = {k: reduce_series(cols[k], warmup, reducer) for k in SERIES}
     for k, s in stats.items():
         if s.value is None and s.present:
             notes.append(f"{k} reduces to a value too large for a float; left empty")
     coverage = step_coverage(step) if steps.step_key is not None else None
-    return Reduced(n, first_ts, wall, final_loss, stats, step, notes, coverage, invalid)
+    return Reduced(n, first_ts, wall, final_loss, stats, step, notes, coverage, invalid,
+                   mfu_over_100=over_100, ts_values=ts, timestamps=stamps, not_steps=not_steps,
+                   counter=steps.step_key, segments=segments,
+                   attempt=None if chosen is None else chosen + 1,
+                   loss_nonfinite_tail=tail, stale_loss=stale)
+
+
+def _final_loss(loss: np.ndarray, bad: np.ndarray, step: np.ndarray
+                ) -> tuple[float | None, int, tuple[float, float | None] | None]:
+    """The last logged loss; ``None`` when it was NaN/inf (a diverged run), with the
+    number of such trailing steps and the stale last finite value it must not become."""
+    finite = np.flatnonzero(np.isfinite(loss))
+    logged = np.flatnonzero(np.isfinite(loss) | bad)
+    if not logged.size:
+        return None, 0, None
+    if not bad[logged[-1]]:
+        return float(loss[logged[-1]]), 0, None
+    if not finite.size:
+        return None, int(logged.size), None
+    last = int(finite[-1])
+    at = float(step[last]) if np.isfinite(step[last]) else None
+    return None, int((logged > last).sum()), (float(loss[last]), at)

@@ -32,11 +32,20 @@ def parse_timestamp(text: str) -> float:
 
 
 def fmt(value: float | None, decimals: int) -> str:
-    """A measured value rounded; an unmeasured one is an empty cell, never 0."""
+    """A measured value rounded; an unmeasured one is an empty cell, never 0.
+
+    A non-zero value too small for ``decimals`` keeps three significant digits
+    (0.0000123, not 0.000): a measured rate is never published as zero.
+    """
     if value is None or not math.isfinite(value):
         return ""
     out = f"{value:.{decimals}f}"
-    return "0." + "0" * decimals if out.lstrip("-").strip("0.") == "" else out
+    if out.lstrip("-").strip("0.") != "":
+        return out
+    if value == 0:
+        return "0." + "0" * decimals
+    digits = 2 - math.floor(math.log10(abs(value)))
+    return f"{value:.{digits}f}" if digits <= 20 else f"{value:.2e}"
 
 
 def build_row(values: Mapping[str, object]) -> dict[str, str]:

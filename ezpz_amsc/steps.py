@@ -21,17 +21,27 @@ from .discover import MetricsSource
 from .errors import AmscError
 from .options import MAX_LINE_BYTES
 
-# Key lookup order per series (SPEC §2.2): train/<name>, then bare <name>;
-# throughput is train/tps, else train/tokens_per_sec.
+# Key lookup order per series (SPEC §2.2): train/<name>, then bare <name>.
+# Step counters in order of preference; each record remembers which one it
+# carried (its index here), so that the run's counter is the best one any
+# record has and records without it are not steps. ``epoch`` counts only in an
+# epoch-level history (ezpz's ``fsdp`` example logs one record per epoch).
 STEP_KEYS = ("train/iter", "train/step", "iter", "step")
+EPOCH_KEYS = ("epoch", "train/epoch")
+COUNTER_KEYS = STEP_KEYS + EPOCH_KEYS
+NO_COUNTER = -1
+# Training throughput is train/tps (global), train/tokens_per_sec (hf, global)
+# and train/tps_per_gpu, nothing else: bare tokens_per_sec is ezpz's inference
+# example, per rank, and bare tps/tps_per_gpu are not written by any example.
 SERIES_KEYS: dict[str, tuple[str, ...]] = {
     "dt": ("train/dt", "dt"),
-    "tps": ("train/tps", "tps", "train/tokens_per_sec", "tokens_per_sec"),
-    "tps_per_gpu": ("train/tps_per_gpu", "tps_per_gpu"),
+    "tps": ("train/tps", "train/tokens_per_sec"),
+    "tps_per_gpu": ("train/tps_per_gpu",),
     "mfu": ("train/mfu", "mfu"),
     "tflops": ("train/tflops", "tflops"),
-    "loss": ("train/loss", "loss"),
+    "loss": ("train/loss", "loss", "train_loss"),  # train_loss: fsdp's epoch records
 }
+NOT_TRAINING_THROUGHPUT = ("tokens_per_sec", "tps", "tps_per_gpu")
 SERIES = tuple(SERIES_KEYS)
 
 _DRAIN_BYTES = 1 << 20
@@ -45,10 +55,11 @@ class Steps:
 
     rank: int | None = None
     step: array = field(default_factory=lambda: array("d"))
+    counter: array = field(default_factory=lambda: array("b"))  # COUNTER_KEYS index per record
     timestamp: array = field(default_factory=lambda: array("d"))
     series: dict[str, array] = field(default_factory=lambda: {k: array("d") for k in SERIES})
     keys_used: dict[str, str] = field(default_factory=dict)  # series -> first key seen
-    step_key: str | None = None
+    step_key: str | None = None  # the preferred counter any record carried
     nonfinite: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SERIES, 0))
     files_read: list[Path] = field(default_factory=list)
     files_not_read: int = 0
@@ -57,6 +68,8 @@ class Steps:
     truncated_last_line: bool = False
     not_steps: int = 0  # parsed records with no numeric metric (e.g. precision/*)
     other_ranks: dict[int | None, int] = field(default_factory=dict)
+    loss_nonfinite: list[int] = field(default_factory=list)  # records whose loss was NaN/inf
+    ignored_throughput: dict[str, int] = field(default_factory=dict)  # bare keys seen, per key
 
     def __len__(self) -> int:
         return len(self.step)
@@ -125,8 +138,11 @@ _ORJSON_INT_LIMIT = float(2**63)
 
 
 def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
-               max_line: int) -> None:
+               max_line: int, keep_unranked: bool = False) -> None:
     """Append ``path``'s step records (of ``want_rank`` if filtering) to ``out``.
+
+    ``keep_unranked``: records without a ``rank`` field count as ``want_rank``'s
+    (a per-rank file; in an interleaved file they belong to no rank).
 
     This loop runs once per logged step, so it keeps per-record work to the
     lookups themselves: no per-record containers, values appended straight
@@ -136,6 +152,10 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
     nonfinite = out.nonfinite
     keys_used = out.keys_used
     step_app = out.step.append
+    counter_app = out.counter.append
+    counters = tuple(enumerate(COUNTER_KEYS))
+    tps_series = series["tps"]
+    ignored = out.ignored_throughput
     ts_app = out.timestamp.append
     lookups = [(name, keys, series[name].append) for name, keys in SERIES_KEYS.items()]
     arrays = [series[name] for name in SERIES]
@@ -195,20 +215,20 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
                         r = loads(line).get("rank")
                     if type(r) is not int:
                         r = None
-                    if r != want_rank:
+                    if r != want_rank and not (r is None and keep_unranked):
                         if any(_number(v) is not None for v in metrics.values()):
                             other[r] = other.get(r, 0) + 1
                         continue
                 get = metrics.get
 
                 step = None
-                for k in STEP_KEYS:
+                code = NO_COUNTER
+                for i, k in counters:
                     v = get(k)
                     if v is not None:
                         step = _number(v)
                         if step is not None:
-                            if out.step_key is None:
-                                out.step_key = k
+                            code = i
                             break
 
                 found = step is not None
@@ -233,6 +253,8 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
                         app(v)
                     else:
                         nonfinite[name] += 1
+                        if name == "loss":  # a diverged run's last loss must not look fine
+                            out.loss_nonfinite.append(len(out.step))
                         app(nan)
                 if not found and not any(_number(v) is not None for v in metrics.values()):
                     for a in arrays:
@@ -240,10 +262,17 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
                     out.not_steps += 1  # e.g. fsdp_tp's all-string precision/* record
                     continue
                 step_app(step if step is not None and isfinite(step) else nan)
+                counter_app(code)
+                if tps_series[-1] != tps_series[-1]:  # no training throughput: say why
+                    for k in NOT_TRAINING_THROUGHPUT:
+                        if _number(get(k)) is not None:
+                            ignored[k] = ignored.get(k, 0) + 1
                 ts = _number(rec.get("timestamp"))
                 ts_app(ts if ts is not None and isfinite(ts) else nan)
         except OSError as e:
             raise AmscError(f"{path}: cannot read metrics file: {e.strerror or e}") from None
+    seen = out.counter.tobytes()  # the preferred counter any record carried
+    out.step_key = next((k for i, k in counters if bytes((i,)) in seen), None)
     if last_line is not None and not last_ok and not last_line.endswith(b"\n"):
         out.truncated_last_line = True
         out.bad_lines -= 1
@@ -253,23 +282,36 @@ def read_steps(source: MetricsSource, max_line: int = MAX_LINE_BYTES) -> Steps:
     """Read the records of one rank: rank 0 if it logged, else the lowest that did.
 
     Per-rank files: only the chosen rank's file is opened (the next one only if
-    the chosen file held no step). One interleaved file: records are filtered
-    by ``rank``; a second pass happens only when rank 0 logged nothing.
+    the chosen file held no step). Every file is filtered by each record's
+    ``rank`` when it has one: wrappers that name files by local rank put ranks
+    0 and 12 in one ``metrics-0.jsonl``. One interleaved file: records are
+    filtered by ``rank``; a second pass happens only when rank 0 logged nothing.
     """
     if source.scheme == "per-rank":
         ranks = sorted(source.per_rank)
         out = Steps()
         tried: list[Path] = []
+        seen_in: dict[int, Path] = {}  # other ranks' records, by the file they were in
         for r in ranks:
             skipped = (out.bad_lines, out.long_lines)  # of files that held no step
             out = Steps(rank=r)
-            _read_file(source.per_rank[r], out, r, False, max_line)
+            _read_file(source.per_rank[r], out, r, True, max_line, keep_unranked=True)
             out.bad_lines += skipped[0]
             out.long_lines += skipped[1]
             tried.extend(out.files_read)
             out.files_read = list(tried)
             if len(out):
                 break
+            for other in out.other_ranks:
+                if other is not None:
+                    seen_in.setdefault(other, source.per_rank[r])
+        if not len(out) and seen_in:  # no file holds its own rank: the lowest rank logged
+            chosen = min(seen_in)
+            again = Steps(rank=chosen)
+            _read_file(seen_in[chosen], again, chosen, True, max_line)
+            again.bad_lines, again.long_lines = out.bad_lines, out.long_lines
+            again.files_read = list(tried)
+            out = again
         out.files_not_read = len(ranks) - len(tried)
         return out
 

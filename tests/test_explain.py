@@ -148,7 +148,7 @@ def test_explain_shows_gap_and_provenance_from_two_tiers(tmp_path):
     assert "run_info.json (tier 1 of 3, run_info.json: MACHINE" in err
     assert "train/report-train.md (tier 3 of 3, report ### Distributed: world_size)" in err
     assert "gpus 4 = max(WORLD_SIZE_IN_USE ?, world_size 4)" in err
-    assert "step numbers 10..300 have gaps (smallest stride 10): 30 of ~300 steps logged" in err
+    assert "step numbers 10..300 have gaps (stride 10): 30 of ~300 steps logged" in err
     assert "note: wall_time_sec covers 30 of ~300 steps" in err
 
 

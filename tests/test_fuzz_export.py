@@ -28,12 +28,16 @@ from hypothesis import strategies as st
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.export import ExportOptions, export_run
+from ezpz_amsc.provenance import formula_like
 from ezpz_amsc.row import HEADER, dashboard_problems, format_timestamp, parse_timestamp
 from ezpz_amsc.sink import render_csv
 
 # ---------------------------------------------------------------- values
 
 plausible_float = st.floats(min_value=1e-3, max_value=1e6)
+# A step time that fits in the 1 s between two plausible records (the clock check
+# refuses a dt sum above the records' span); hostile ones come in as odd values.
+plausible_dt = st.floats(min_value=1e-3, max_value=0.9)
 any_float = st.floats(allow_nan=True, allow_infinity=True)  # tiny, huge, negative, NaN, inf
 numbers = st.one_of(
     plausible_float,
@@ -54,16 +58,22 @@ metric_key = st.one_of(st.sampled_from(METRIC_KEYS), st.text(max_size=6))
 
 
 @st.composite
-def plausible_record(draw: st.DrawFn, i: int | None = None) -> dict[str, Any]:
-    """An ezpz-shaped step, with a chance of one odd value or key swapped in."""
+def plausible_record(draw: st.DrawFn, i: int | None = None, world: int = 1) -> dict[str, Any]:
+    """An ezpz-shaped step, with a chance of one odd value or key swapped in.
+
+    When both are logged, ``train/tps`` is ``world`` x ``train/tps_per_gpu``, as in
+    ezpz, so that the run's world size agrees with its throughput.
+    """
     i = draw(st.integers(0, 40)) if i is None else i
     m: dict[str, Any] = {
         draw(st.sampled_from(("train/iter", "train/step", "iter"))): i,
-        "train/dt": draw(plausible_float), "train/loss": draw(st.floats(-10, 1e4)),
+        "train/dt": draw(plausible_dt), "train/loss": draw(st.floats(-10, 1e4)),
     }
     for k in draw(st.sets(st.sampled_from(("train/tps", "train/tps_per_gpu", "train/mfu",
                                            "train/tflops", "train/tokens_per_sec")))):
         m[k] = draw(plausible_float)
+    if "train/tps" in m and "train/tps_per_gpu" in m:
+        m["train/tps"] = m["train/tps_per_gpu"] * world
     if draw(st.booleans()):
         m[draw(metric_key)] = draw(values)
     rec: dict[str, Any] = {"timestamp": 1795990000.0 + i, "rank": 0, "metrics": m}
@@ -91,9 +101,12 @@ def _deep(depth: int) -> bytes:
     return b'{"metrics": ' + b"[" * depth + b"]" * depth + b"}"
 
 
+# Noise steps are numbered apart from the run's own (0..10), so that they rarely
+# repeat one of its step numbers: a repeat is a second attempt, refused by design.
+noise_step = st.integers(20, 60).flatmap(lambda i: plausible_record(i))
 line = st.one_of(
-    plausible_record().map(_dumps),
-    plausible_record().map(_dumps),
+    noise_step.map(_dumps),
+    noise_step.map(_dumps),
     random_record.map(_dumps),
     st.one_of(st.lists(numbers, max_size=3), numbers, st.text(max_size=5), st.none()).map(_dumps),
     st.binary(max_size=30),  # random bytes, usually invalid UTF-8
@@ -109,12 +122,12 @@ line = st.one_of(
 
 
 @st.composite
-def jsonl_bytes(draw: st.DrawFn) -> bytes:
+def jsonl_bytes(draw: st.DrawFn, world: int = 1) -> bytes:
     lines = draw(st.lists(line, max_size=10))
     if draw(st.sampled_from((True, True, True, False))):  # mostly: plausible steps in noise
         n = draw(st.integers(1, 8))
         start = draw(st.integers(0, 2))
-        run = [_dumps(draw(plausible_record(i))) for i in range(start, start + n)]
+        run = [_dumps(draw(plausible_record(i, world))) for i in range(start, start + n)]
         if draw(st.booleans()):
             run = draw(st.permutations(run))  # steps out of order
         at = draw(st.integers(0, len(lines)))
@@ -148,12 +161,15 @@ hostile_dist = st.fixed_dictionaries(
 
 
 @st.composite
-def sane_dist(draw: st.DrawFn) -> dict[str, Any]:
+def sane_dist(draw: st.DrawFn, world: int | None = None) -> dict[str, Any]:
     """What ezpz writes: strings, a usable world size, maybe one odd value."""
     d = {"MACHINE": draw(st.sampled_from(("Aurora", "SunSpot", "localhost"))),
          "GPUS_PER_NODE": draw(st.sampled_from(("0", "4", "12"))),
          "world_size": draw(good_count), "WORLD_SIZE_IN_USE": draw(good_count),
          "NUM_NODES": draw(good_count), "NGPUS": draw(good_count)}
+    if world is not None:  # the world size the steps' throughput was logged with
+        d["world_size"], d["WORLD_SIZE_IN_USE"] = str(world), draw(st.sampled_from(
+            ("1", str(world))))
     if draw(st.booleans()):
         key = draw(st.sampled_from(COUNT_KEYS + ("MACHINE",)))
         d[key] = draw(machine_value if key == "MACHINE" else bad_count)
@@ -165,11 +181,11 @@ garbage = st.one_of(st.binary(max_size=40), st.just(b"\xef\xbb\xbf{"), st.just(_
 
 
 @st.composite
-def run_info(draw: st.DrawFn) -> bytes | None:
+def run_info(draw: st.DrawFn, world: int | None = None) -> bytes | None:
     # Mostly what ezpz writes (one_of would split evenly between branches).
     pick = draw(st.integers(0, 9))
     if pick < 6:
-        return _dumps({"Paths": {}, "Distributed": draw(sane_dist())})
+        return _dumps({"Paths": {}, "Distributed": draw(sane_dist(world))})
     return draw(st.one_of(
         st.none(),
         hostile_dist.map(lambda d: _dumps({"Paths": {}, "Distributed": d})),
@@ -200,20 +216,21 @@ def report_md(draw: st.DrawFn) -> bytes | None:
 def run_dirs(draw: st.DrawFn) -> dict[str, bytes]:
     """relative path -> content of every file in a generated run directory."""
     files: dict[str, bytes] = {}
+    world = draw(st.sampled_from((1, 2, 4, 12)))
     sub = draw(st.sampled_from(("", "", "train/")))
     scheme = draw(st.sampled_from(("per-rank", "per-rank", "interleaved", "run-id", "none")))
     if scheme == "per-rank":
         for r in draw(st.sets(st.sampled_from((0, 1, 2, 7)), min_size=1, max_size=3)):
-            files[f"{sub}metrics-{r}.jsonl"] = draw(jsonl_bytes())
+            files[f"{sub}metrics-{r}.jsonl"] = draw(jsonl_bytes(world))
     elif scheme == "interleaved":
-        files[f"{sub}metrics.jsonl"] = draw(jsonl_bytes())
+        files[f"{sub}metrics.jsonl"] = draw(jsonl_bytes(world))
     elif scheme == "run-id":
-        files[f"{sub}20260811-182837.jsonl"] = draw(jsonl_bytes())
+        files[f"{sub}20260811-182837.jsonl"] = draw(jsonl_bytes(world))
     if draw(st.integers(0, 19)) == 13:  # a second scheme: must be refused, never mixed
         files["metrics.jsonl"] = draw(jsonl_bytes())
     if draw(st.booleans()):
         files["2026-11-29-221908-rank0.jsonl"] = _dumps({"message": "hi", "level": "INFO"})
-    for name, strat in (("run_info.json", run_info()), ("config.json", config_json)):
+    for name, strat in (("run_info.json", run_info(world)), ("config.json", config_json)):
         content = draw(strat)
         if content is not None:
             files[name] = content
@@ -249,15 +266,21 @@ hostile_flags = st.fixed_dictionaries(
 sane_flags = st.fixed_dictionaries(
     {"--config": st.sampled_from(("agpt-2b/bs1/seq2048/tp1", "a,b", 'q"t', "ünï"))},
     optional={
-        "--gpus": st.integers(1, 64), "--nodes": st.integers(1, 4),
+        "--nodes": st.integers(1, 4),
         "--warmup": st.integers(0, 12),
         "--reducer": st.sampled_from(("median", "mean", "max", "min", "last")),
         "--status": st.sampled_from(("pass", "fail")),
-        "--error": st.text(st.characters(categories=("L", "N", "P", "Zs")), max_size=12),
+        "--error": st.text(st.characters(categories=("L", "N", "P", "Zs")), max_size=12)
+        .filter(lambda s: not formula_like(s)),  # those are refused: see the hostile flags
         "--no-header": st.just(None),
     },
 )
-flags = st.one_of(sane_flags, sane_flags, hostile_flags)
+# --gpus with --nodes: a user who overrides the ranks says how they were placed
+# (alone, nodes derived from it may exceed the job's NUM_NODES, which is refused).
+placed = st.one_of(st.just({}), st.fixed_dictionaries(
+    {"--gpus": st.integers(1, 64), "--nodes": st.integers(1, 4)}))
+flags = st.one_of(st.tuples(sane_flags, placed).map(lambda t: {**t[0], **t[1]}),
+                  sane_flags, hostile_flags)
 EXISTING_RESULTS = {
     "good": render_csv([["2026-01-01T00:00:00Z", "Aurora", "old", "1", "1", "pass", "1.0",
                          "", "", "", "", "", "", ""]]).encode(),

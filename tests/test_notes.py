@@ -94,7 +94,8 @@ def no_step_key(tmp: Path) -> tuple[Path, list[str]]:
 
 
 def restarted(tmp: Path) -> tuple[Path, list[str]]:
-    return _run(tmp, _steps(3) + _steps(2)), []
+    again = [{**r, "timestamp": r["timestamp"] + 600} for r in _steps(2)]
+    return _run(tmp, _steps(3) + again), ["--attempt", "last"]
 
 
 def run_info_bad_json(tmp: Path) -> tuple[Path, list[str]]:
@@ -120,7 +121,7 @@ def odd_count(tmp: Path) -> tuple[Path, list[str]]:
 
 
 def gpus_not_multiple(tmp: Path) -> tuple[Path, list[str]]:
-    return _run(tmp, _steps(3), run_info={"GPUS_PER_NODE": "4"}), ["--gpus", "6"]
+    return _run(tmp, _steps(3), run_info={"GPUS_PER_NODE": "4", "NUM_NODES": "2"}), ["--gpus", "6"]
 
 
 def logged_every_10(tmp: Path) -> tuple[Path, list[str]]:
@@ -156,8 +157,11 @@ NOTE_CASES: list[tuple[str, Build, list[str]]] = [
     ("mfu-zero", mfu_zero, ["mfu is 0.0 on every step", "left empty"]),
     ("one-step", one_step, ["--warmup 1 leaves no tps values; reduced all 1 step"]),
     ("out-of-order", out_of_order, ["records were out of order; sorted 4 steps"]),
-    ("no-step-key", no_step_key, ["1 of 4 steps have no step key"]),
-    ("restarted", restarted, ["2 step numbers appear more than once (restarted run?)"]),
+    ("no-step-key", no_step_key,
+     ["left out 1 record without train/iter (eval batches, summaries): not training steps"]),
+    ("restarted", restarted,
+     ["exported attempt #2 steps 1..2 from 2026-11-29T22:16:41Z (2 records) of 2; "
+      "left out 3 records of the others"]),
     ("run-info-bad-json", run_info_bad_json, ["skipped run_info.json: not valid JSON"]),
     ("run-info-not-utf8", run_info_not_utf8, ["skipped run_info.json: not UTF-8"]),
     ("run-info-no-section", run_info_no_section, ["run_info.json has no 'Distributed' section"]),

@@ -39,8 +39,14 @@ GOOD = RUNS / "fsdp_tp-2rank"
     ("wall_time_sec", 1.0, math.nan, "must be a positive number of seconds, got nan"),
     ("reducer", "last", "avg", "must be one of median, mean, max, min, last, got 'avg'"),
     ("status", "fail", "ok", "must be pass or fail, got 'ok'"),
-    ("timestamp", "1999-12-31T23:59:59Z", "1999-12-31T23:59:60Z",
-     "must look like 2026-08-11T17:11:17Z, got '1999-12-31T23:59:60Z'"),
+    ("timestamp", "2019-12-31T23:59:59Z", "2019-12-31T23:59:60Z",
+     "must look like 2026-08-11T17:11:17Z, got '2019-12-31T23:59:60Z'"),
+    ("timestamp", "2015-01-01T00:00:00Z", "2014-12-31T23:59:59Z",
+     "2014-12-31T23:59:59Z is before 2015 or later than now"),
+    ("attempt", "last", "0", "must be 'last' or a number from 1, got '0'"),
+    ("attempt", "1000000", "1000001", "must be 'last' or a number from 1, got '1000001'"),
+    ("error", "-1 rank lost", "-x", "'-x' would run as a formula when the CSV is opened in a "
+                                    "spreadsheet (it starts with =, +, @ or - and no digit)"),
     ("config", "x", " ", "must not be empty; pass the benchmark label, e.g. "
                          "--config agpt-2b/bs1/seq2048/tp1"),
     ("system", "Aurora", "Aur\nora", "must be a single line of printable text, got 'Aur\\nora'"),

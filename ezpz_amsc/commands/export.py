@@ -32,7 +32,7 @@ from ..options import CONFIG_EXAMPLE, check_lock_timeout
     sections=(
         ("Row values", ("config", "status", "error", "system", "nodes", "gpus", "timestamp",
                         "wall_time_sec")),
-        ("Reducing per-step series", ("warmup", "reducer")),
+        ("Reducing per-step series", ("warmup", "reducer", "attempt")),
         ("Where rows go", ("append", "no_header", "allow_duplicate", "lock_timeout",
                            "keep_going")),
         ("Reporting", ("out_format", "explain", "quiet")),
