@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .discover import RunFiles, find_run_files
@@ -15,10 +16,19 @@ from .errors import AmscError
 from .options import ExportOptions  # re-exported: its home moved to options.py
 from .provenance import load_provenance, resolve_placement
 from .row import build_row, dashboard_problems, fmt, format_timestamp
-from .steps import Steps, read_steps
+from .steps import Digest, Steps, read_steps
 
 if TYPE_CHECKING:
     from .reduce import Reduced
+
+
+@dataclass
+class FilesRead:
+    """What a provenance record needs beyond the details: the metrics files' digests,
+    taken while they were read, and every ``run_info.json`` found (nearest first)."""
+
+    digests: dict[Path, Digest]
+    run_info: list[Path]
 
 
 @dataclass
@@ -26,6 +36,7 @@ class ExportResult:
     row: dict[str, str]
     notes: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    read: FilesRead | None = None  # only when export_run was asked to hash
 
 
 def plural(n: int, word: str) -> str:
@@ -54,10 +65,13 @@ def coverage_text(red: Reduced) -> str | None:
             f"steps {cov.first}..{cov.last})")
 
 
-def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportResult:
+def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions, *,
+               hash_files: bool = False) -> ExportResult:
     """Export one run directory. Raises :class:`AmscError` for anything a user caused.
 
     ``opts`` validated itself when it was built (:class:`ExportOptions`).
+    ``hash_files``: take the metrics files' sha256 while reading them (for a
+    provenance record), returned in :attr:`ExportResult.read`.
     """
     from .reduce import reduce_steps  # numpy: only once there is work to do
 
@@ -73,7 +87,8 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
     placement = resolve_placement(prov, opts.system, opts.nodes, opts.gpus)
     notes.extend(prov.notes)
 
-    steps = read_steps(source, opts.max_line_bytes) if source is not None else None
+    digests: dict[Path, Digest] | None = {} if hash_files else None
+    steps = read_steps(source, opts.max_line_bytes, digests) if source is not None else None
     n = len(steps) if steps is not None else 0
 
     if n == 0 and opts.status == "pass":
@@ -206,10 +221,11 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
                 "value": s.value, "p10": s.p10, "p90": s.p90, "all_zero": s.all_zero,
             }
         details["trend"] = _trend(red, details["series"], opts.warmup)
-    return ExportResult(row=row, notes=notes, details=details)
+    read = FilesRead(digests, files.run_info) if digests is not None else None
+    return ExportResult(row=row, notes=notes, details=details, read=read)
 
 
-def export_many(run_dirs: list[str], opts: ExportOptions
+def export_many(run_dirs: list[str], opts: ExportOptions, *, hash_files: bool = False
                 ) -> tuple[list[tuple[str, ExportResult]], list[tuple[str, AmscError]]]:
     """Export every directory, in order; failures are collected, not raised.
 
@@ -220,7 +236,7 @@ def export_many(run_dirs: list[str], opts: ExportOptions
     failed: list[tuple[str, AmscError]] = []
     for d in run_dirs:
         try:
-            done.append((d, export_run(d, opts)))
+            done.append((d, export_run(d, opts, hash_files=hash_files)))
         except AmscError as e:
             failed.append((d, e))
     return done, failed

@@ -183,7 +183,7 @@ class _LooksLikeOne(Exception):
     (_LooksLikeOne("raw text"), "_LooksLikeOne: raw text"),
 ])
 def test_hook_recognises_the_error_by_type(fixture_run, monkeypatch, caplog, exc, warning):
-    def boom(run_dir, opts):
+    def boom(run_dir, opts, **_):
         raise exc
 
     monkeypatch.setattr("ezpz_amsc.export.export_run", boom)
