@@ -138,7 +138,7 @@ def record_problems(path: str | os.PathLike[str], rows: list[tuple[int, dict[str
         by_key.setdefault(_run_key(row), ([], []))[0].append((line, row))
     for rec_path, rec, why in iter_records(folder):
         if rec is None:
-            problems.append(f"{rec_path}: {why}")
+            problems.append(str(why))  # names the file itself
             continue
         records += 1
         by_key.setdefault(_run_key(rec["row"]), ([], []))[1].append((rec_path, rec["row"]))

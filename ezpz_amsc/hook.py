@@ -129,6 +129,7 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
     cells = [result.row[k] for k in result.row]
     target = os.environ.get(ENV_APPEND, "").strip()
     records = os.environ.get(ENV_PROVENANCE, "").strip()
+    notes = list(result.notes)
     if target:
         batch = (RecordBatch(Path(records), [build_record(result, opts, target)])
                  if records else None)
@@ -136,8 +137,11 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
     else:
         target = str(run_dir / ROW_FILE)
         _write_run_dir_files(run_dir, cells, build_record(result, opts, target))
+        if records:  # a records folder goes with a shared results file, not with amsc.csv
+            notes.append(f"{ENV_PROVENANCE} is used only with {ENV_APPEND}; the record is "
+                         f"{run_dir / RECORD_FILE}")
     # Only once the row is out, as on the command line: a failure logs its one line alone.
-    for note in result.notes:
+    for note in notes:
         log.warning("ezpz-amsc: note: %s", note)
     # A frozen or slotted history refuses the attribute: only the double-export guard is lost.
     with contextlib.suppress(Exception):

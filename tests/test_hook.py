@@ -208,7 +208,8 @@ def test_every_failure_is_one_warning_and_never_raises(fixture_run, tmp_path, mo
     assert fragment in lines[0]
     assert "\n" not in lines[0]
     assert not (run / "amsc.csv").is_file()
-    assert not list(run.glob(".amsc.csv.*"))
+    assert not (run / "amsc.json").exists()  # a record never stands without its row
+    assert not list(run.glob(".amsc.*"))
     assert (append.read_bytes() if append.is_file() else None) == before
 
 

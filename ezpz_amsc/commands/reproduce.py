@@ -54,8 +54,10 @@ def reproduce_all(records: list[str], run_dir: str | None) -> None:
             continue
         click.echo("\n".join(render(rep)))
         differ += not rep.identical
+    if len(records) == 1 and differ:
+        raise AmscError("the re-exported row differs from the record")
     if differ or failed:
         of = plural(len(records), "record")
-        what = [f"{differ} of {of}: the row differs"] if differ else []
-        what += [f"{failed} of {of}: could not be re-exported"] if failed else []
+        what = [f"rows differ for {differ} of {of}"] if differ else []
+        what += [f"{failed} of {of} could not be re-exported"] if failed else []
         raise AmscError("; ".join(what))
