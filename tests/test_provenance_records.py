@@ -8,6 +8,7 @@ import io
 import json
 import logging
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -82,7 +83,7 @@ def test_record_of_a_shipped_run_field_by_field(fixture_run, tmp_path):
     assert result.stderr.splitlines()[-1] == f"note: wrote 1 provenance record to {folder}"
     (path,) = records_in(folder)
     assert path.name == "20261129T221843Z_localhost_agpt-x_1n-2g_" + hashlib.sha256(
-        "2026-11-29T22:18:43Z\0localhost\0agpt/x\x001\x002".encode()).hexdigest()[:8] + ".json"
+        b"2026-11-29T22:18:43Z\0localhost\0agpt/x\x001\x002").hexdigest()[:8] + ".json"
     rec = json.loads(path.read_text())
     (row,) = parse_csv(results.read_text())
     as_json = json.loads(run_cli(run, "--config", "agpt/x", "--warmup", "2", "--format", "json",
@@ -109,8 +110,8 @@ def test_record_of_a_shipped_run_field_by_field(fixture_run, tmp_path):
     assert rec["files"] == [
         {"path": "metrics-0.jsonl", "role": "metrics", "size": 204276,
          "sha256": sha256(run / "metrics-0.jsonl")},
-        {"path": "run_info.json", "role": "run_info", "size": (run / "run_info.json").stat().st_size,
-         "sha256": sha256(run / "run_info.json")},
+        {"path": "run_info.json", "role": "run_info",
+         "size": (run / "run_info.json").stat().st_size, "sha256": sha256(run / "run_info.json")},
     ]
     run_info = json.loads((run / "run_info.json").read_text())
     assert rec["run_info"] == {k: run_info[k] for k in ("Python", "Torch", "Distributed",
@@ -210,7 +211,7 @@ def test_record_names_are_safe_readable_and_unique():
     assert len({n.lower() for n in names.values()}) == len(names)  # case-insensitive disks too
     for name in names.values():
         assert name.endswith(".json") and "/" not in name and not name.startswith((".", "-"))
-        assert set(name) <= set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-")
+        assert re.fullmatch(r"[A-Za-z0-9._+-]+", name)
     long_name = record_name(row | {"config": "x" * 1000, "system": "s" * 1000})
     assert len(long_name) < 200
     assert record_name(row | {"config": "agpt/bs1"}) == names["agpt/bs1"]  # stable
