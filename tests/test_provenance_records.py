@@ -309,7 +309,11 @@ def test_allow_duplicate_writes_a_second_record_beside_the_first(fixture_run, tm
     rows = parse_csv(results.read_text())
     assert [load_record(folder / n)["row"] for n in names] == rows
     assert rows[0]["throughput_tokens_per_sec"] != rows[1]["throughput_tokens_per_sec"]
-    assert amsc("check", results, "--provenance", folder).exit_code == 1  # the same run 3 times
+    # The same run three times: check says so, and pairs each row with its equal record.
+    result = amsc("check", results, "--provenance", folder, "-q")
+    assert result.stderr.splitlines() == [
+        f"{results}:3: same run as line 2", f"{results}:4: same run as line 2",
+        f"error: {results}: 2 problem(s) in 3 row(s) and 3 record(s)"]
 
 
 def test_records_follow_the_umask(fixture_run, tmp_path):
@@ -487,7 +491,26 @@ def test_reproduce_many_records_and_broken_ones(fixture_run, tmp_path):
     assert result.stderr.splitlines() == [
         f"error: {bad}: not an ezpz-amsc provenance record (no row of the results schema)",
         "error: 1 of 6 records could not be re-exported"]
+    minimal = next(r for r in runs if r.name == "minimal-1rank")
+    with open(minimal / "metrics.jsonl", "a") as f:  # one more step: steps and wall time move
+        f.write(json.dumps({"timestamp": 1795991000.0, "rank": 0,
+                            "metrics": {"iter": 40, "dt": 1.0, "loss": 300.0}}) + "\n")
+    result = amsc("reproduce", *paths, bad)
+    assert [ln for ln in result.stdout.splitlines() if not ln.startswith(str(folder))] == [
+        "  wall_time_sec: recorded '0.027', now '1.027'",
+        "  final_loss: recorded '338.000000', now '300.000000'",
+        "  steps: recorded '34', now '35'",
+        "  source files (1 source file unchanged):",
+        f"  metrics.jsonl: changed: sha256 {_recorded_sha(paths, 'metrics.jsonl')[:16]}.. -> "
+        f"{sha256(minimal / 'metrics.jsonl')[:16]}.., 7403 -> "
+        f"{(minimal / 'metrics.jsonl').stat().st_size} bytes"]
+    assert result.stderr.splitlines()[-1] == (
+        "error: rows differ for 1 of 6 records; 1 of 6 records could not be re-exported")
     assert "--run-dir takes one" in error_line(amsc("reproduce", *paths[:2], "--run-dir", "x"))
+
+
+def _recorded_sha(paths: list[Path], rel: str) -> str:
+    return next(f["sha256"] for p in paths for f in load_record(p)["files"] if f["path"] == rel)
 
 
 def test_reproduce_refuses_an_option_it_does_not_know():
