@@ -245,7 +245,7 @@ def _slug(text: str, limit: int) -> str:
 def record_name(row: Mapping[str, str]) -> str:
     """The file name of a row's record: its run identity, readable and filesystem-safe.
 
-    ``20261129T221843Z_aurora_agpt-2b-bs1-seq2048-tp1_2n-24g_3fa2c1d0.json``: the
+    ``20261129T221843Z_Aurora_agpt-2b-bs1-seq2048-tp1_2n-24g_b042ccb2.json``: the
     start time, system, a slug of the config, nodes and gpus, and 8 hex digits
     of the exact identity, so that two configs with the same slug ("a/b",
     "a b"), or names differing only in case, never share a file.
