@@ -278,12 +278,19 @@ def test_a_duplicate_refusal_writes_neither(fixture_run, tmp_path):
     assert (results.read_bytes(), {p: p.read_bytes() for p in records_in(folder)}) == before
 
 
-def test_a_record_without_its_row_is_never_replaced(fixture_run, tmp_path):
-    """The row was removed from the results file by hand: its record still blocks a rewrite."""
+@pytest.fixture
+def one_published(fixture_run, tmp_path):
+    """RUN appended to res.csv with its record: (run, results, records folder, record)."""
     run = fixture_run(RUN)
     results, folder = tmp_path / "res.csv", tmp_path / "records"
     assert export_with_records([run], results, folder).exit_code == 0
     (path,) = records_in(folder)
+    return run, results, folder, path
+
+
+def test_a_record_without_its_row_is_never_replaced(one_published):
+    """The row was removed from the results file by hand: its record still blocks a rewrite."""
+    run, results, folder, path = one_published
     old = path.read_bytes()
     results.unlink()
     result = export_with_records([run], results, folder)
@@ -293,11 +300,8 @@ def test_a_record_without_its_row_is_never_replaced(fixture_run, tmp_path):
     assert not results.exists() and path.read_bytes() == old
 
 
-def test_allow_duplicate_writes_a_second_record_beside_the_first(fixture_run, tmp_path):
-    run = fixture_run(RUN)
-    results, folder = tmp_path / "res.csv", tmp_path / "records"
-    assert export_with_records([run], results, folder).exit_code == 0
-    (first,) = records_in(folder)
+def test_allow_duplicate_writes_a_second_record_beside_the_first(one_published):
+    run, results, folder, first = one_published
     old = first.read_bytes()
     result = export_with_records([run, run], results, folder, "--allow-duplicate",
                                  "--reducer", "mean")
