@@ -135,8 +135,9 @@ def _sources(result: ExportResult, details: Mapping[str, Any]) -> _Sources:
     root = Path(details["run_dir"])
     src = _Sources(root)
     for p in details["files_read"]:
-        d = result.read.digests[Path(p)]
-        src.add(Path(p), "metrics", {"size": d.size, "sha256": d.sha256})
+        d = result.read.digests.get(Path(p))  # taken while the export read it
+        src.add(Path(p), "metrics",
+                {"size": d.size, "sha256": d.sha256} if d else digest_file(Path(p)))
     used = [root / rel for rel in details["provenance"]["tiers"]]
     # The run_info.json whose sections are copied: the one placement used, else the nearest.
     run_info = next((p for p in used if p.name == "run_info.json"),

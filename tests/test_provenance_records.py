@@ -152,13 +152,16 @@ def test_record_names_the_report_when_placement_came_from_it(fixture_run, tmp_pa
 def test_job_id_and_launch_command_from_the_environment_section(tmp_path):
     run = tmp_path / "run"
     write_jsonl(run / "metrics.jsonl", [step(i, tps=100.0 + i, dt=0.5) for i in range(1, 6)])
-    info = write_run_info(run, EZPZ_RUN_COMMAND="['mpiexec', '--np', '1', 'python3']")
+    info = write_run_info(run, EZPZ_RUN_COMMAND="['mpiexec', '--np', '1', 'python3']",
+                          PBS_JOBID="not the environment's", COBALT_JOBID="5")
     doc = json.loads(info.read_text())
     doc["Environment Variables"] = {"PBS_JOBID": "8123.aurora-pbs", "SLURM_JOB_ID": "77"}
     doc["Python"] = {"Version": "3.12.1"}
     info.write_text(json.dumps(doc))
     rec = _record_of(run, tmp_path)
-    assert rec["job_ids"] == {"PBS_JOBID": "8123.aurora-pbs", "SLURM_JOB_ID": "77"}
+    # The environment's own value first, then what ezpz's Distributed section adds.
+    assert rec["job_ids"] == {"PBS_JOBID": "8123.aurora-pbs", "SLURM_JOB_ID": "77",
+                              "COBALT_JOBID": "5"}
     assert rec["launch_command"] == "['mpiexec', '--np', '1', 'python3']"
     assert rec["run_info"]["Python"] == {"Version": "3.12.1"}
     assert "Torch" not in rec["run_info"]
