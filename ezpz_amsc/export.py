@@ -24,11 +24,13 @@ if TYPE_CHECKING:
 
 @dataclass
 class FilesRead:
-    """What a provenance record needs beyond the details: the metrics files' digests,
-    taken while they were read, and every ``run_info.json`` found (nearest first)."""
+    """The files a row came from, for its provenance record."""
 
-    digests: dict[Path, Digest]
-    run_info: list[Path]
+    root: Path
+    metrics: list[Path]  # in the order read
+    digests: dict[Path, Digest]  # of the metrics files, taken while they were read
+    provenance: list[Path]  # the files placement used
+    run_info: list[Path]  # every run_info.json found, nearest first
 
 
 @dataclass
@@ -221,7 +223,9 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions, *,
                 "value": s.value, "p10": s.p10, "p90": s.p90, "all_zero": s.all_zero,
             }
         details["trend"] = _trend(red, details["series"], opts.warmup)
-    read = FilesRead(digests, files.run_info) if digests is not None else None
+    read = None if digests is None else FilesRead(
+        files.root, list(steps.files_read) if steps is not None else [], digests,
+        [files.root / rel for rel in prov.tiers], files.run_info)
     return ExportResult(row=row, notes=notes, details=details, read=read)
 
 

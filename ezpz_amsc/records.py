@@ -34,7 +34,7 @@ from .row import HEADER, TIMESTAMP_FORMAT
 from .sink import KEY_COLUMNS, check_can_create
 
 if TYPE_CHECKING:
-    from .export import ExportResult
+    from .export import ExportResult, FilesRead
 
 SCHEMA = 1
 TOOL = "ezpz-amsc"
@@ -130,23 +130,19 @@ class _Sources:
         self.files.setdefault(rel, {"path": rel, "role": role, **digest})
 
 
-def _sources(result: ExportResult, details: Mapping[str, Any]) -> _Sources:
-    assert result.read is not None
-    root = Path(details["run_dir"])
-    src = _Sources(root)
-    for p in details["files_read"]:
-        d = result.read.digests.get(Path(p))  # taken while the export read it
-        src.add(Path(p), "metrics",
-                {"size": d.size, "sha256": d.sha256} if d else digest_file(Path(p)))
-    used = [root / rel for rel in details["provenance"]["tiers"]]
+def _sources(read: FilesRead) -> _Sources:
+    src = _Sources(read.root)
+    for p in read.metrics:
+        d = read.digests.get(p)  # taken while the export read it
+        src.add(p, "metrics", {"size": d.size, "sha256": d.sha256} if d else digest_file(p))
     # The run_info.json whose sections are copied: the one placement used, else the nearest.
-    run_info = next((p for p in used if p.name == "run_info.json"),
-                    result.read.run_info[0] if result.read.run_info else None)
+    run_info = next((p for p in read.provenance if p.name == "run_info.json"),
+                    read.run_info[0] if read.run_info else None)
     if run_info is not None:
         src.run_info, digest = _read_run_info(run_info)
         src.add(run_info, "run_info", digest)
-    for p in used:
-        if _rel(root, p) not in src.files:
+    for p in read.provenance:
+        if _rel(read.root, p) not in src.files:
             src.add(p, _role(p), digest_file(p))
     return src
 
@@ -197,15 +193,14 @@ def build_record(result: ExportResult, opts: ExportOptions,
     """The provenance record of one exported row (``export_run(..., hash_files=True)``).
 
     The row and the details come from :func:`ezpz_amsc.explain.json_ready`, the
-    same data ``--format json`` prints.
+    same data ``--format json`` prints; the files from :attr:`ExportResult.read`.
     """
     from .explain import json_ready
 
     if result.read is None:
         raise ValueError("a record needs export_run(..., hash_files=True)")
     data = json_ready(result)
-    details = data["details"]
-    src = _sources(result, details)
+    src = _sources(result.read)
     launch, jobs = _launch_and_job(src.run_info)
     return {
         "schema": SCHEMA,
@@ -223,7 +218,7 @@ def build_record(result: ExportResult, opts: ExportOptions,
         "launch_command": launch,
         "job_ids": jobs,
         "run_info": src.run_info,
-        "details": details,
+        "details": data["details"],
     }
 
 
