@@ -255,9 +255,18 @@ def render(result: ExportResult, colour: bool = False, quiet: bool = False) -> s
     return "\n".join(out) + "\n"
 
 
+def json_ready(result: ExportResult) -> dict[str, Any]:
+    """What ``--format json`` prints for one run, as plain JSON-ready values:
+    ``{"row": the exact CSV cell strings, "details": ...}``.
+
+    The one place that turns a result into data: ``--format json`` and the
+    provenance records both take it from here.
+    """
+    return {"row": result.row, "details": result.details}
+
+
 def to_json(result: ExportResult) -> str:
     """One JSON object (one line) per run: the exact CSV cell strings and the details."""
     # allow_nan=False: details carry only finite numbers or null; a NaN here is a bug
     # that must fail loudly rather than emit JSON other tools cannot parse.
-    return json.dumps({"row": result.row, "details": result.details}, allow_nan=False,
-                      ensure_ascii=False)
+    return json.dumps(json_ready(result), allow_nan=False, ensure_ascii=False)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .checks import Context, plural, run_checks, unfinished_evidence
@@ -16,7 +17,7 @@ from .errors import AmscError
 from .options import ExportOptions  # re-exported: its home moved to options.py
 from .provenance import load_provenance, resolve_placement
 from .row import build_row, dashboard_problems, fmt, format_timestamp
-from .steps import Steps, read_steps
+from .steps import Digest, Steps, read_steps
 
 if TYPE_CHECKING:
     from .reduce import Reduced
@@ -25,10 +26,22 @@ __all__ = ["ExportOptions", "ExportResult", "export_many", "export_run", "plural
 
 
 @dataclass
+class FilesRead:
+    """The files a row came from, for its provenance record."""
+
+    root: Path
+    metrics: list[Path]  # in the order read
+    digests: dict[Path, Digest]  # of the metrics files, taken while they were read
+    provenance: list[Path]  # the files placement used
+    run_info: list[Path]  # every run_info.json found, nearest first
+
+
+@dataclass
 class ExportResult:
     row: dict[str, str]
     notes: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    read: FilesRead | None = None  # only when export_run was asked to hash
 
 
 def coverage_text(red: Reduced) -> str | None:
@@ -131,11 +144,14 @@ def _metric_values(ctx: Context, notes: list[str]) -> dict[str, Any]:
     }
 
 
-def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportResult:
+def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions, *,
+               hash_files: bool = False) -> ExportResult:
     """Export one run directory. Raises :class:`AmscError` for anything a user caused.
 
     find files → provenance → read steps → reduce → cross-check → row. ``opts``
-    validated itself when it was built (:class:`ExportOptions`).
+    validated itself when it was built (:class:`ExportOptions`). ``hash_files``:
+    take the metrics files' sha256 while reading them (for a provenance record),
+    returned in :attr:`ExportResult.read`.
     """
     from .reduce import reduce_steps  # numpy: only once there is work to do
 
@@ -148,7 +164,8 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
     # Provenance before the (possibly long) read: a missing flag fails fast.
     prov = load_provenance(files)
     placement = resolve_placement(prov, opts.system, opts.nodes, opts.gpus)
-    steps = read_steps(source, opts.max_line_bytes) if source is not None else None
+    digests: dict[Path, Digest] | None = {} if hash_files else None
+    steps = read_steps(source, opts.max_line_bytes, digests) if source is not None else None
     red = (reduce_steps(steps, opts.warmup, opts.reducer, opts.attempt)
            if steps is not None else None)
     n = red.steps if red is not None else 0
@@ -172,7 +189,10 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportRe
     problems = dashboard_problems(row)
     if problems:  # a bug, not a user error: never print a row the dashboard rejects
         raise AmscError(f"internal: row would be rejected by the dashboard: {'; '.join(problems)}")
-    return ExportResult(row=row, notes=notes, details=_details(ctx, notes))
+    read = None if digests is None else FilesRead(
+        files.root, list(steps.files_read) if steps is not None else [], digests,
+        [files.root / rel for rel in prov.tiers], files.run_info)
+    return ExportResult(row=row, notes=notes, details=_details(ctx, notes), read=read)
 
 
 def _details(ctx: Context, notes: list[str]) -> dict[str, Any]:
@@ -215,7 +235,7 @@ def _details(ctx: Context, notes: list[str]) -> dict[str, Any]:
     return details
 
 
-def export_many(run_dirs: list[str], opts: ExportOptions
+def export_many(run_dirs: list[str], opts: ExportOptions, *, hash_files: bool = False
                 ) -> tuple[list[tuple[str, ExportResult]], list[tuple[str, AmscError]]]:
     """Export every directory, in order; failures are collected, not raised.
 
@@ -226,7 +246,7 @@ def export_many(run_dirs: list[str], opts: ExportOptions
     failed: list[tuple[str, AmscError]] = []
     for d in run_dirs:
         try:
-            done.append((d, export_run(d, opts)))
+            done.append((d, export_run(d, opts, hash_files=hash_files)))
         except AmscError as e:
             failed.append((d, e))
     return done, failed
