@@ -82,10 +82,8 @@ def other_rank(line: bytes, want: int) -> int | None:
     digits = after - value
     if not 1 <= digits <= MAX_RANK_DIGITS or body[value] == _ZERO:
         return None
-    if body[after:after + len(_AFTER_RANK)] != _AFTER_RANK:
-        return None
-    if after + len(_AFTER_RANK) > len(body) - 3:  # metrics' first key and the tail overlap
-        return None
+    if body[after:after + len(_AFTER_RANK)] != _AFTER_RANK:  # it cannot reach the tail:
+        return None  # the tail is a digit and '}}', this ends in '{"'
     rank = int(body[value:after])
     return None if rank == want else rank
 
@@ -160,7 +158,7 @@ def classify_block(buf: bytearray, n: int, want: int, limit: int
     idx = np.flatnonzero(ok)
     key = np.zeros(ends.size, dtype=np.int64)
     key[key_line] = key_at
-    ok[idx], ranks[idx] = _rank_values(a, key[idx], ends[idx])
+    ok[idx], ranks[idx] = _rank_values(a, key[idx])
     _two_braces(buf, data, starts, ends, ok)
     if not -(2**63) <= want < 2**63:
         want = -1  # no rank that passes the checks is negative
@@ -190,8 +188,7 @@ def _rank_keys(a: np.ndarray, n: int, ends: np.ndarray) -> tuple[np.ndarray, np.
     return _lines_of(ends, k), k - 4
 
 
-def _rank_values(a: np.ndarray, key: np.ndarray, ends: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def _rank_values(a: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """At each ``"rank"`` offset: is it ``"rank": R, "metrics": {"``, and R.
 
     The 8 bytes from the value on are read as one word and decoded with word
@@ -210,8 +207,7 @@ def _rank_values(a: np.ndarray, key: np.ndarray, ends: np.ndarray
     after = value + count
     good = ((words[key] == _KEY_U64) & (count >= 1) & ((raw & np.uint64(0xFF)) != _ZERO)
             & (words[after] == _AFTER_LO)
-            & ((words[after + 8] & _AFTER_HI_MASK) == _AFTER_HI)
-            & (after + len(_AFTER_RANK) <= ends - 3))
+            & ((words[after + 8] & _AFTER_HI_MASK) == _AFTER_HI))
     # The digits, moved to the top of the word (leading zeros below), then
     # pairs, quads and all eight combined: the decimal value.
     keep = np.maximum(count, 1).astype(np.uint64) * np.uint64(8)
