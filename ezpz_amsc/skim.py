@@ -12,17 +12,20 @@ block):
 
 - it ends with a newline (an unterminated last line is always parsed: it is
   how a killed job is recognised) and is shorter than the long-line limit;
-- it holds no backslash (so no escaped key can spell ``rank``) and no NUL byte;
-- it starts ``{"timestamp": ``; it holds ``"rank"`` exactly once, as
-  ``"rank": R, "metrics": {"`` with ``R`` a plain positive integer of at most
-  7 digits (no sign, no leading zero) that is not the wanted rank;
-- it holds exactly two ``{`` and ends with a digit and ``}}``.
+- it holds no backslash and no NUL byte;
+- it starts ``{"timestamp": `` and ends with a digit and ``}}``;
+- it holds exactly two ``{``, and the second is the end of
+  ``"rank": R, "metrics": {``, with ``R`` a plain positive integer of at
+  most 7 digits (no sign, no leading zero) that is not the wanted rank.
 
-JSON keeps the last of repeated keys, and a string cannot hold a bare ``"``.
-So a line with these facts that parses is a record whose only ``rank`` is
-``R`` and whose ``metrics`` (its last member) is an object ending in a number:
-exactly what the full parse would count as one record of rank ``R``. A wanted
-record therefore never goes unparsed, whatever the line holds.
+Why that is certain: without a backslash no string holds a ``"``, so every
+``"rank"`` followed by ``:`` is a key. With two ``{`` and the final ``}}``
+after a digit, the second object is the record's last member, ``metrics``,
+ending in a number; the ``rank`` key just before it is the record's last
+``rank`` key, and JSON keeps the last of repeated keys. So a line with these
+facts that parses is a record of rank ``R`` with a numeric metric, exactly
+what the full parse counts as one; a wanted record never goes unparsed,
+whatever the line holds.
 
 The checks also catch what a killed job or an interrupted append leaves in the
 middle of a file: a record cut off and continued by the next one has a third
@@ -41,7 +44,7 @@ from typing import IO
 
 import numpy as np
 
-BLOCK_BYTES = 1 << 20  # one block: ~2,800 hf-sized lines, a few MB of numpy scratch
+BLOCK_BYTES = 1 << 20  # one block: ~2,400 hf-sized lines, a few MB of numpy scratch
 MAX_RANK_DIGITS = 7
 # Below this share of passed-over lines a block is mostly wanted lines (a
 # per-rank file): classifying costs more than it saves, so the rest of the
@@ -52,10 +55,9 @@ _MAX_DENSE_RANK = 1 << 16  # ranks counted in an array up to here, in a dict abo
 
 _START = b'{"timestamp": '
 _KEY = b'"rank": '
-_AFTER_RANK = b', "metrics": {"'
+_METRICS = b', "metrics": '  # between the rank and the second '{'
 _DIGITS = b"0123456789"
-_NL, _NUL, _BACKSLASH, _QUOTE, _LBRACE, _RBRACE = 10, 0, 92, 34, 123, 125
-_K, _N, _A, _R, _ZERO, _NINE = 107, 110, 97, 114, 48, 57
+_NL, _NUL, _BACKSLASH, _LBRACE, _RBRACE, _ZERO, _NINE = 10, 0, 92, 123, 125, 48, 57
 
 
 def other_rank(line: bytes, want: int) -> int | None:
@@ -70,21 +72,16 @@ def other_rank(line: bytes, want: int) -> int | None:
     if (not body.startswith(_START) or body.count(b"{") != 2
             or body[-2:] != b"}}" or len(body) < 3 or body[-3] not in _DIGITS):
         return None
-    key = body.find(b'"rank"')
-    if key < 0 or body.find(b'"rank"', key + 1) >= 0:  # also an overlapping '"rank"rank"'
+    head = body[:body.index(b"{", 1)]
+    if not head.endswith(_METRICS):
         return None
-    if body[key:key + len(_KEY)] != _KEY:
+    head = head[:-len(_METRICS)]
+    digits = len(head) - len(head.rstrip(_DIGITS))
+    if not 1 <= digits <= MAX_RANK_DIGITS or head[-digits] == _ZERO:
         return None
-    value = key + len(_KEY)
-    after = value
-    while after < len(body) and body[after] in _DIGITS:
-        after += 1
-    digits = after - value
-    if not 1 <= digits <= MAX_RANK_DIGITS or body[value] == _ZERO:
+    if not head[:-digits].endswith(_KEY):
         return None
-    if body[after:after + len(_AFTER_RANK)] != _AFTER_RANK:  # it cannot reach the tail:
-        return None  # the tail is a digit and '}}', this ends in '{"'
-    rank = int(body[value:after])
+    rank = int(head[-digits:])
     return None if rank == want else rank
 
 
@@ -92,16 +89,19 @@ def _u64(b: bytes) -> int:
     return int.from_bytes(b[:8].ljust(8, b"\0"), "little")
 
 
+def _mask(nbytes: int) -> int:
+    return (1 << (8 * nbytes)) - 1
+
+
 _START_LO, _START_HI = _u64(_START), _u64(_START[8:])  # bytes 0-7, 8-13
-_START_HI_MASK = (1 << (8 * (len(_START) - 8))) - 1
+_START_HI_MASK = _mask(len(_START) - 8)
 _KEY_U64 = _u64(_KEY)
-_AFTER_LO, _AFTER_HI = _u64(_AFTER_RANK), _u64(_AFTER_RANK[8:])  # bytes 0-7, 8-14
-_AFTER_HI_MASK = (1 << (8 * (len(_AFTER_RANK) - 8))) - 1
-_ASCII_ZEROS = np.uint64(0x3030303030303030)
-_GT_NINE = np.uint64(0x7676767676767676)  # + 0x76 sets a byte's top bit when it is over 9
+_METRICS_LO, _METRICS_HI = _u64(_METRICS), _u64(_METRICS[8:])  # bytes 0-7, 8-12
+_METRICS_HI_MASK = _mask(len(_METRICS) - 8)
+_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+_GE_ZERO = np.uint64(0x5050505050505050)  # + (0x80 - '0'): top bit set from '0' up
+_GE_COLON = np.uint64(0x4646464646464646)  # + (0x80 - ':'): top bit set from ':' up
 _HIGH_BITS = np.uint64(0x8080808080808080)
-
-
 # For a byte with one bit set, which bit; -1 for any other byte.
 _ONE_BIT = np.full(256, -1, dtype=np.int64)
 _ONE_BIT[1 << np.arange(8)] = np.arange(8)
@@ -126,9 +126,9 @@ def _positions(data: np.ndarray, byte: int) -> np.ndarray:
     return np.sort(np.concatenate((at[single] * 8 + bit[single], more)))
 
 
-def _lines_of(ends: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """The index of the line holding each position (lines end at ``ends``)."""
-    return np.searchsorted(ends, positions)
+def _words(a: np.ndarray) -> np.ndarray:
+    """Unaligned little-endian 8-byte words at every offset: one gather reads 8 bytes."""
+    return np.ndarray((a.size - 7,), dtype="<u8", buffer=a, strides=(1,))
 
 
 def classify_block(buf: bytearray, n: int, want: int, limit: int
@@ -148,26 +148,20 @@ def classify_block(buf: bytearray, n: int, want: int, limit: int
     starts = np.empty_like(ends)
     starts[0] = 0
     starts[1:] = ends[:-1] + 1
+    braces = _positions(data, _LBRACE)
+    brace_line = np.searchsorted(ends, braces)  # the line each '{' is in
     ok = _shape_ok(a, starts, ends, limit)
-    key_line, key_at = _rank_keys(a, n, ends)
-    ok &= np.bincount(key_line, minlength=ends.size) == 1
+    ok &= np.bincount(brace_line, minlength=ends.size) == 2
     for bad in (_NUL, _BACKSLASH):
         if buf.find(bad, 0, n) >= 0:  # memchr: costs nothing when absent
-            ok[_lines_of(ends, np.flatnonzero(data == bad))] = False
-    ranks = np.zeros(ends.size, dtype=np.int64)
+            ok[np.searchsorted(ends, np.flatnonzero(data == bad))] = False
     idx = np.flatnonzero(ok)
-    key = np.zeros(ends.size, dtype=np.int64)
-    key[key_line] = key_at
-    ok[idx], ranks[idx] = _rank_values(a, key[idx])
-    _two_braces(buf, data, starts, ends, ok)
+    second = braces[np.searchsorted(brace_line, idx) + 1]  # each line's second '{'
+    ranks = np.zeros(ends.size, dtype=np.int64)
+    ok[idx], ranks[idx] = _rank_before(a, second)
     if not -(2**63) <= want < 2**63:
         want = -1  # no rank that passes the checks is negative
     return starts, ends, ok & (ranks != want), ranks
-
-
-def _words(a: np.ndarray) -> np.ndarray:
-    """Unaligned little-endian 8-byte words at every offset: one gather reads 8 bytes."""
-    return np.ndarray((a.size - 7,), dtype="<u8", buffer=a, strides=(1,))
 
 
 def _shape_ok(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, limit: int) -> np.ndarray:
@@ -179,63 +173,38 @@ def _shape_ok(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, limit: int) -
             & (t1 == _RBRACE) & (t2 == _RBRACE) & (t3 >= _ZERO) & (t3 <= _NINE))
 
 
-def _rank_keys(a: np.ndarray, n: int, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every ``"rank"`` in ``a[:n]``: (its line, its offset)."""
-    k = _positions(a[:n], _K)
-    k = k[k >= 4]
-    k = k[a[k + 1] == _QUOTE]
-    k = k[(a[k - 1] == _N) & (a[k - 2] == _A) & (a[k - 3] == _R) & (a[k - 4] == _QUOTE)]
-    return _lines_of(ends, k), k - 4
+def _rank_before(a: np.ndarray, brace: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Before each ``{``: is it ``"rank": R, "metrics": {``, and R.
 
-
-def _rank_values(a: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """At each ``"rank"`` offset: is it ``"rank": R, "metrics": {"``, and R.
-
-    The 8 bytes from the value on are read as one word and decoded with word
-    arithmetic (SWAR), a handful of operations for all lines at once.
+    The 8 bytes before ``, "metrics": `` are read as one word, and the digits
+    at its end found and decoded with word arithmetic (SWAR): a handful of
+    operations for all lines at once.
     """
     words = _words(a)
-    value = key + len(_KEY)
-    raw = words[value]
-    # Bytes 0-9 after subtracting '0'; the lowest byte that is not becomes a
-    # flag, the first non-digit. Borrows and carries only run upwards, past it.
-    shifted = raw - _ASCII_ZEROS
-    not_digit = ((shifted + _GT_NINE) | shifted) & _HIGH_BITS
-    first = not_digit & (~not_digit + np.uint64(1))  # lowest flag; 0 if 8 digits
-    # log2 of the flag is 8 * count + 7; no flag (8 digits) gives -1, refused below.
-    count = (np.log2((first | np.uint64(1)).astype(np.float64)).astype(np.int64) - 7) // 8
-    after = value + count
-    good = ((words[key] == _KEY_U64) & (count >= 1) & ((raw & np.uint64(0xFF)) != _ZERO)
-            & (words[after] == _AFTER_LO)
-            & ((words[after + 8] & _AFTER_HI_MASK) == _AFTER_HI))
-    # The digits, moved to the top of the word (leading zeros below), then
-    # pairs, quads and all eight combined: the decimal value.
-    keep = np.maximum(count, 1).astype(np.uint64) * np.uint64(8)
-    v = (raw & ((np.uint64(1) << keep) - np.uint64(1))) << (np.uint64(64) - keep)
+    end = brace - len(_METRICS)  # just past the digits
+    raw = words[end - 8]
+    # The top bit of each byte says "not a digit". The low 7 bits of a byte
+    # plus a constant below 0x80 cannot carry into the next byte, so every
+    # byte is tested on its own.
+    low = raw & _LOW7
+    digit = (low + _GE_ZERO) & ~(low + _GE_COLON) & ~raw & _HIGH_BITS
+    not_digit = ~digit & _HIGH_BITS
+    # log2 of the highest flag is 8 * i + 7 for byte i; no flag (8 digits) gives -1.
+    last = (np.log2((not_digit | np.uint64(1)).astype(np.float64)).astype(np.int64) - 7) // 8
+    count = 7 - last
+    start = end - count
+    good = ((words[end] == _METRICS_LO)
+            & ((words[end + 8] & _METRICS_HI_MASK) == _METRICS_HI)
+            & (count >= 1) & (count <= MAX_RANK_DIGITS) & (a[start] != _ZERO)
+            & (words[start - 8] == _KEY_U64))
+    # The digits with zero bytes below them (leading zeros), then pairs,
+    # quads and all eight combined: the decimal value.
+    below = (np.uint64(8) - np.clip(count, 1, 8).astype(np.uint64)) * np.uint64(8)
+    v = raw & ~((np.uint64(1) << below) - np.uint64(1))
     v = ((v & np.uint64(0x0F0F0F0F0F0F0F0F)) * np.uint64(2561)) >> np.uint64(8)
     v = ((v & np.uint64(0x00FF00FF00FF00FF)) * np.uint64(6553601)) >> np.uint64(16)
     v = ((v & np.uint64(0x0000FFFF0000FFFF)) * np.uint64(42949672960001)) >> np.uint64(32)
     return good, v.astype(np.int64)
-
-
-def _two_braces(buf: bytearray, data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                ok: np.ndarray) -> None:
-    """Clear ``ok`` for lines with a ``{`` beyond the two already checked.
-
-    Every ``ok`` line has at least those two, so when the block's total is two
-    per ``ok`` line plus what the other lines hold, none has more. Only when
-    that fails, or most lines are not ``ok``, are braces counted line by line.
-    """
-    rest = np.flatnonzero(~ok)
-    if rest.size <= 64:
-        total = int(np.count_nonzero(data == _LBRACE))
-        others = sum(buf.count(b"{", s, e) for s, e in
-                     zip(starts[rest].tolist(), ends[rest].tolist(), strict=True))
-        if total == 2 * (ends.size - rest.size) + others:
-            return
-    per_line = np.bincount(_lines_of(ends, np.flatnonzero(data == _LBRACE)),
-                           minlength=ends.size)
-    ok &= per_line == 2
 
 
 class RankCounts:

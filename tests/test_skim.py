@@ -69,14 +69,15 @@ ADVERSARIAL = [
     ("rank 1000", line(rec(1000, 7)), 1000),
     ("rank 1234567, 7 digits", line(rec(1234567, 7)), 1234567),
     ("rank 12345678, 8 digits", line(rec(12345678, 7)), None),
-    ('"rank": 0 inside metrics of rank 1', line(rec(1, 7, {"rank": 0})), None),
+    ('"rank": 0 inside metrics of rank 1', line(rec(1, 7, {"rank": 0})), 1),
     ('"rank": 10 inside metrics of rank 0', line(rec(0, 8, {"rank": 10})), None),
     ("rank first", json.dumps({"rank": 5, "timestamp": 1.0, "metrics": {"train/step": 7}})
      + "\n", None),
     ("rank last, 0", json.dumps({"timestamp": 1.0, "metrics": {"train/step": 9}, "rank": 0})
      + "\n", None),
     ("rank repeated, last 0", GOOD[:-2] + ', "rank": 0}\n', None),
-    ("rank 0, then rank 5", GOOD.replace('"rank": 5', '"rank": 0, "rank": 5'), None),
+    ("rank 0, then rank 5", GOOD.replace('"rank": 5', '"rank": 0, "rank": 5'), 5),
+    ("rank 5, then rank 0", GOOD.replace('"rank": 5', '"rank": 5, "rank": 0'), None),
     ("a key that starts like rank", line(rec(5, 7, {"ranking": 3})), 5),
     ("rank 5 repeated", GOOD.replace('"metrics": {', '"metrics": {"x": 1}, "rank": 5, '
                                      '"metrics": {', 1), None),
@@ -117,6 +118,13 @@ ADVERSARIAL = [
      None),
     ("empty metrics", json.dumps({"timestamp": 1.0, "rank": 5, "metrics": {}}) + "\n", None),
     ("aggregated after metrics", GOOD[:-2] + ', "aggregated": {"a/mean": 1.0}}\n', None),
+    ("another key than metrics", GOOD.replace('"metrics"', '"metriks"'), None),
+    ("another key than timestamp", GOOD.replace('"timestamp"', '"timestXYZ"'), None),
+    ("a member after metrics", json.dumps({"timestamp": 1.0, "rank": 5, "metrics": {
+        "p": "bf16"}, "b": 12}) + "\n", None),
+    ("metrics opens with a space", GOOD.replace('"metrics": {', '"metrics": { '), 5),
+    ("a byte over 0x7f that ends in a digit", GOOD.replace('"rank": 5', '"rank": 5\udcb5'),
+     None),
     ("blank", "   \n", None),
     ("not JSON", "garbage\n", None),
 ]
@@ -124,7 +132,7 @@ ADVERSARIAL = [
 
 @pytest.mark.parametrize("what,text,rank", ADVERSARIAL, ids=[a[0] for a in ADVERSARIAL])
 def test_adversarial_line_reads_like_full_parse(tmp_path, what, text, rank):
-    data = text.encode("utf-8")
+    data = text.encode("utf-8", "surrogateescape")  # \udcXX: the raw byte XX
     assert other_rank(data, 0) == rank
     buf = bytearray(data) + bytearray(64)
     _, _, skip, ranks = classify_block(buf, len(data), 0, 1 << 20)
@@ -133,11 +141,12 @@ def test_adversarial_line_reads_like_full_parse(tmp_path, what, text, rank):
     # Among rank 0's steps and other ranks' records, with the line in the middle.
     lines = [line(rec(0, 1)), line(rec(3, 1)), text, line(rec(0, 2)), line(rec(2, 2))]
     path = tmp_path / "metrics.jsonl"
-    path.write_bytes("".join(lines).encode("utf-8"))
+    path.write_bytes("".join(lines).encode("utf-8", "surrogateescape"))
     got = assert_reads_like_full_parse(path)
     assert got["rank"] == 0
     # ... and where rank 0 logged nothing, so the line may decide the rank used.
-    path.write_bytes("".join([line(rec(3, 1)), text, line(rec(2, 1))]).encode("utf-8"))
+    path.write_bytes("".join([line(rec(3, 1)), text, line(rec(2, 1))]).encode(
+        "utf-8", "surrogateescape"))
     assert_reads_like_full_parse(path)
 
 
@@ -248,12 +257,18 @@ def test_unseekable_file_keeps_skimming(monkeypatch):
 
 
 def test_rank_counts_dense_and_sparse():
+    import tracemalloc
+
     import numpy as np
 
     c = RankCounts()
     c.add(np.array([3, 1, 3], dtype=np.int64))
     c.add(np.array([], dtype=np.int64))
+    tracemalloc.start()
     c.add(np.array([70000, 3, 9999999, 70000], dtype=np.int64))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 1 << 20  # a huge rank is not counted in an array as long as the rank
     assert c.total() == 7
     out = {3: 10}
     c.drain_into(out)
