@@ -149,14 +149,14 @@ def classify_block(buf: bytearray, n: int, want: int, limit: int
     starts[0] = 0
     starts[1:] = ends[:-1] + 1
     braces = _positions(data, _LBRACE)
-    brace_line = np.searchsorted(ends, braces)  # the line each '{' is in
+    first = np.searchsorted(braces, starts)  # each line's first '{' (of all in order)
     ok = _shape_ok(a, starts, ends, limit)
-    ok &= np.bincount(brace_line, minlength=ends.size) == 2
+    ok &= np.diff(first, append=braces.size) == 2
     for bad in (_NUL, _BACKSLASH):
         if buf.find(bad, 0, n) >= 0:  # memchr: costs nothing when absent
             ok[np.searchsorted(ends, np.flatnonzero(data == bad))] = False
     idx = np.flatnonzero(ok)
-    second = braces[np.searchsorted(brace_line, idx) + 1]  # each line's second '{'
+    second = braces[first[idx] + 1]
     ranks = np.zeros(ends.size, dtype=np.int64)
     ok[idx], ranks[idx] = _rank_before(a, second)
     if not -(2**63) <= want < 2**63:
