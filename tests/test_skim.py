@@ -61,6 +61,13 @@ def assert_reads_like_full_parse(path: Path, max_line: int = 1 << 20) -> dict:
 
 # (what, line, the rank it is certainly a record of when rank 0 is wanted; None: parse it)
 GOOD = line(rec(5, 7))
+
+
+def rank_written(text: str) -> str:
+    """GOOD with its rank written as ``text``: ``"rank"`` + ``text``."""
+    return GOOD.replace('"rank": 5', '"rank"' + text)
+
+
 ADVERSARIAL = [
     ("rank 0", line(rec(0, 7)), None),
     ("rank 1", line(rec(1, 7)), 1),
@@ -76,25 +83,25 @@ ADVERSARIAL = [
     ("rank last, 0", json.dumps({"timestamp": 1.0, "metrics": {"train/step": 9}, "rank": 0})
      + "\n", None),
     ("rank repeated, last 0", GOOD[:-2] + ', "rank": 0}\n', None),
-    ("rank 0, then rank 5", GOOD.replace('"rank": 5', '"rank": 0, "rank": 5'), 5),
-    ("rank 5, then rank 0", GOOD.replace('"rank": 5', '"rank": 5, "rank": 0'), None),
+    ("rank 0, then rank 5", rank_written(': 0, "rank": 5'), 5),
+    ("rank 5, then rank 0", rank_written(': 5, "rank": 0'), None),
     ("a key that starts like rank", line(rec(5, 7, {"ranking": 3})), 5),
     ("rank 5 repeated", GOOD.replace('"metrics": {', '"metrics": {"x": 1}, "rank": 5, '
                                      '"metrics": {', 1), None),
     ("compact separators", json.dumps(rec(5, 7), separators=(",", ":")) + "\n", None),
     ("compact, rank 0", json.dumps(rec(0, 9), separators=(",", ":")) + "\n", None),
-    ("two spaces", GOOD.replace('"rank": 5', '"rank":  5'), None),
-    ("tab", GOOD.replace('"rank": 5', '"rank":\t5'), None),
-    ("rank a string", GOOD.replace('"rank": 5', '"rank": "5"'), None),
-    ("rank a string 0", GOOD.replace('"rank": 5', '"rank": "0"'), None),
-    ("rank a float", GOOD.replace('"rank": 5', '"rank": 5.0'), None),
-    ("rank 0.0", GOOD.replace('"rank": 5', '"rank": 0.0'), None),
-    ("rank 5e0", GOOD.replace('"rank": 5', '"rank": 5e0'), None),
-    ("rank -0", GOOD.replace('"rank": 5', '"rank": -0'), None),
-    ("rank -5", GOOD.replace('"rank": 5', '"rank": -5'), None),
-    ("rank 05", GOOD.replace('"rank": 5', '"rank": 05'), None),
-    ("rank true", GOOD.replace('"rank": 5', '"rank": true'), None),
-    ("rank null", GOOD.replace('"rank": 5', '"rank": null'), None),
+    ("two spaces", rank_written(':  5'), None),
+    ("tab", rank_written(':\t5'), None),
+    ("rank a string", rank_written(': "5"'), None),
+    ("rank a string 0", rank_written(': "0"'), None),
+    ("rank a float", rank_written(': 5.0'), None),
+    ("rank 0.0", rank_written(': 0.0'), None),
+    ("rank 5e0", rank_written(': 5e0'), None),
+    ("rank -0", rank_written(': -0'), None),
+    ("rank -5", rank_written(': -5'), None),
+    ("rank 05", rank_written(': 05'), None),
+    ("rank true", rank_written(': true'), None),
+    ("rank null", rank_written(': null'), None),
     ("no rank", GOOD.replace('"rank": 5, ', ""), None),
     ("escaped rank key, 0", GOOD[:-2] + ', "r\\u0061nk": 0}\n', None),
     ("escaped string", GOOD.replace('"train/mfu"', '"train/\\u03bcfu"'), None),
@@ -123,7 +130,7 @@ ADVERSARIAL = [
     ("a member after metrics", json.dumps({"timestamp": 1.0, "rank": 5, "metrics": {
         "p": "bf16"}, "b": 12}) + "\n", None),
     ("metrics opens with a space", GOOD.replace('"metrics": {', '"metrics": { '), 5),
-    ("a byte over 0x7f that ends in a digit", GOOD.replace('"rank": 5', '"rank": 5\udcb5'),
+    ("a byte over 0x7f that ends in a digit", rank_written(': 5\udcb5'),
      None),
     ("blank", "   \n", None),
     ("not JSON", "garbage\n", None),
