@@ -230,9 +230,9 @@ def report(cases: list[Case], repeats: int) -> str:
             lines.append(f"| {big.label} | {small.peak_rss_mb():.1f} | {big.peak_rss_mb():.1f} | "
                          f"{big.peak_rss_mb() - small.peak_rss_mb():+.1f} |")
     if "d" in by and "e" in by:
+        d_what, e_what = (by[k].what.split(", one")[0] for k in "de")
         lines += ["", "Memory as ranks grow (peak RSS MB, one interleaved file):", "",
-                  f"| command | {by['d'].what.split(',')[0]} | {by['e'].what.split(',')[0]} "
-                  "| growth MB |", "|---|--:|--:|--:|"]
+                  f"| command | {d_what} | {e_what} | growth MB |", "|---|--:|--:|--:|"]
         for small, big in zip(by["d"].tools, by["e"].tools, strict=True):
             lines.append(f"| {big.label} | {small.peak_rss_mb():.1f} | {big.peak_rss_mb():.1f} | "
                          f"{big.peak_rss_mb() - small.peak_rss_mb():+.1f} |")

@@ -144,24 +144,48 @@ def classify_block(buf: bytearray, n: int, want: int, limit: int
     """
     a = np.frombuffer(buf, dtype=np.uint8)
     data = a[:n]
-    ends = _positions(data, _NL)
-    starts = np.empty_like(ends)
-    starts[0] = 0
-    starts[1:] = ends[:-1] + 1
     braces = _positions(data, _LBRACE)
-    first = np.searchsorted(braces, starts)  # each line's first '{' (of all in order)
-    ok = _shape_ok(a, starts, ends, limit)
-    ok &= np.diff(first, append=braces.size) == 2
+    paired = _paired_lines(a, data, braces)
+    if paired is not None:
+        starts, ends, second = paired
+        ok = _shape_ok(a, starts, ends, limit)
+    else:
+        ends = _positions(data, _NL)
+        starts = np.empty_like(ends)
+        starts[0] = 0
+        starts[1:] = ends[:-1] + 1
+        first = np.searchsorted(braces, starts)  # each line's first '{' (of all in order)
+        ok = _shape_ok(a, starts, ends, limit) & (np.diff(first, append=braces.size) == 2)
+        second = braces[np.minimum(first + 1, braces.size - 1)] if braces.size else first
     for bad in (_NUL, _BACKSLASH):
         if buf.find(bad, 0, n) >= 0:  # memchr: costs nothing when absent
             ok[np.searchsorted(ends, np.flatnonzero(data == bad))] = False
     idx = np.flatnonzero(ok)
-    second = braces[first[idx] + 1]
     ranks = np.zeros(ends.size, dtype=np.int64)
-    ok[idx], ranks[idx] = _rank_before(a, second)
+    ok[idx], ranks[idx] = _rank_before(a, second[idx])
     if not -(2**63) <= want < 2**63:
         want = -1  # no rank that passes the checks is negative
     return starts, ends, ok & (ranks != want), ranks
+
+
+def _paired_lines(a: np.ndarray, data: np.ndarray, braces: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(starts, ends, second '{') when every line holds two ``{``, the first at its start.
+
+    That is the block of an interleaved file without an ``aggregated`` line:
+    then the ``{`` alone give the lines, and looking for newlines is a count
+    instead of a search. None for any other block.
+    """
+    if not braces.size or braces.size % 2 or braces[0] != 0:
+        return None
+    starts = braces[0::2]
+    ends = np.empty_like(starts)
+    ends[:-1] = starts[1:] - 1
+    ends[-1] = data.size - 1
+    # Each line ends just before the next one's first '{', and there is no other newline.
+    if not (a[ends] == _NL).all() or np.count_nonzero(data == _NL) != ends.size:
+        return None
+    return starts, ends, braces[1::2]
 
 
 def _shape_ok(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, limit: int) -> np.ndarray:

@@ -437,3 +437,39 @@ def test_explain_and_json_report_the_same_counts(tmp_path):
     details = json.loads(outs[0][0])["details"]
     assert details["other_rank_records"] == 11 * 20
     assert "skipped 1 unparsable line" in outs[0][1]
+
+
+@pytest.mark.parametrize("lines,paired", [
+    ([line(rec(0, 1)), line(rec(5, 1)), line(rec(6, 1))], True),
+    (["x" + line(rec(5, 1)), line(rec(6, 1))], False),  # the block does not start with '{'
+    ([line(rec(5, 1)), line(rec(6, 1))[:-1] + ", \"a\": {}}\n"], False),  # a third '{'
+    ([line(rec(5, 1)), line(rec(6, 1)).replace('"train/mfu"', '{"train/mfu"')], False),  # odd
+    ([line(rec(5, 1)), '{"a": 1}\n'], False),  # odd: the last line has one '{'
+    ([line(rec(5, 1))[:-1] + "\n\n", line(rec(6, 1))], False),  # a newline more
+    ([line(rec(5, 1)).replace(", ", "\n", 1) + line(rec(6, 1))], False),  # a line split
+])
+def test_paired_lines_only_when_every_line_holds_two_braces_from_its_start(lines, paired):
+    import numpy as np
+
+    data = "".join(lines).encode()
+    buf = bytearray(data) + bytearray(64)
+    a = np.frombuffer(buf, dtype=np.uint8)
+    braces = skim_mod._positions(a[:len(data)], ord("{"))
+    got = skim_mod._paired_lines(a, a[:len(data)], braces)
+    assert (got is not None) == paired
+    if paired:
+        starts, ends, second = got
+        want_ends = [i for i, b in enumerate(data) if b == ord("\n")]
+        assert ends.tolist() == want_ends
+        assert starts.tolist() == [0] + [e + 1 for e in want_ends[:-1]]
+        assert second.tolist() == [data.index(b"{", s + 1) for s in starts.tolist()]
+
+
+def test_a_block_of_paired_lines_is_not_searched_for_newlines(monkeypatch):
+    searched = []
+    real = skim_mod._positions
+    monkeypatch.setattr(skim_mod, "_positions", lambda d, b: searched.append(b) or real(d, b))
+    data = "".join(line(rec(r, 1)) for r in range(50)).encode()
+    _, ends, skip, ranks = classify_block(bytearray(data) + bytearray(64), len(data), 0, 1 << 20)
+    assert searched == [ord("{")]
+    assert skip.tolist() == [False] + [True] * 49 and ranks.tolist()[1:] == list(range(1, 50))
