@@ -298,14 +298,14 @@ def skim_lines(f: IO[bytes], limit: int, want: int, passed: dict[int, int],
             if nl < 0:
                 have = 0
                 continue
-            buf[: have - nl - 1] = view[nl + 1:have]
+            buf[: have - nl - 1] = bytes(view[nl + 1:have])  # a copy: memcpy must not overlap
             have -= nl + 1
             drain = False
         end = buf.rfind(b"\n", 0, have) + 1
         if not end:
             continue
         lines, passed_over = yield from _block(buf, view, end, want, limit, counts)
-        buf[: have - end] = view[end:have]
+        buf[: have - end] = bytes(view[end:have])  # the carried-over line, moved to the front
         have -= end
         if passed_over < MIN_SKIPPED_SHARE * lines and _rewind(f, have):
             counts.drain_into(passed)
