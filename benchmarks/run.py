@@ -17,7 +17,7 @@ Cases:
       Floor: the same on the single file.
   (c) ``--help``.  Floor: ``python -c "import click"``.
   (d) 1,024 ranks x 500 steps in one interleaved ``metrics.jsonl`` (hf-shaped,
-      ~225 MB).  Floor: a python that reads the file line by line and tests
+      ~220 MB).  Floor: a python that reads the file line by line and tests
       each line for the rank-0 marker ``"rank": 0,`` (no imports).
   (e) 12,288 ranks x 100 steps interleaved (~540 MB).  Floor: the same.
 
