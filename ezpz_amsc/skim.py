@@ -50,6 +50,8 @@ MAX_RANK_DIGITS = 7
 # per-rank file): classifying costs more than it saves, so the rest of the
 # file is read line by line as before.
 MIN_SKIPPED_SHARE = 0.25
+# The first read is smaller, so that such a file pays for classifying 64 KB only.
+FIRST_READ_BYTES = 64 << 10
 _SLACK = 64  # bytes past the data that gathers may read, so no index needs clipping
 _MAX_DENSE_RANK = 1 << 16  # ranks counted in an array up to here, in a dict above
 
@@ -278,6 +280,7 @@ def skim_lines(f: IO[bytes], limit: int, want: int, passed: dict[int, int],
     view = memoryview(buf)
     have = 0  # bytes of buf holding data: a line carried over, then what was read
     drain = False  # inside a line of ``limit`` bytes or more, already yielded as None
+    first_read = True
     while True:
         room = len(buf) - _SLACK - have
         if not room:  # one line fills the buffer
@@ -289,7 +292,8 @@ def skim_lines(f: IO[bytes], limit: int, want: int, passed: dict[int, int],
             buf.extend(bytes(len(buf)))  # grow: lines up to ``limit`` are held whole
             view = memoryview(buf)
             continue
-        got = f.readinto(view[have:have + room])
+        got = f.readinto(view[have:have + (min(room, FIRST_READ_BYTES) if first_read else room)])
+        first_read = False
         if not got:
             break
         have += got
