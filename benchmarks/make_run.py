@@ -14,9 +14,16 @@ The shape follows what ezpz 0.26 writes for ``ezpz.examples.fsdp_tp`` (see
 - ``plots/train/tplot/train/*.txt`` and ``train/assets/*.txt`` text plots.
 - optionally ``checkpoints/step_<n>/__<r>_0.distcp`` with many small files.
 
+With ``interleaved=True`` the metrics are instead one ``metrics.jsonl`` that
+every rank appends to, shaped like ``ezpz.examples.hf``'s records (step key
+``train/step``, global ``train/tokens_per_sec``, ~430 bytes a line, no
+``aggregated``). Each step's block holds one line per rank; rank 0's line is
+a few lines into the block on odd steps and in its middle on even ones.
+
 Usage::
 
     python benchmarks/make_run.py OUT_DIR --ranks 768 --steps 300 --checkpoint-files 5000
+    python benchmarks/make_run.py OUT_DIR --ranks 1024 --steps 500 --interleaved
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ AGGREGATE_MAX_RANKS = 384
 GPUS_PER_NODE = 12  # Aurora: 6 PVC GPUs x 2 tiles
 START_EPOCH = 1_795_990_723.0  # 2026-11-29T22:18:43Z
 TOKENS_PER_STEP = 512
+HF_TOKENS_PER_STEP = 4096  # per rank: batch x sequence length
 PEAK_TFLOPS = 229.0  # only shapes mfu; any positive constant would do
 
 _PRECISION = {
@@ -125,6 +133,50 @@ def write_metrics(folder: Path, rank: int, ranks: int, steps: int, seed: int,
     return path
 
 
+def _hf_metrics(rng: random.Random, step: int, ranks: int) -> dict:
+    """One rank's record of ``step`` in ``hf``'s keys (global throughput, per-GPU mfu)."""
+    dt = (2.4 if step == 1 else 0.31) * (1.0 + 0.03 * rng.random())
+    dtf = dt * (0.33 + 0.02 * rng.random())
+    tokens_per_sec = HF_TOKENS_PER_STEP * ranks / dt
+    tflops = 6.0 * 1.2e9 * HF_TOKENS_PER_STEP / dt / 1e12
+    return {
+        "train/step": step,
+        "train/epoch": round(step / 1000.0, 6),
+        "train/loss": 9.0 * math.exp(-step / 300.0) + 0.2 * rng.random(),
+        "train/dt": dt,
+        "train/dtf": dtf,
+        "train/dtb": dt - dtf,
+        "train/tokens_per_sec": tokens_per_sec,
+        "train/tflops": tflops,
+        "train/mfu": 100.0 * tflops / PEAK_TFLOPS,
+        "train/lr": 3e-4 * min(1.0, step / 100.0),
+        "train/grad_norm": 1.0 + 0.5 * rng.random(),
+        "train/tokens": HF_TOKENS_PER_STEP * ranks * step,
+    }
+
+
+def write_interleaved(folder: Path, ranks: int, steps: int, seed: int) -> Path:
+    """Write ``metrics.jsonl``: every rank's record of each step, rank 0 among them."""
+    rng = random.Random(seed)
+    dumps = json.dumps
+    path = folder / "metrics.jsonl"
+    ts = START_EPOCH
+    with open(path, "w", encoding="utf-8") as f:
+        for step in range(1, steps + 1):
+            # Rank 0 a few lines into the step's block, or in its middle: the
+            # reader must find it wherever it lands.
+            at = min(3, ranks - 1) if step % 2 else ranks // 2
+            order = list(range(1, ranks))
+            order.insert(at, 0)
+            dt = 0.0
+            for r in order:
+                m = _hf_metrics(rng, step, ranks)
+                dt = max(dt, m["train/dt"])
+                f.write(dumps({"timestamp": ts + r * 1e-5, "rank": r, "metrics": m}) + "\n")
+            ts += dt + 0.002
+    return path
+
+
 def _distributed(ranks: int) -> dict[str, str]:
     nodes = -(-ranks // GPUS_PER_NODE)
     hosts = [f"x4102c{i // 8}s{i % 8}b0n0" for i in range(min(nodes, 4))]
@@ -141,7 +193,8 @@ def _distributed(ranks: int) -> dict[str, str]:
     }
 
 
-def write_provenance(folder: Path, ranks: int, stamp: str) -> None:
+def write_provenance(folder: Path, ranks: int, stamp: str,
+                     metrics_name: str = "metrics-0.jsonl") -> None:
     out = f"/lus/flare/projects/demo/ezpz/outputs/ezpz.examples.fsdp_tp/{stamp}"
     dist = _distributed(ranks)
     paths = {
@@ -150,7 +203,7 @@ def write_provenance(folder: Path, ranks: int, stamp: str) -> None:
         "Report": f"{out}/train/report-train.md",
         "Plots (terminal)": f"{out}/plots/train/tplot",
         "JSON Log": f"{out}/{stamp}-rank0.jsonl",
-        "Metrics JSONL": f"{out}/metrics-0.jsonl",
+        "Metrics JSONL": f"{out}/{metrics_name}",
     }
     info = {
         "Paths": paths,
@@ -213,16 +266,21 @@ def write_checkpoints(folder: Path, ranks: int, files: int, steps: int) -> None:
 
 
 def make_run(out: str | os.PathLike[str], ranks: int, steps: int, seed: int = 0,
-             checkpoint_files: int = 0, nonfinite_every: int = 0) -> Path:
+             checkpoint_files: int = 0, nonfinite_every: int = 0,
+             interleaved: bool = False) -> Path:
     """Create the run directory ``out`` (must not exist) and return it."""
     if ranks < 1 or steps < 1:
         raise ValueError("ranks and steps must be at least 1")
+    if interleaved and nonfinite_every:
+        raise ValueError("nonfinite_every applies to per-rank files only")
     folder = Path(out)
     folder.mkdir(parents=True)
     stamp = "2026-11-29-221835"
-    for r in range(ranks):
+    if interleaved:
+        write_interleaved(folder, ranks, steps, seed)
+    for r in range(0 if interleaved else ranks):
         write_metrics(folder, r, ranks, steps, seed, nonfinite_every)
-    write_provenance(folder, ranks, stamp)
+    write_provenance(folder, ranks, stamp, "metrics.jsonl" if interleaved else "metrics-0.jsonl")
     write_log(folder, stamp)
     write_plots(folder, steps)
     if checkpoint_files:
@@ -239,8 +297,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--checkpoint-files", type=int, default=0)
     p.add_argument("--nonfinite-every", type=int, default=0,
                    help="make every N-th step's loss NaN (0: never)")
+    p.add_argument("--interleaved", action="store_true",
+                   help="one metrics.jsonl of all ranks, shaped like hf's records")
     a = p.parse_args(argv)
-    make_run(a.out, a.ranks, a.steps, a.seed, a.checkpoint_files, a.nonfinite_every)
+    make_run(a.out, a.ranks, a.steps, a.seed, a.checkpoint_files, a.nonfinite_every,
+             a.interleaved)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,9 @@ _DRAIN_BYTES = 1 << 20
 _HASH_BUFFER_BYTES = 1 << 20
 
 _NAN = float("nan")
+# Pass over other ranks' lines of a shared file unparsed (see skim.py). Tests
+# turn it off to get the full parse to compare with.
+SKIM = True
 
 
 @dataclass
@@ -183,7 +186,7 @@ _ORJSON_INT_LIMIT = float(2**63)
 
 def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
                max_line: int, keep_unranked: bool = False,
-               digests: dict[Path, Digest] | None = None) -> None:
+               digests: dict[Path, Digest] | None = None, skim: bool = True) -> int:
     """Append ``path``'s step records (of ``want_rank`` if filtering) to ``out``.
 
     ``keep_unranked``: records without a ``rank`` field count as ``want_rank``'s
@@ -194,6 +197,8 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
     This loop runs once per logged step, so it keeps per-record work to the
     lookups themselves: no per-record containers, values appended straight
     into the series (and taken back in the rare record that is not a step).
+    When filtering, lines that are certainly another rank's records are
+    counted without being parsed (``skim``); returns how many.
     """
     series = out.series
     nonfinite = out.nonfinite
@@ -225,9 +230,15 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
     except OSError as e:
         raise AmscError(f"{path}: cannot read metrics file: {e.strerror or e}") from None
     out.files_read.append(path)
+    lines = _iter_lines(f, max_line)
+    passed: dict[int, int] = {}  # rank -> records counted unparsed
+    if skim and SKIM and filter_rank and type(want_rank) is int:
+        from .skim import skim_lines  # numpy: loaded only for a file that needs it
+
+        lines = skim_lines(f, max_line, want_rank, passed)
     with f:
         try:
-            for line in _iter_lines(f, max_line):
+            for line in lines:
                 if line is None:
                     last_line = line
                     out.long_lines += 1
@@ -330,6 +341,9 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
     if last_line is not None and not last_ok and not last_line.endswith(b"\n"):
         out.truncated_last_line = True
         out.bad_lines -= 1
+    for r, n in passed.items():  # each is a record of rank r with a numeric metric
+        other[r] = other.get(r, 0) + n
+    return sum(passed.values())
 
 
 def read_steps(source: MetricsSource, max_line: int = MAX_LINE_BYTES,
@@ -374,7 +388,11 @@ def read_steps(source: MetricsSource, max_line: int = MAX_LINE_BYTES,
 
     assert source.single is not None
     out = Steps(rank=0)
-    _read_file(source.single, out, 0, True, max_line, digests=digests)
+    if _read_file(source.single, out, 0, True, max_line, digests=digests) and not len(out):
+        # The fallback below picks a rank from every other rank's records and
+        # reports their counts; rank 0 logged nothing, so pay for a full parse.
+        out = Steps(rank=0)
+        _read_file(source.single, out, 0, True, max_line, digests=digests, skim=False)
     if len(out) or not out.other_ranks:
         return out
     # Rank 0 logged nothing: the lowest rank that did; records without a rank

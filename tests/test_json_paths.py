@@ -31,12 +31,13 @@ PATHS = ["stdlib", pytest.param("orjson", marks=pytest.mark.skipif(
 
 
 def _only_json_loads(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The reference: every line through json.loads (scanner fast path off)."""
+    """The reference: every line through json.loads (scanner fast path and skim off)."""
     def refuse(text: str, idx: int):
         raise StopIteration(idx)
 
     monkeypatch.setattr(steps_mod, "FAST_LOADS", None)
     monkeypatch.setattr(steps_mod, "_scan_once", refuse)
+    monkeypatch.setattr(steps_mod, "SKIM", False)  # and other ranks' lines parsed too
 
 
 @pytest.fixture(params=PATHS)

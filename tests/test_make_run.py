@@ -71,3 +71,36 @@ def test_deterministic(tmp_path):
     assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
     assert all((a / f).read_bytes() == (b / f).read_bytes() for f in files)
     assert (a / "metrics-0.jsonl").read_bytes() != (c / "metrics-0.jsonl").read_bytes()
+
+
+def test_interleaved_run_is_hf_shaped_and_exports(tmp_path):
+    run = make_run.make_run(tmp_path / "run", ranks=9, steps=6, seed=2, interleaved=True)
+    assert not list(run.glob("metrics-*.jsonl"))
+    recs = _records(run / "metrics.jsonl")
+    assert len(recs) == 9 * 6
+    blocks = [recs[i * 9:(i + 1) * 9] for i in range(6)]
+    for step, block in enumerate(blocks, start=1):
+        assert sorted(r["rank"] for r in block) == list(range(9))
+        assert {r["metrics"]["train/step"] for r in block} == {step}
+        # rank 0 a few lines into the block on odd steps, in its middle on even ones
+        assert [r["rank"] for r in block].index(0) == (3 if step % 2 else 4)
+    assert all("aggregated" not in r for r in recs)
+    line_bytes = (run / "metrics.jsonl").stat().st_size / len(recs)
+    assert 380 < line_bytes < 460  # ~430 bytes a line at 1,024 ranks, like hf's
+
+    result = run_cli(run, "--config", "bench")
+    row = one_row(result)
+    mine = [r["metrics"] for r in recs if r["rank"] == 0]
+    tps = [m["train/tokens_per_sec"] for m in mine[1:]]  # --warmup 1
+    assert row["steps"] == "6" and row["gpus"] == "9"
+    assert row["throughput_tokens_per_sec"] == f"{statistics.median(tps):.3f}"
+    assert row["throughput_tokens_per_sec_per_gpu"] == f"{statistics.median(tps) / 9:.3f}"
+    assert row["wall_time_sec"] == f"{sum(m['train/dt'] for m in mine):.3f}"
+    assert row["final_loss"] == f"{mine[-1]['train/loss']:.6f}"
+    info = json.loads((run / "run_info.json").read_text())
+    assert info["Paths"]["Metrics JSONL"].endswith("/metrics.jsonl")
+
+
+def test_interleaved_refuses_nonfinite(tmp_path):
+    with pytest.raises(ValueError, match="per-rank"):
+        make_run.make_run(tmp_path / "run", ranks=2, steps=2, interleaved=True, nonfinite_every=2)
