@@ -21,6 +21,7 @@ Environment (read when the hook runs, so a job script can ``export`` them):
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import inspect
 import logging
@@ -28,7 +29,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .errors import AmscError, about
+from .errors import AmscError, SeveralAttempts, about
 from .options import ENV_APPEND, ENV_CONFIG, ExportOptions
 
 log = logging.getLogger("ezpz_amsc")
@@ -103,7 +104,12 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
     opts = ExportOptions.from_env()
     if opts is None:  # the variable was unset while the hook ran
         return
-    result = export_run(run_dir, opts)
+    try:
+        result = export_run(run_dir, opts)
+    except SeveralAttempts as e:  # a retried job: this hook ends the attempt that wrote last
+        result = export_run(run_dir, dataclasses.replace(opts, attempt="last"))
+        result.notes.insert(0, f"the records hold {e.attempts} attempts (a retried job); "
+                               "exported the last, the one this finalize ended (--attempt last)")
     for note in result.notes:
         log.info("ezpz-amsc: note: %s", note)
     cells = [result.row[k] for k in result.row]

@@ -344,8 +344,8 @@ def test_run_directory_with_100000_files(tmp_path):
         os.close(os.open(run / f"metrics-{r}.jsonl", os.O_CREAT | os.O_WRONLY, 0o644))
     res = export_run(run, ExportOptions(config="c"))
     assert (res.row["gpus"], res.row["nodes"], res.row["steps"]) == ("100000", "8334", "4")
-    assert res.details["files_read"] == [str(run / "metrics-0.jsonl")]
-    assert res.details["rank_files_not_read"] == 99_999
+    assert res.details.files_read == [str(run / "metrics-0.jsonl")]
+    assert res.details.rank_files_not_read == 99_999
 
 
 # ------------------------------------------------------------- impossible numbers
