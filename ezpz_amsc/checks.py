@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from .details import Segment
 from .discover import RunFiles, rel_to
-from .errors import AmscError, SeveralAttempts
+from .errors import AmscError, SeveralAttempts, plural
 from .provenance import Placement, Provenance
 from .row import format_timestamp
 from .steps import EPOCH_KEYS, Steps
@@ -71,11 +71,6 @@ class Context:
 
 
 Check = Callable[[Context], list[str]]
-
-
-def plural(n: int, word: str) -> str:
-    """``1 step``, ``2 steps``: counts in notes and reports."""
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def duration(sec: float) -> str:
@@ -172,7 +167,7 @@ def check_clock(ctx: Context) -> list[str]:
             raise AmscError(f"step timestamps cannot be the run's time: {why} "
                             f"({t.implausible} of {plural(t.present, 'step')}); "
                             "pass --timestamp YYYY-MM-DDTHH:MM:SSZ")
-        return [f"ignored {t.implausible} of {t.present} step timestamps ({why}); "
+        return [f"ignored {t.implausible} of {plural(t.present, 'step timestamp')} ({why}); "
                 "timestamp from --timestamp"]
     others = t.implausible
     if t.used_index and flag is None:
@@ -272,8 +267,8 @@ def check_gpus(ctx: Context) -> list[str]:
     if logged == gpus:
         return []
     if source == "flag":
-        return [f"--gpus {gpus} differs from the {logged} ranks the logged throughput implies "
-                f"({names} = {logged}); kept --gpus {gpus}"]
+        return [f"--gpus {gpus} differs from the {plural(logged, 'rank')} the logged throughput "
+                f"implies ({names} = {logged}); kept --gpus {gpus}"]
     raise AmscError(f"{ctx.placement.how['gpus']} disagrees with the logged throughput: "
                     f"{names} = {logged}; pass --gpus {logged} (or --gpus {gpus} if the "
                     "per-GPU figure is what is wrong)")
@@ -429,7 +424,7 @@ def check_rank0_stopped_early(ctx: Context) -> list[str]:
     if not larger:
         return []
     return [f"{what}: rank {steps.rank} may have stopped early; the row covers its "
-            f"{red.steps} steps only"]
+            f"{plural(red.steps, 'step')} only"]
 
 
 def _far_larger(amounts: dict[int, int], own: int) -> tuple[int, int] | None:

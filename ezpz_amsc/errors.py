@@ -45,6 +45,11 @@ class AmscUsageError(AmscError):
     exit_code = 2
 
 
+def plural(n: int, word: str) -> str:
+    """``1 step``, ``2 steps``: counts in messages, notes and reports."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def about(path: str | os.PathLike[str], message: str) -> str:
     """``PATH: message``, unless the message already starts with that path (or a file in it)."""
     shown = os.fspath(path)

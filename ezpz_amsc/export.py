@@ -23,7 +23,8 @@ from .steps import Steps, read_steps
 if TYPE_CHECKING:
     from .reduce import Reduced
 
-__all__ = ["ExportOptions", "ExportResult", "export_many", "export_run", "plural"]
+__all__ = ["ExportOptions", "ExportResult", "batch_notes", "export_many", "export_run",
+           "plural"]
 
 # The sparkline shows throughput; a run that logs none gets its step time.
 TREND_SERIES = ("tps", "tps_per_gpu", "dt")
@@ -69,6 +70,28 @@ def export_many(run_dirs: list[str], opts: ExportOptions
         except AmscError as e:
             failed.append((d, e))
     return done, failed
+
+
+def batch_notes(notes_by_run: list[tuple[str, list[str]]], given: int) -> list[str]:
+    """The notes of several runs, each said once, in the order first said.
+
+    A note of one run is ``RUN: note``; a note several runs share is said once
+    and names them: ``note (runs A, B)``, or ``note (all N runs)`` when every
+    one of the ``given`` run directories has it.
+    """
+    runs_of: dict[str, list[str]] = {}
+    for run_dir, notes in notes_by_run:
+        for note in dict.fromkeys(notes):
+            runs_of.setdefault(note, []).append(run_dir)
+    lines = []
+    for note, runs in runs_of.items():
+        if len(runs) == 1:
+            lines.append(f"{runs[0]}: {note}")
+        elif len(runs) == given:
+            lines.append(f"{note} (all {given} runs)")
+        else:
+            lines.append(f"{note} (runs {', '.join(runs)})")
+    return lines
 
 
 # ------------------------------------------------------------------ find files

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .details import Segment, StepCoverage
-from .errors import AmscError
+from .errors import AmscError, plural
 from .options import CLOCK_SLACK_SEC, MAX_COUNT, REDUCERS, TIMESTAMP_MIN
 from .steps import COUNTER_KEYS, SERIES, Steps
 
@@ -379,12 +379,13 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = 
     invalid, over_100 = _drop_impossible(cols)
     if invalid:
         parts = ", ".join(f"{k} {v}" for k, v in invalid.items())
-        notes.append(f"dropped {sum(invalid.values())} impossible values (step time <= 0 or "
-                     f"negative throughput/mfu/tflops: {parts})")
+        notes.append(f"dropped {plural(sum(invalid.values()), 'impossible value')} (step time "
+                     f"<= 0 or negative throughput/mfu/tflops: {parts})")
 
     missing_step = int((~np.isfinite(step)).sum())
     if missing_step and steps.step_key is not None:
-        notes.append(f"{missing_step} of {n} steps have a non-finite {steps.step_key}; "
+        have = "has" if missing_step == 1 else "have"
+        notes.append(f"{missing_step} of {plural(n, 'step')} {have} a non-finite {steps.step_key}; "
                      "ordered by timestamp, last")
 
     present = np.isfinite(ts_raw)

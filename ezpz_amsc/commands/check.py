@@ -33,6 +33,7 @@ def check(path: str, quiet: bool) -> None:
 
 def check_file(path: str, quiet: bool = False) -> None:
     from ..check import check_results_file, sharing_notes
+    from ..checks import plural
 
     rows, problems = check_results_file(path)
     for note in [] if quiet else sharing_notes(path):
@@ -40,5 +41,5 @@ def check_file(path: str, quiet: bool = False) -> None:
     for p in problems:
         click.echo(p, err=True)
     if problems:
-        raise AmscError(f"{path}: {len(problems)} problem(s) in {rows} row(s)")
-    click.echo(f"{path}: {rows} row(s), all readable by the dashboard")
+        raise AmscError(f"{path}: {plural(len(problems), 'problem')} in {plural(rows, 'row')}")
+    click.echo(f"{path}: {plural(rows, 'row')}, all readable by the dashboard")
