@@ -15,6 +15,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .export import ExportResult
 
+# The series the sparkline draws, in order of preference (throughput; a run that
+# logs none gets its step time), and what each one is.
+TREND_SERIES = {"tps": "throughput", "tps_per_gpu": "throughput per GPU", "dt": "step time"}
+
 
 @dataclass(frozen=True)
 class StepCoverage:
@@ -62,7 +66,7 @@ class SeriesDetail:
 class Trend:
     """The series the sparkline draws, squeezed to at most a screen's width of points."""
 
-    series: str  # "tps", "tps_per_gpu" or "dt"
+    series: str  # a key of TREND_SERIES
     key: str | None
     steps: int
     warmup_steps: int

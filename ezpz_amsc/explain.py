@@ -15,8 +15,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from .details import Details, SeriesDetail, Trend, to_data
+from .details import TREND_SERIES, Details, SeriesDetail, Trend, to_data
 from .export import plural
+from .row import HEADER
 
 if TYPE_CHECKING:
     from .export import ExportResult
@@ -27,9 +28,8 @@ ABSENT = "·"  # a step (or bucket) with no finite value
 
 # Reduced series shown in the table, in row order; loss is a last value, not reduced.
 _TABLE = ("tps", "tps_per_gpu", "mfu", "tflops", "dt")
-_TREND_LABEL = {"tps": "throughput", "tps_per_gpu": "throughput per GPU", "dt": "step time"}
-_ROW_SHOWN = ("wall_time_sec", "throughput_tokens_per_sec", "throughput_tokens_per_sec_per_gpu",
-              "mfu", "tflops", "final_loss")
+# The row's measured cells, wall_time_sec to final_loss.
+_ROW_SHOWN = HEADER[HEADER.index("wall_time_sec"):HEADER.index("steps")]
 # The report fits a terminal of 80 columns: labels in 15, text wrapped to the rest.
 WIDTH = 80
 _INDENT = " " * 15
@@ -106,9 +106,11 @@ def _rel(path: str, run_dir: str) -> str:
         return path
 
 
-def _wrap(text: str, width: int) -> list[str]:
-    """``text`` in lines of at most ``width``; a word longer than that (a path) stays whole."""
-    return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [""]
+def _wrap(text: str, first: str, indent: str) -> list[str]:
+    """``first + text`` in lines of at most :data:`WIDTH`, the next ones after ``indent``;
+    a word longer than a line (a path) stays whole."""
+    return textwrap.wrap(text, WIDTH, initial_indent=first, subsequent_indent=indent,
+                         break_long_words=False, break_on_hyphens=False) or [first.rstrip()]
 
 
 def _trend_lines(trend: Trend | None, paint: _Paint) -> list[tuple[str, str]]:
@@ -119,7 +121,7 @@ def _trend_lines(trend: Trend | None, paint: _Paint) -> list[tuple[str, str]]:
     if trend.series != "tps":
         what = ("no global throughput logged" if trend.series == "tps_per_gpu"
                 else "no throughput series logged")
-        lines.append(_plain(f"{what}; showing {_TREND_LABEL[trend.series]} ({trend.key})"))
+        lines.append(_plain(f"{what}; showing {TREND_SERIES[trend.series]} ({trend.key})"))
     warm, used = trend.warmup, trend.used
     scale_pts = [v for v in used if v is not None] or [v for v in warm if v is not None]
     lo, hi = (min(scale_pts), max(scale_pts)) if scale_pts else (0.0, 0.0)
@@ -221,16 +223,12 @@ def render(result: ExportResult, colour: bool = False, quiet: bool = False) -> s
     """The ``--explain`` report as text (newline-terminated), for stderr, in :data:`WIDTH`."""
     d, p = result.details, _Paint(colour)
     out: list[str] = [p.bold(f"explain: {d.run_dir}")]
-    text_width = WIDTH - len(_INDENT)
 
     def block(label: str, lines: list[tuple[str, str]]) -> None:
         """Lines under a label; each wrapped unless it was painted (the sparkline)."""
-        first = True
-        for plain, painted in lines:
-            parts = _wrap(plain, text_width) if plain == painted else [painted]
-            for part in parts:
-                out.append(f"  {label if first else '':<12} {part}")
-                first = False
+        for i, (plain, painted) in enumerate(lines):
+            head = f"  {label if i == 0 else '':<12} "
+            out.extend(_wrap(plain, head, _INDENT) if plain == painted else [head + painted])
 
     def item(label: str, *texts: str) -> None:
         block(label, [_plain(t) for t in texts])
@@ -259,7 +257,7 @@ def render(result: ExportResult, colour: bool = False, quiet: bool = False) -> s
                     + (f"#{d.attempt}" if d.attempt else "none"))
     item("steps", _steps_text(d), *more)
 
-    label = _TREND_LABEL.get(d.trend.series, "trend") if d.trend else "throughput"
+    label = TREND_SERIES[d.trend.series] if d.trend else "throughput"
     block(label, _trend_lines(d.trend, p))
 
     out.append("  " + p.bold("reduced") + " (spread = (p90 - p10) / value)")
@@ -274,9 +272,9 @@ def render(result: ExportResult, colour: bool = False, quiet: bool = False) -> s
     elif notes:
         item("notes", str(len(notes)))
         for note in notes:
-            first, *rest = _wrap(note, WIDTH - len(_NOTE))
-            out.append(_NOTE[:4] + p.warn("note: ") + first)
-            out.extend(" " * len(_NOTE) + line for line in rest)
+            first, *rest = _wrap(note, _NOTE, " " * len(_NOTE))
+            out.append(_NOTE[:4] + p.warn("note: ") + first[len(_NOTE):])
+            out.extend(rest)
     else:
         item("notes", "none")
     return "\n".join(out) + "\n"

@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .checks import Context, plural, run_checks, unfinished_evidence
-from .details import Details, PlacementDetail, ProvenanceDetail, SeriesDetail, Trend
+from .details import (
+    TREND_SERIES,
+    Details,
+    PlacementDetail,
+    ProvenanceDetail,
+    SeriesDetail,
+    Trend,
+)
 from .discover import RunFiles, find_run_files, where_the_run_is
 from .errors import AmscError
 from .options import ExportOptions  # re-exported: its home moved to options.py
@@ -25,10 +32,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ExportOptions", "ExportResult", "batch_notes", "export_many", "export_run",
            "plural"]
-
-# The sparkline shows throughput; a run that logs none gets its step time.
-TREND_SERIES = ("tps", "tps_per_gpu", "dt")
-
 
 @dataclass
 class ExportResult:

@@ -274,6 +274,18 @@ def test_explain_fits_with_long_keys_tiny_values_and_colour(tmp_path):
     assert float(table.split()[1]) == pytest.approx(res.details.series["tps"].value, rel=1e-3)
 
 
+def test_explain_with_a_long_label_fits(tmp_path):
+    # Per-GPU throughput only: the sparkline's label, "throughput per GPU", is wider than
+    # the label column, and the first line of its block wraps shorter to make up for it.
+    recs = [step(i, dt=0.5, tps_per_gpu=500.0 + i) for i in range(1, 40)]
+    write_jsonl(tmp_path / "run" / "metrics-0.jsonl", recs)
+    write_run_info(tmp_path / "run", world_size="12", WORLD_SIZE_IN_USE="12")
+    text = render(export_run(tmp_path / "run", ExportOptions(config="c")))
+    lines = _lines_of(text)
+    assert max(map(len, lines)) <= WIDTH, "\n".join(ln for ln in lines if len(ln) > WIDTH)
+    assert "  throughput per GPU no global throughput logged; showing" in text
+
+
 def test_explain_wraps_words_not_numbers():
     res = export_run(RUNS / "fsdp_tp-2rank", ExportOptions(config="c"))
     text = render(res)
