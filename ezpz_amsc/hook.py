@@ -21,7 +21,6 @@ Environment (read when the hook runs, so a job script can ``export`` them):
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import inspect
 import logging
@@ -29,7 +28,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .errors import AmscError, SeveralAttempts, about
+from .errors import AmscError, about
 from .options import ENV_APPEND, ENV_CONFIG, ExportOptions
 
 log = logging.getLogger("ezpz_amsc")
@@ -93,6 +92,9 @@ def _write_row_file(path: Path, cells: list[str]) -> None:
 
 
 def _export(history: Any, run_dir: Path, config: str) -> None:
+    from dataclasses import replace
+
+    from .errors import SeveralAttempts
     from .export import export_run
     from .sink import append_rows
 
@@ -107,7 +109,7 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
     try:
         result = export_run(run_dir, opts)
     except SeveralAttempts as e:  # a retried job: this hook ends the attempt that wrote last
-        result = export_run(run_dir, dataclasses.replace(opts, attempt="last"))
+        result = export_run(run_dir, replace(opts, attempt="last"))
         result.notes.insert(0, f"the records hold {e.attempts} attempts (a retried job); "
                                "exported the last, the one this finalize ended (--attempt last)")
     for note in result.notes:
