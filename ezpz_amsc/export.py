@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .checks import Context, plural, run_checks, unfinished_evidence
+from .checks import Context, run_checks, unfinished_evidence
 from .details import (
     TREND_SERIES,
     Details,
@@ -21,7 +21,7 @@ from .details import (
     Trend,
 )
 from .discover import RunFiles, find_run_files, where_the_run_is
-from .errors import AmscError
+from .errors import AmscError, plural
 from .options import ExportOptions  # re-exported: its home moved to options.py
 from .provenance import load_provenance, resolve_placement
 from .row import build_row, dashboard_problems, fmt, format_timestamp
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ExportOptions", "ExportResult", "batch_notes", "export_many", "export_run",
            "plural"]
+
 
 @dataclass
 class ExportResult:

@@ -33,7 +33,7 @@ def check(path: str, quiet: bool) -> None:
 
 def check_file(path: str, quiet: bool = False) -> None:
     from ..check import check_results_file, sharing_notes
-    from ..checks import plural
+    from ..errors import plural
 
     rows, problems = check_results_file(path)
     for note in [] if quiet else sharing_notes(path):
