@@ -19,7 +19,10 @@ Cases:
 
 The exporter runs as ``python -m ezpz_amsc``, once with whatever JSON parser
 it picks (orjson when installed) and once forced to the stdlib parser
-(``EZPZ_AMSC_JSON=stdlib``).
+(``EZPZ_AMSC_JSON=stdlib``); and once more with ``--provenance DIR``, which
+writes a provenance record and so takes the sha256 of every file it reads.
+The last table gives what that costs: the median over repeats of (time with
+``--provenance``) / (time without), same parser, run back to back.
 """
 
 from __future__ import annotations
@@ -135,6 +138,9 @@ def build_cases(tmp: Path, scale: float) -> tuple[list[Case], dict[str, Path]]:
         if has_orjson():
             out.append(Cmd("exporter (orjson)", argv, {"EZPZ_AMSC_JSON": ""}, steps))
         out.append(Cmd("exporter (stdlib json)", argv, {"EZPZ_AMSC_JSON": "stdlib"}, steps))
+        # The same run exported again each repeat: --allow-duplicate writes NAME-2.json, ...
+        records = ["--provenance", str(tmp / f"records-{run}"), "--allow-duplicate"]
+        out.append(Cmd(f"{out[0].label} --provenance", argv + records, out[0].env, steps))
         return out
 
     def floor(run: str) -> Cmd:
@@ -189,6 +195,18 @@ def report(cases: list[Case], repeats: int) -> str:
         for small, big in pairs:
             lines.append(f"| {big.label} | {small.peak_rss_mb():.1f} | {big.peak_rss_mb():.1f} | "
                          f"{big.peak_rss_mb() - small.peak_rss_mb():+.1f} |")
+    costs = [(c, plain, prov) for c in cases if c.name != "b25" for prov in c.tools
+             if prov.label.endswith(" --provenance")
+             for plain in c.tools if plain.label == prov.label.removesuffix(" --provenance")]
+    if costs:
+        lines += ["", "What --provenance costs (sha256 of every file read, in the same pass):",
+                  "", "| case | command | without s | with s | with / without |",
+                  "|---|---|--:|--:|--:|"]
+        for c, plain, prov in costs:
+            ratio = statistics.median(x / y for x, y in zip(prov.wall_sec, plain.wall_sec,
+                                                            strict=True))
+            lines.append(f"| ({c.name}) | {plain.label} | {plain.median_sec():.3f} | "
+                         f"{prov.median_sec():.3f} | {ratio:.2f}x |")
     return "\n".join(lines)
 
 

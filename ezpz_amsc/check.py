@@ -23,11 +23,13 @@ _NOT_UTF8 = re.compile("[\udc80-\udcff]")
 def check_results_file(
     path: str | os.PathLike[str],
     on_row: Callable[[int, dict[str, str]], None] | None = None,
+    on_cells: Callable[[int, dict[str, str]], None] | None = None,
 ) -> tuple[int, list[str]]:
     """Return (data rows read, problems as ``PATH:LINE: what``); empty list = clean.
 
     ``on_row(line, row)`` is called for each row without a problem, so a reader
-    (the report) sees exactly the rows ``--check`` passes.
+    (the report) sees exactly the rows ``--check`` passes; ``on_cells`` for
+    every row that has a cell for each column, problems or not.
     """
     p = Path(path)
     if p.is_dir():
@@ -66,6 +68,8 @@ def check_results_file(
                     problems.append(f"{p}:{line}: {len(cells)} cells, header has {len(header)}")
                     continue
                 row = {c: cells[i] for c, i in index.items()}
+                if on_cells is not None:
+                    on_cells(line, row)
                 found = [f"{p}:{line}: {what}" for what in dashboard_problems(row)]
                 key = tuple(row.get(c, "") for c in KEY_COLUMNS)
                 if key in seen:
@@ -112,3 +116,53 @@ def sharing_notes(path: str | os.PathLike[str]) -> list[str]:
                      f"creates in it gets the teammate's own group, not {group}; "
                      f"to fix: chmod g+s {folder}")
     return notes
+
+
+def record_problems(path: str | os.PathLike[str], rows: list[tuple[int, dict[str, str]]],
+                    folder: str | os.PathLike[str]) -> tuple[int, list[str]]:
+    """Match a results file's rows with the provenance records in ``folder``.
+
+    Returns (records read, problems): rows without a record, records without a
+    row, records whose row differs from the line, files that are no record.
+    Rows and records pair up by run identity (timestamp, system, config,
+    nodes, gpus); where one identity has several (``--allow-duplicate``), equal
+    rows pair first.
+    """
+    from .records import iter_records
+
+    p = Path(path)
+    by_key: dict[tuple[str, ...], tuple[list[tuple[int, dict[str, str]]],
+                                        list[tuple[Path, dict[str, str]]]]] = {}
+    problems: list[str] = []
+    records = 0
+    for line, row in rows:
+        by_key.setdefault(_run_key(row), ([], []))[0].append((line, row))
+    for rec_path, rec, why in iter_records(folder):
+        if rec is None:
+            problems.append(str(why))  # names the file itself
+            continue
+        records += 1
+        by_key.setdefault(_run_key(rec["row"]), ([], []))[1].append((rec_path, rec["row"]))
+    for key, (lines, recs) in by_key.items():
+        for line, row in list(lines):  # equal pairs first
+            twin = next((r for r in recs if _cells_differ(row, r[1]) == []), None)
+            if twin is not None:
+                lines.remove((line, row))
+                recs.remove(twin)
+        for (line, row), (rec_path, rec_row) in zip(lines, recs, strict=False):
+            shown = "; ".join(f"{c} {row.get(c, '')!r} in the file, {rec_row[c]!r} in the record"
+                              for c in _cells_differ(row, rec_row))
+            problems.append(f"{p}:{line}: differs from its record {rec_path}: {shown}")
+        for line, _ in lines[len(recs):]:
+            problems.append(f"{p}:{line}: no provenance record in {folder}")
+        for rec_path, _ in recs[len(lines):]:
+            problems.append(f"{rec_path}: no row in {p} for its run ({', '.join(key)})")
+    return records, problems
+
+
+def _run_key(row: dict[str, str]) -> tuple[str, ...]:
+    return tuple(row.get(c, "") for c in KEY_COLUMNS)
+
+
+def _cells_differ(row: dict[str, str], rec_row: dict[str, str]) -> list[str]:
+    return [c for c in HEADER if row.get(c, "") != rec_row[c]]

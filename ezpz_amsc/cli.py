@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "export": "ezpz_amsc.commands.export:export",
     "check": "ezpz_amsc.commands.check:check",
     "report": "ezpz_amsc.commands.report:report_command",
+    "reproduce": "ezpz_amsc.commands.reproduce:reproduce",
 }
 DEFAULT_COMMAND = "export"
 
@@ -245,6 +246,8 @@ class PathText(click.ParamType):
 
 RUN_DIR = PathText("dir")
 RESULTS_CSV = PathText("file")
+RECORDS_DIR = PathText("dir")
+RECORD_JSON = PathText("file")
 
 
 # ------------------------------------------------------------------ shared options
@@ -308,6 +311,11 @@ quiet_option = click.option("-q", "--quiet", is_flag=True,
                             help="No notes on stderr (errors still shown).")
 
 
+def provenance_option(help: str) -> Callable[[Any], Any]:
+    """``--provenance DIR``, the folder of provenance records; what it does is the command's."""
+    return click.option("--provenance", "provenance", type=RECORDS_DIR, metavar="DIR", help=help)
+
+
 def export_options(ctx: click.Context) -> ExportOptions:
     """The :class:`ExportOptions` of this invocation, from the :data:`row_options` values."""
     values = {k: ctx.params[k] for k in ROW_FIELDS if k in ctx.params}
@@ -327,12 +335,14 @@ cli = AmscGroup(
          "Without a command name, export runs: 'ezpz-amsc RUN_DIR ...' is "
          "'ezpz-amsc export RUN_DIR ...', and 'ezpz-amsc export -h' lists its options. "
          "A run directory named like a command is exported as 'export NAME' or './NAME'.",
-    usages=(f"[{DEFAULT_COMMAND}] RUN_DIR... --config LABEL [OPTIONS]", "check RESULTS_CSV",
-            "report RESULTS_CSV... [--plot FILE]", "COMMAND [ARGS]..."),
+    usages=(f"[{DEFAULT_COMMAND}] RUN_DIR... --config LABEL [OPTIONS]",
+            "check RESULTS_CSV [--provenance DIR]", "report RESULTS_CSV... [--plot FILE]",
+            "reproduce RECORD.json...", "COMMAND [ARGS]..."),
     examples=(
         (f"RUN_DIR --config {CONFIG_EXAMPLE}", "one row, with header, on stdout"),
         ("runs/*/ --config LABEL --append results.csv", "a batch into a results file"),
         ("check results.csv", "read it as the dashboard does"),
+        ("reproduce records/*.json", "re-export recorded rows, compare"),
         ("report results.csv --plot scaling.png", "the scaling study, before publishing"),
         ("export -h", "every export option"),
     ),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .checks import Context, run_checks, unfinished_evidence
@@ -25,7 +26,7 @@ from .errors import AmscError, plural
 from .options import ExportOptions  # re-exported: its home moved to options.py
 from .provenance import load_provenance, resolve_placement
 from .row import build_row, dashboard_problems, fmt, format_timestamp
-from .steps import Steps, read_steps
+from .steps import Digest, Steps, read_steps
 
 if TYPE_CHECKING:
     from .reduce import Reduced
@@ -35,31 +36,50 @@ __all__ = ["ExportOptions", "ExportResult", "batch_notes", "export_many", "expor
 
 
 @dataclass
+class FilesRead:
+    """The files a row came from, for its provenance record."""
+
+    root: Path
+    metrics: list[Path]  # in the order read
+    digests: dict[Path, Digest]  # of the metrics files, taken while they were read
+    provenance: list[Path]  # the files placement used
+    run_info: list[Path]  # every run_info.json found, nearest first
+
+
+@dataclass
 class ExportResult:
     row: dict[str, str]
     notes: list[str]
     details: Details
+    read: FilesRead | None = None  # only when export_run was asked to hash
 
 
-def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions) -> ExportResult:
+def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions, *,
+               hash_files: bool = False) -> ExportResult:
     """Export one run directory. Raises :class:`AmscError` for anything a user caused.
 
     ``opts`` validated itself when it was built (:class:`ExportOptions`).
+    ``hash_files``: take the metrics files' sha256 while reading them (for a
+    provenance record), returned in :attr:`ExportResult.read`.
     """
     files = find_files(run_dir, opts)
     # Provenance before the (possibly long) read: a missing flag fails fast.
     prov = load_provenance(files)
     placement = resolve_placement(prov, opts.system, opts.nodes, opts.gpus)
-    steps = read_run_steps(files, opts)
+    digests: dict[Path, Digest] | None = {} if hash_files else None
+    steps = read_run_steps(files, opts, digests)
     red = reduce_run(steps, files, opts)
     ctx = Context(opts, files, prov, placement, steps, red)
     notes = [*files.notes, *prov.notes, *reading_notes(steps, red, opts.max_line_bytes),
              *red.notes, *run_checks(ctx)]
     row = resolve_columns(ctx, notes)
-    return ExportResult(row=row, notes=notes, details=build_details(ctx))
+    read = None if digests is None else FilesRead(
+        files.root, list(steps.files_read), digests, [files.root / rel for rel in prov.tiers],
+        files.run_info)
+    return ExportResult(row=row, notes=notes, details=build_details(ctx), read=read)
 
 
-def export_many(run_dirs: list[str], opts: ExportOptions
+def export_many(run_dirs: list[str], opts: ExportOptions, *, hash_files: bool = False
                 ) -> tuple[list[tuple[str, ExportResult]], list[tuple[str, AmscError]]]:
     """Export every directory, in order; failures are collected, not raised.
 
@@ -70,7 +90,7 @@ def export_many(run_dirs: list[str], opts: ExportOptions
     failed: list[tuple[str, AmscError]] = []
     for d in run_dirs:
         try:
-            done.append((d, export_run(d, opts)))
+            done.append((d, export_run(d, opts, hash_files=hash_files)))
         except AmscError as e:
             failed.append((d, e))
     return done, failed
@@ -122,11 +142,15 @@ def find_files(run_dir: str | os.PathLike[str], opts: ExportOptions) -> RunFiles
 # ------------------------------------------------------------------ read steps
 
 
-def read_run_steps(files: RunFiles, opts: ExportOptions) -> Steps:
-    """The chosen rank's step records; none (an empty :class:`Steps`) without a metrics file."""
+def read_run_steps(files: RunFiles, opts: ExportOptions,
+                   digests: dict[Path, Digest] | None = None) -> Steps:
+    """The chosen rank's step records; none (an empty :class:`Steps`) without a metrics file.
+
+    ``digests``, when given, receives the size and sha256 of every file read.
+    """
     if files.metrics is None:
         return Steps()
-    return read_steps(files.metrics, opts.max_line_bytes)
+    return read_steps(files.metrics, opts.max_line_bytes, digests)
 
 
 def reading_notes(steps: Steps, red: Reduced, max_line: int) -> list[str]:

@@ -3,17 +3,24 @@
 The hook runs inside a training job, after ``History.finalize()`` has written
 the run directory. Its one promise: the job never dies because of it. Every
 failure becomes one warning line on the ``ezpz_amsc`` logger and is
-swallowed. ``KeyboardInterrupt`` and ``SystemExit`` are let through on
-purpose: nothing here raises them (the export is called as a function, not
-through click's standalone main), so when they show up they come from outside
-— Ctrl-C, or a scheduler's SIGTERM turned into ``sys.exit`` by the job — and
-swallowing them would keep a job alive that was told to stop.
+swallowed. The export's notes are warnings too: a job that configured no
+logging still shows them (Python prints warnings to stderr by default), so a
+row that was derived or questionable is marked in the job log.
+
+``KeyboardInterrupt`` and ``SystemExit`` are let through on purpose: nothing
+here raises them (the export is called as a function, not through click's
+standalone main), so when they show up they come from outside — Ctrl-C, or a
+scheduler's SIGTERM turned into ``sys.exit`` by the job — and swallowing them
+would keep a job alive that was told to stop.
 
 Environment (read when the hook runs, so a job script can ``export`` them):
 
 - ``EZPZ_AMSC_CONFIG``: the config label; unset or empty → the hook does nothing.
 - ``EZPZ_AMSC_APPEND``: results CSV to append to (same rules as ``--append``);
-  unset → ``<run dir>/amsc.csv`` holding the header and this run's row.
+  unset → ``<run dir>/amsc.csv`` holding the header and this run's row, and
+  ``<run dir>/amsc.json``, its provenance record.
+- ``EZPZ_AMSC_PROVENANCE``: with ``EZPZ_AMSC_APPEND``, the folder that gets
+  the row's provenance record (same rules as ``--provenance``).
 - ``EZPZ_AMSC_STATUS``: ``pass`` (default) or ``fail``.
 - ``EZPZ_AMSC_WALL_TIME_SEC``: the scheduler's wall time, seconds.
 """
@@ -29,12 +36,13 @@ from pathlib import Path
 from typing import Any
 
 from .errors import AmscError, about
-from .options import ENV_APPEND, ENV_CONFIG, ExportOptions
+from .options import ENV_APPEND, ENV_CONFIG, ENV_PROVENANCE, ExportOptions
 
 log = logging.getLogger("ezpz_amsc")
 
 RANK_ENV = ("RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK")
 ROW_FILE = "amsc.csv"
+RECORD_FILE = "amsc.json"
 _DONE_ATTR = "_ezpz_amsc_exported"  # on the History object: run dirs already exported
 _WRAPPED_ATTR = "_ezpz_amsc_wrapped"
 
@@ -83,12 +91,25 @@ def run_dir_of(history: Any, outdir: str | os.PathLike[str] | None) -> Path:
     return Path(report) if report else a  # unrelated: run_info.json is next to the report
 
 
-def _write_row_file(path: Path, cells: list[str]) -> None:
-    """Header + row, replacing any earlier file whole: never a half-written amsc.csv."""
+def _write_run_dir_files(run_dir: Path, cells: list[str], record: dict[str, Any]) -> None:
+    """amsc.json, then amsc.csv (header + row), each replacing an earlier file whole.
+
+    If the row cannot be written, the record just written is removed again:
+    a record always has its row beside it.
+    """
     from .files import create_file
+    from .records import write_record_file
     from .sink import render_csv
 
-    create_file(path, render_csv([cells], header=True).encode("utf-8"), replace=True)
+    record_path = run_dir / RECORD_FILE
+    write_record_file(record_path, record)
+    try:
+        create_file(run_dir / ROW_FILE, render_csv([cells], header=True).encode("utf-8"),
+                    replace=True)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            record_path.unlink()
+        raise
 
 
 def _export(history: Any, run_dir: Path, config: str) -> None:
@@ -96,6 +117,7 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
 
     from .errors import SeveralAttempts
     from .export import export_run
+    from .records import RecordBatch, build_record
     from .sink import append_rows
 
     key = str(run_dir.resolve())
@@ -107,20 +129,29 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
     if opts is None:  # the variable was unset while the hook ran
         return
     try:
-        result = export_run(run_dir, opts)
+        result = export_run(run_dir, opts, hash_files=True)
     except SeveralAttempts as e:  # a retried job: this hook ends the attempt that wrote last
-        result = export_run(run_dir, replace(opts, attempt="last"))
+        opts = replace(opts, attempt="last")  # the record says so too: reproduce needs it
+        result = export_run(run_dir, opts, hash_files=True)
         result.notes.insert(0, f"the records hold {e.attempts} attempts (a retried job); "
                                "exported the last, the one this finalize ended (--attempt last)")
-    for note in result.notes:
-        log.info("ezpz-amsc: note: %s", note)
     cells = [result.row[k] for k in result.row]
     target = os.environ.get(ENV_APPEND, "").strip()
+    records = os.environ.get(ENV_PROVENANCE, "").strip()
+    notes = list(result.notes)
     if target:
-        append_rows(target, [cells])
+        batch = (RecordBatch(Path(records), [build_record(result, opts, target)])
+                 if records else None)
+        append_rows(target, [cells], before_write=batch.write if batch else None)
     else:
         target = str(run_dir / ROW_FILE)
-        _write_row_file(Path(target), cells)
+        _write_run_dir_files(run_dir, cells, build_record(result, opts, target))
+        if records:  # a records folder goes with a shared results file, not with amsc.csv
+            notes.append(f"{ENV_PROVENANCE} is used only with {ENV_APPEND}; the record is "
+                         f"{run_dir / RECORD_FILE}")
+    # Only once the row is out, as on the command line: a failure logs its one line alone.
+    for note in notes:
+        log.warning("ezpz-amsc: note: %s", note)
     # A frozen or slotted history refuses the attribute: only the double-export guard is lost.
     with contextlib.suppress(Exception):
         setattr(history, _DONE_ATTR, (done if isinstance(done, set) else set()) | {key})

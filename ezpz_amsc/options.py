@@ -37,6 +37,7 @@ ENV_CONFIG = "EZPZ_AMSC_CONFIG"
 ENV_APPEND = "EZPZ_AMSC_APPEND"
 ENV_STATUS = "EZPZ_AMSC_STATUS"
 ENV_WALL_TIME = "EZPZ_AMSC_WALL_TIME_SEC"
+ENV_PROVENANCE = "EZPZ_AMSC_PROVENANCE"  # with ENV_APPEND: the folder of provenance records
 
 
 class OptionError(AmscUsageError):
@@ -152,7 +153,8 @@ def validate_options(opts: ExportOptions) -> None:
     if opts.timestamp is not None:
         check_timestamp(opts.timestamp)
     if opts.attempt is not None and opts.attempt != "last" and not (
-            opts.attempt.isdigit() and 1 <= int(opts.attempt) <= MAX_COUNT):
+            isinstance(opts.attempt, str) and opts.attempt.isdigit()
+            and 1 <= int(opts.attempt) <= MAX_COUNT):
         raise OptionError("attempt", f"must be 'last' or a number from 1, got {opts.attempt!r}")
     for name in ("config", "system", "error"):
         val = getattr(opts, name) or ""

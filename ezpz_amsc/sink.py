@@ -40,7 +40,7 @@ import io
 import os
 import stat
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TextIO
@@ -149,7 +149,7 @@ def check_append_target(path: str | os.PathLike[str]) -> None:
     try:
         fd = os.open(p, os.O_RDWR | os.O_CLOEXEC)
     except FileNotFoundError:
-        _check_can_create(p)
+        check_can_create(p)
         return
     except OSError as e:
         raise _open_error(p, e, creating=False) from None
@@ -162,8 +162,8 @@ def check_append_target(path: str | os.PathLike[str]) -> None:
 _EFFECTIVE_IDS = os.access in os.supports_effective_ids  # judge as open() will: euid, egid
 
 
-def _check_can_create(p: Path) -> None:
-    """The nearest existing folder above a new results file must let us create in it."""
+def check_can_create(p: Path) -> None:
+    """The nearest existing folder above a new file ``p`` must let us create in it."""
     below, folder = p, p.parent
     while not os.path.isdir(folder):
         if os.path.lexists(folder):
@@ -328,15 +328,22 @@ def find_duplicates(existing: TextIO | None, rows: Sequence[Sequence[str]],
     return problems
 
 
+# Run under the lock once the rows passed every check, just before they are written
+# (provenance records go out here); returns how to take its work back should the write fail.
+BeforeWrite = Callable[[], Callable[[], None]]
+
+
 def append_rows(path: str | os.PathLike[str], rows: Sequence[Sequence[str]], *,
                 lock_timeout_sec: float = DEFAULT_LOCK_TIMEOUT_SEC,
-                allow_duplicate: bool = False) -> None:
+                allow_duplicate: bool = False, before_write: BeforeWrite | None = None) -> None:
     """Append ``rows`` to ``path`` under its lock, creating file and folders as needed.
 
     Never changes an existing file's mode, owner or group. On failure nothing
     is left that was not there before, except when the lock itself cannot be
     taken right after creating the file: then an empty file stays, which the
-    next append treats as new.
+    next append treats as new. ``before_write`` runs under the lock after the
+    header and duplicate checks; if it raises, no row is written, and if the
+    write fails, what it did is undone.
     """
     p = Path(path)
     _refuse_non_regular(p)
@@ -344,7 +351,7 @@ def append_rows(path: str | os.PathLike[str], rows: Sequence[Sequence[str]], *,
     try:
         with locked(p, lock_timeout_sec, made) as held:
             try:
-                _append_locked(held.fd, p, rows, allow_duplicate)
+                _append_locked(held.fd, p, rows, allow_duplicate, before_write)
             except BaseException:
                 if held.created and os.fstat(held.fd).st_size == 0:
                     with contextlib.suppress(OSError):
@@ -357,7 +364,7 @@ def append_rows(path: str | os.PathLike[str], rows: Sequence[Sequence[str]], *,
 
 
 def _append_locked(fd: int, p: Path, rows: Sequence[Sequence[str]],
-                   allow_duplicate: bool) -> None:
+                   allow_duplicate: bool, before_write: BeforeWrite | None = None) -> None:
     state = _read_state(fd, p)
     if not allow_duplicate:
         dups = _duplicates_in(fd, p, rows) if state.has_content else find_duplicates(None, rows)
@@ -367,7 +374,13 @@ def _append_locked(fd: int, p: Path, rows: Sequence[Sequence[str]],
     data = render_csv(rows, header=not state.has_content, newline=state.newline)
     if state.has_content and not state.ends_with_newline:
         data = state.newline + data  # a hand-edited file without a final newline
-    _write_all(fd, p, data.encode("utf-8"))
+    undo = before_write() if before_write is not None else None
+    try:
+        _write_all(fd, p, data.encode("utf-8"))
+    except BaseException:
+        if undo is not None:
+            undo()
+        raise
 
 
 def _duplicates_in(fd: int, p: Path, rows: Sequence[Sequence[str]]) -> list[str]:

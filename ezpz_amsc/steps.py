@@ -8,6 +8,8 @@ present but non-finite are counted, so the caller can say how many it dropped.
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import math
 import os
@@ -15,7 +17,7 @@ from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from .discover import MetricsSource
 from .errors import AmscError
@@ -45,6 +47,8 @@ NOT_TRAINING_THROUGHPUT = ("tokens_per_sec", "tps", "tps_per_gpu")
 SERIES = tuple(SERIES_KEYS)
 
 _DRAIN_BYTES = 1 << 20
+# Read buffer while hashing: the digest is fed a MiB at a time, not a line at a time.
+_HASH_BUFFER_BYTES = 1 << 20
 
 _NAN = float("nan")
 
@@ -73,6 +77,46 @@ class Steps:
 
     def __len__(self) -> int:
         return len(self.step)
+
+
+class Digest(NamedTuple):
+    """Size and sha256 of a file as it was read, for provenance records."""
+
+    size: int
+    sha256: str
+
+
+class _HashingRaw(io.RawIOBase):
+    """A raw file that feeds every byte read through it to a sha256.
+
+    Under a ``BufferedReader`` the hash is taken in the same pass as the
+    parse, in buffer-sized chunks: a multi-GB metrics file is never read twice,
+    and ``readline`` stays the C one.
+    """
+
+    def __init__(self, raw: io.RawIOBase) -> None:
+        super().__init__()
+        self.raw = raw
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int | None:
+        n = self.raw.readinto(b)
+        if n:
+            with memoryview(b) as view:
+                self.sha256.update(view[:n])
+            self.size += n
+        return n
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+    def digest(self) -> Digest:
+        return Digest(self.size, self.sha256.hexdigest())
 
 
 def _number(v: Any) -> float | None:
@@ -138,11 +182,14 @@ _ORJSON_INT_LIMIT = float(2**63)
 
 
 def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
-               max_line: int, keep_unranked: bool = False) -> None:
+               max_line: int, keep_unranked: bool = False,
+               digests: dict[Path, Digest] | None = None) -> None:
     """Append ``path``'s step records (of ``want_rank`` if filtering) to ``out``.
 
     ``keep_unranked``: records without a ``rank`` field count as ``want_rank``'s
     (a per-rank file; in an interleaved file they belong to no rank).
+    With ``digests``, the file's size and sha256 are taken while it is read
+    (once per file: a second pass over it is not hashed again).
 
     This loop runs once per logged step, so it keeps per-record work to the
     lookups themselves: no per-record containers, values appended straight
@@ -168,8 +215,13 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
 
     last_ok = True
     last_line: bytes | None = b""
+    hashing = None
     try:
-        f = open(path, "rb")  # noqa: SIM115 - closed by the with below; open errors differ
+        if digests is None or path in digests:
+            f = open(path, "rb")  # noqa: SIM115 - closed by the with below; open errors differ
+        else:
+            hashing = _HashingRaw(open(path, "rb", buffering=0))  # noqa: SIM115
+            f = io.BufferedReader(hashing, _HASH_BUFFER_BYTES)
     except OSError as e:
         raise AmscError(f"{path}: cannot read metrics file: {e.strerror or e}") from None
     out.files_read.append(path)
@@ -273,12 +325,15 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
             raise AmscError(f"{path}: cannot read metrics file: {e.strerror or e}") from None
     seen = out.counter.tobytes()  # the preferred counter any record carried
     out.step_key = next((k for i, k in counters if bytes((i,)) in seen), None)
+    if hashing is not None and digests is not None:
+        digests[path] = hashing.digest()
     if last_line is not None and not last_ok and not last_line.endswith(b"\n"):
         out.truncated_last_line = True
         out.bad_lines -= 1
 
 
-def read_steps(source: MetricsSource, max_line: int = MAX_LINE_BYTES) -> Steps:
+def read_steps(source: MetricsSource, max_line: int = MAX_LINE_BYTES,
+               digests: dict[Path, Digest] | None = None) -> Steps:
     """Read the records of one rank: rank 0 if it logged, else the lowest that did.
 
     Per-rank files: only the chosen rank's file is opened (the next one only if
@@ -286,6 +341,7 @@ def read_steps(source: MetricsSource, max_line: int = MAX_LINE_BYTES) -> Steps:
     ``rank`` when it has one: wrappers that name files by local rank put ranks
     0 and 12 in one ``metrics-0.jsonl``. One interleaved file: records are
     filtered by ``rank``; a second pass happens only when rank 0 logged nothing.
+    ``digests``, when given, receives the size and sha256 of every file read.
     """
     if source.scheme == "per-rank":
         ranks = sorted(source.per_rank)
@@ -295,7 +351,8 @@ def read_steps(source: MetricsSource, max_line: int = MAX_LINE_BYTES) -> Steps:
         for r in ranks:
             skipped = (out.bad_lines, out.long_lines)  # of files that held no step
             out = Steps(rank=r)
-            _read_file(source.per_rank[r], out, r, True, max_line, keep_unranked=True)
+            _read_file(source.per_rank[r], out, r, True, max_line, keep_unranked=True,
+                       digests=digests)
             out.bad_lines += skipped[0]
             out.long_lines += skipped[1]
             tried.extend(out.files_read)
@@ -308,7 +365,7 @@ def read_steps(source: MetricsSource, max_line: int = MAX_LINE_BYTES) -> Steps:
         if not len(out) and seen_in:  # no file holds its own rank: the lowest rank logged
             chosen = min(seen_in)
             again = Steps(rank=chosen)
-            _read_file(seen_in[chosen], again, chosen, True, max_line)
+            _read_file(seen_in[chosen], again, chosen, True, max_line, digests=digests)
             again.bad_lines, again.long_lines = out.bad_lines, out.long_lines
             again.files_read = list(tried)
             out = again
@@ -317,7 +374,7 @@ def read_steps(source: MetricsSource, max_line: int = MAX_LINE_BYTES) -> Steps:
 
     assert source.single is not None
     out = Steps(rank=0)
-    _read_file(source.single, out, 0, True, max_line)
+    _read_file(source.single, out, 0, True, max_line, digests=digests)
     if len(out) or not out.other_ranks:
         return out
     # Rank 0 logged nothing: the lowest rank that did; records without a rank
@@ -325,7 +382,7 @@ def read_steps(source: MetricsSource, max_line: int = MAX_LINE_BYTES) -> Steps:
     ranked = sorted(r for r in out.other_ranks if r is not None)
     chosen = ranked[0] if ranked else None
     again = Steps(rank=chosen)
-    _read_file(source.single, again, chosen, True, max_line)
+    _read_file(source.single, again, chosen, True, max_line, digests=digests)
     again.other_ranks = {r: n for r, n in out.other_ranks.items() if r != chosen}
     again.bad_lines, again.long_lines = out.bad_lines, out.long_lines
     again.truncated_last_line = out.truncated_last_line

@@ -19,8 +19,9 @@ from ezpz_amsc.cli import cli, export_amsc
 
 GOOD = RUNS / "fsdp_tp-2rank"
 USAGE = ["Usage: ezpz-amsc [export] RUN_DIR... --config LABEL [OPTIONS]",
-         "       ezpz-amsc check RESULTS_CSV",
+         "       ezpz-amsc check RESULTS_CSV [--provenance DIR]",
          "       ezpz-amsc report RESULTS_CSV... [--plot FILE]",
+         "       ezpz-amsc reproduce RECORD.json...",
          "       ezpz-amsc COMMAND [ARGS]..."]
 
 
@@ -177,9 +178,10 @@ def test_help_fits_100_columns_on_a_wide_terminal(prog):
 
 def test_group_help_shows_both_modes_and_examples():
     page = run_group("--help").stdout
-    assert page.splitlines()[:4] == USAGE
+    assert page.splitlines()[:len(USAGE)] == USAGE
     commands = page.split("Commands:\n")[1].split("\n\n")[0]
-    assert [ln.split()[0] for ln in commands.splitlines()] == ["export", "check", "report"]
+    assert [ln.split()[0] for ln in commands.splitlines()] == ["export", "check", "report",
+                                                                  "reproduce"]
     assert "  ezpz-amsc check results.csv  " in page
     assert "2  bad command line" in page
 
@@ -330,7 +332,8 @@ def complete(cmd: click.Command, args: list[str], incomplete: str,
 
 
 @pytest.mark.parametrize("args, incomplete, expected", [
-    ([], "", [("plain", "export"), ("plain", "check"), ("plain", "report"), ("dir", "")]),
+    ([], "", [("plain", "export"), ("plain", "check"), ("plain", "report"),
+              ("plain", "reproduce"), ("dir", "")]),
     ([], "ch", [("plain", "check"), ("dir", "ch")]),
     ([], "ru", [("dir", "ru")]),
     (["run1"], "", [("dir", "")]),
@@ -359,7 +362,7 @@ def test_bash_completion_through_the_console_script():
            "COMP_CWORD": "1"}
     p = subprocess.run([script], capture_output=True, text=True, env=env)
     assert (p.returncode, p.stdout.splitlines()) == (
-        0, ["plain,export", "plain,check", "plain,report", "dir,"])
+        0, ["plain,export", "plain,check", "plain,report", "plain,reproduce", "dir,"])
 
 
 # ------------------------------------------------------------------ lazy loading
@@ -380,7 +383,8 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith(("ezpz", "numpy")
     (["--version"], []),
     (["check", "--help"], ["ezpz_amsc.commands", "ezpz_amsc.commands.check"]),
     (["--help"], ["ezpz_amsc.commands", "ezpz_amsc.commands.check",
-                  "ezpz_amsc.commands.export", "ezpz_amsc.commands.report"]),
+                  "ezpz_amsc.commands.export", "ezpz_amsc.commands.report",
+                  "ezpz_amsc.commands.reproduce"]),
 ])
 def test_subcommands_load_only_when_needed(argv, expected):
     p = subprocess.run([sys.executable, "-c", _HELP_AND_LIST, *argv], capture_output=True,

@@ -15,6 +15,7 @@ from conftest import (
     FIXTURE_NAMES,
     REPO,
     RUNS,
+    _runner,
     copy_run,
     error_line,
     one_row,
@@ -25,6 +26,7 @@ from conftest import (
     write_run_info,
 )
 
+from ezpz_amsc.cli import cli
 from ezpz_amsc.errors import SeveralAttempts
 from ezpz_amsc.explain import WIDTH, render
 from ezpz_amsc.export import ExportOptions, batch_notes, export_run
@@ -333,3 +335,9 @@ def test_hook_on_a_retried_job_exports_the_last_attempt(tmp_path, monkeypatch, c
     assert [m for m in messages if "no row written" in m] == []
     assert ("ezpz-amsc: note: the records hold 2 attempts (a retried job); exported the last, "
             "the one this finalize ended (--attempt last)") in messages
+    # The run's provenance record says how the row was made, so that it can be reproduced.
+    record = json.loads((run / "amsc.json").read_text())
+    assert record["options"]["attempt"] == "last"
+    assert record["row"] == expected
+    again = _runner().invoke(cli, ["reproduce", str(run / "amsc.json")], catch_exceptions=False)
+    assert again.exit_code == 0, again.stdout + again.stderr

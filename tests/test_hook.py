@@ -18,7 +18,11 @@ from ezpz_amsc import hook
 from ezpz_amsc.hook import finalize_hook, run_dir_of, wrap_finalize
 
 RUN = "fsdp_tp-1rank-launch"
+# Every shipped run is a CPU run: the export's one note, which the hook logs at WARNING.
+MFU_NOTE = ("ezpz-amsc: note: mfu is 0.0 on every step (ezpz writes 0.0 when it does not know "
+            "the device's peak FLOPS); left empty")
 ENV = ("EZPZ_AMSC_CONFIG", "EZPZ_AMSC_APPEND", "EZPZ_AMSC_STATUS", "EZPZ_AMSC_WALL_TIME_SEC",
+       "EZPZ_AMSC_PROVENANCE",
        "RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK")
 
 pytest_plugins = ("fake_ezpz",)  # the ezpz_pkg fixture
@@ -53,7 +57,7 @@ def test_writes_header_and_row_next_to_the_run(fixture_run, monkeypatch, warning
     monkeypatch.setenv("EZPZ_AMSC_CONFIG", "fsdp_tp/tp1")
     assert finalize_hook(Bare(), run) is None
     assert parse_csv((run / "amsc.csv").read_text()) == [expected]
-    assert warnings_seen() == []
+    assert warnings_seen() == [MFU_NOTE]
     assert not list(run.glob(".amsc.csv.*"))  # no temp file left behind
 
 
@@ -67,7 +71,9 @@ def test_status_and_wall_time_from_the_environment(fixture_run, monkeypatch, war
     row = parse_csv((run / "amsc.csv").read_text())[0]
     assert row == expected
     assert (row["status"], row["wall_time_sec"]) == ("fail", "754.250")
-    assert warnings_seen() == []
+    assert warnings_seen() == [
+        "ezpz-amsc: note: wall_time_sec from --wall-time-sec; summed step time is 1.148",
+        MFU_NOTE]
 
 
 def test_appends_to_a_results_file(fixture_run, tmp_path, monkeypatch, warnings_seen):
@@ -81,7 +87,7 @@ def test_appends_to_a_results_file(fixture_run, tmp_path, monkeypatch, warnings_
     assert text.count("timestamp,system,config") == 1
     assert [r["steps"] for r in parse_csv(text)] == [_cli_row(r)["steps"] for r in runs]
     assert not any((r / "amsc.csv").exists() for r in runs)
-    assert warnings_seen() == []
+    assert warnings_seen() == [MFU_NOTE, MFU_NOTE]  # one per run, at WARNING
 
 
 def test_the_same_history_and_run_is_exported_once(fixture_run, tmp_path, monkeypatch,
@@ -94,11 +100,12 @@ def test_the_same_history_and_run_is_exported_once(fixture_run, tmp_path, monkey
     history = Bare()
     finalize_hook(history, run)
     finalize_hook(history, run)  # remembered on the history: silently skipped
-    assert warnings_seen() == []
+    assert warnings_seen() == [MFU_NOTE]  # the notes of the one export
     # Another History exporting the same run: the results file's duplicate check refuses it.
     finalize_hook(Bare(), run)
     assert len(parse_csv(results.read_text())) == 1
-    (warning,) = warnings_seen()
+    first, warning = warnings_seen()  # a refused export logs its failure, not its notes
+    assert first == MFU_NOTE
     assert "is already at line 2" in warning
 
 
@@ -127,7 +134,7 @@ def test_silent_no_op_off_rank_0_or_without_a_config(fixture_run, monkeypatch, w
 
 
 def _boom(exc):
-    def export_run(run_dir, opts):
+    def export_run(run_dir, opts, **_):
         raise exc
     return export_run
 
@@ -201,7 +208,8 @@ def test_every_failure_is_one_warning_and_never_raises(fixture_run, tmp_path, mo
     assert fragment in lines[0]
     assert "\n" not in lines[0]
     assert not (run / "amsc.csv").is_file()
-    assert not list(run.glob(".amsc.csv.*"))
+    assert not (run / "amsc.json").exists()  # a record never stands without its row
+    assert not list(run.glob(".amsc.*"))
     assert (append.read_bytes() if append.is_file() else None) == before
 
 
@@ -285,7 +293,7 @@ def test_wrapped_finalize_exports_the_outdir_it_was_given(History, fixture_run, 
     out = tmp_path / "out"
     call(History(fixture_run(RUN)), out)
     assert len(parse_csv((out / "amsc.csv").read_text())) == 1
-    assert warnings_seen() == []
+    assert warnings_seen() == [MFU_NOTE]
 
 
 @pytest.mark.parametrize("run_name, dataset_fname, where", [
@@ -303,7 +311,7 @@ def test_wrapped_finalize_finds_the_folder_it_chose(History, fixture_run, tmp_pa
     monkeypatch.chdir(work)
     History(src).finalize(run_name=run_name, dataset_fname=dataset_fname)
     assert [p.relative_to(work).as_posix() for p in work.rglob("amsc.csv")] == [f"{where}/amsc.csv"]
-    assert warnings_seen() == []
+    assert warnings_seen() == [MFU_NOTE]
 
 
 def test_wrapping_twice_wraps_once(History, fixture_run, tmp_path, monkeypatch):

@@ -44,6 +44,7 @@ GOOD = RUNS / "fsdp_tp-2rank"
     ("timestamp", "2015-01-01T00:00:00Z", "2014-12-31T23:59:59Z",
      "2014-12-31T23:59:59Z is before 2015 or later than now"),
     ("attempt", "last", "0", "must be 'last' or a number from 1, got '0'"),
+    ("attempt", "2", 2, "must be 'last' or a number from 1, got 2"),  # a hand-edited record
     ("attempt", "1000000", "1000001", "must be 'last' or a number from 1, got '1000001'"),
     ("error", "-1 rank lost", "-x", "'-x' would run as a formula when the CSV is opened in a "
                                     "spreadsheet (it starts with =, +, @ or - and no digit)"),
@@ -189,7 +190,7 @@ class _LooksLikeOne(Exception):
     (_LooksLikeOne("raw text"), "_LooksLikeOne: raw text"),
 ])
 def test_hook_recognises_the_error_by_type(fixture_run, monkeypatch, caplog, exc, warning):
-    def boom(run_dir, opts):
+    def boom(run_dir, opts, **_):
         raise exc
 
     monkeypatch.setattr("ezpz_amsc.export.export_run", boom)

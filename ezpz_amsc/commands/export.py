@@ -7,22 +7,27 @@ Also the ``ezpz export-amsc`` command a host CLI loads from the
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..cli import (
+    RECORD_JSON,
     RESULTS_CSV,
     command,
     export_options,
     option_errors,
+    provenance_option,
     quiet_option,
     results_file_options,
     row_options,
     run_dirs_argument,
 )
 from ..errors import about
-from ..options import CONFIG_EXAMPLE, check_lock_timeout
+from ..options import CONFIG_EXAMPLE, ExportOptions, check_lock_timeout
+
+if TYPE_CHECKING:
+    from ..records import RecordBatch
 
 
 @command(
@@ -34,7 +39,7 @@ from ..options import CONFIG_EXAMPLE, check_lock_timeout
                         "wall_time_sec")),
         ("Reducing per-step series", ("warmup", "reducer", "attempt")),
         ("Where rows go", ("append", "no_header", "allow_duplicate", "lock_timeout",
-                           "keep_going")),
+                           "keep_going", "provenance")),
         ("Reporting", ("out_format", "explain", "quiet")),
     ),
     examples=(
@@ -42,6 +47,7 @@ from ..options import CONFIG_EXAMPLE, check_lock_timeout
         ("RUN_DIR --config LABEL --append results.csv", "add it to a results file"),
         ("runs/*/ --config LABEL --append results.csv", "a batch: every row or none"),
         ("RUN_DIR --config LABEL --explain", "where each number came from"),
+        ("RUN_DIR --config LABEL --provenance records/", "the row and a provenance record"),
         ("--check results.csv", "read it as the dashboard does"),
     ),
 )
@@ -58,25 +64,38 @@ from ..options import CONFIG_EXAMPLE, check_lock_timeout
                    "writes CSV.")
 @click.option("--explain", is_flag=True,
               help="After the row, report on stderr where its numbers came from.")
+@provenance_option("Write one JSON record per row into DIR: cells, options, sha256 of the "
+                   "files read, run_info. With --append, rows and records are written "
+                   "together or not at all.")
 @quiet_option
 @click.option("--check", "check_path", type=RESULTS_CSV, metavar="RESULTS_CSV",
               help="Validate a results CSV instead of exporting: the check command.")
+@click.option("--reproduce", "reproduce_path", type=RECORD_JSON, metavar="RECORD.json",
+              help="Re-export a provenance record's run and compare: the reproduce command.")
 @click.pass_context
 def export(ctx: click.Context, run_dirs: tuple[str, ...], append: str | None, no_header: bool,
            allow_duplicate: bool, lock_timeout: float, keep_going: bool, out_format: str,
-           explain: bool, quiet: bool, check_path: str | None, **_row: Any) -> None:
+           explain: bool, provenance: str | None, quiet: bool, check_path: str | None,
+           reproduce_path: str | None, **_row: Any) -> None:
     """Export finished ezpz run directories as AmSC benchmark CSV rows, one per run.
 
     RUN_DIR is the directory ezpz's History wrote: metrics JSONL, run_info.json
     and a report. Rows go to stdout (or --append PATH) in the order given; notes
     about what was dropped or derived go to stderr.
     """
-    if check_path is not None:
-        if run_dirs:
-            raise click.UsageError("--check takes no RUN_DIR")
-        from .check import check_file
+    if check_path is not None or reproduce_path is not None:
+        flag = "--check" if check_path is not None else "--reproduce"
+        if run_dirs or (check_path and reproduce_path):
+            raise click.UsageError(f"{flag} takes no RUN_DIR" if run_dirs else
+                                   "--check and --reproduce are two commands; pass one")
+        if check_path is not None:
+            from .check import check_file
 
-        check_file(check_path, quiet)
+            check_file(check_path, quiet, provenance)
+        else:
+            from .reproduce import reproduce_all
+
+            reproduce_all([reproduce_path], None)
         return
     if not run_dirs:
         raise click.UsageError("missing argument 'RUN_DIR'")
@@ -89,15 +108,20 @@ def export(ctx: click.Context, run_dirs: tuple[str, ...], append: str | None, no
 
     if append:
         check_append_target(append)  # fail before any work
-    done, failed = export_many(list(run_dirs), opts)
+    if provenance:
+        from ..records import check_record_folder
+
+        check_record_folder(provenance)
+    done, failed = export_many(list(run_dirs), opts, hash_files=bool(provenance))
     batch = len(run_dirs) > 1
     if failed and not batch:
         raise failed[0][1]
     if failed and not keep_going:
         _report_failures(failed, written=False)
         ctx.exit(1)
-    _write_rows([result for _, result in done], append, no_header, out_format,
-                lock_timeout, allow_duplicate)
+    written = _write_rows([result for _, result in done], append, no_header, out_format,
+                          lock_timeout, allow_duplicate,
+                          _records(done, opts, provenance, append, allow_duplicate))
     # Notes only once the rows are out: a failed command prints its error line alone.
     from ..export import batch_notes, plural
 
@@ -109,27 +133,51 @@ def export(ctx: click.Context, run_dirs: tuple[str, ...], append: str | None, no
                  else [note for _, result in done for note in result.notes])
         for note in notes:
             click.echo(f"note: {note}", err=True)
-    if append and done and not quiet:
-        click.echo(f"note: appended {plural(len(done), 'row')} to {append}", err=True)
+    if done and not quiet:
+        if append:
+            click.echo(f"note: appended {plural(len(done), 'row')} to {append}", err=True)
+        if written:
+            click.echo(f"note: wrote {plural(len(written), 'provenance record')} to "
+                       f"{provenance}", err=True)
     if failed:
         _report_failures(failed, written=True)
         ctx.exit(1)
 
 
+def _records(done: list[tuple[str, Any]], opts: ExportOptions, provenance: str | None,
+             append: str | None, allow_duplicate: bool) -> RecordBatch | None:
+    """The provenance records of the rows, or None without --provenance."""
+    if not provenance or not done:
+        return None
+    from pathlib import Path
+
+    from ..records import RecordBatch, build_record
+
+    return RecordBatch(Path(provenance), [build_record(r, opts, append) for _, r in done],
+                       allow_duplicate)
+
+
 def _write_rows(results: list[Any], append: str | None, no_header: bool, out_format: str,
-                lock_timeout: float, allow_duplicate: bool) -> None:
+                lock_timeout: float, allow_duplicate: bool,
+                records: RecordBatch | None) -> list[Any]:
+    """Rows (and records) out; returns the record files written."""
     from ..sink import append_rows, write_stdout
 
     rows = [list(result.row.values()) for result in results]
     if rows and append:
-        append_rows(append, rows, lock_timeout_sec=lock_timeout, allow_duplicate=allow_duplicate)
-    elif rows and out_format == "csv":
+        # Under the results file's lock, after its checks: records, then rows, or neither.
+        append_rows(append, rows, lock_timeout_sec=lock_timeout, allow_duplicate=allow_duplicate,
+                    before_write=records.write if records is not None else None)
+    elif records is not None:
+        records.write()
+    if rows and not append and out_format == "csv":
         write_stdout(rows, header=not no_header, out=sys.stdout)
     if out_format == "json":
         from ..explain import to_json
 
         sys.stdout.write("".join(to_json(result) + "\n" for result in results))
         sys.stdout.flush()
+    return records.written if records is not None else []
 
 
 def _report_failures(failed: list[tuple[str, Any]], written: bool) -> None:
