@@ -50,7 +50,8 @@ def check_results_file(
                 raise AmscError(f"{p}: empty file, no header")
             missing = [c for c in REQUIRED if c not in header]
             if missing:
-                raise AmscError(f"{p}: header lacks required column(s) {', '.join(missing)}")
+                what = "column" if len(missing) == 1 else "columns"
+                raise AmscError(f"{p}: header lacks required {what} {', '.join(missing)}")
             if tuple(header) != HEADER:
                 problems.append(f"{p}:1: header differs from this tool's (order or columns)")
             index = {c: header.index(c) for c in HEADER if c in header}

@@ -22,15 +22,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .details import Segment
 from .discover import RunFiles, rel_to
-from .errors import AmscError
+from .errors import AmscError, SeveralAttempts, plural
 from .provenance import Placement, Provenance
 from .row import format_timestamp
 from .steps import EPOCH_KEYS, Steps
 
 if TYPE_CHECKING:
     from .export import ExportOptions
-    from .reduce import Reduced, Segment
+    from .reduce import Reduced
 
 # Step time vs the clock, over steps 2..n. Each record's dt elapses between the
 # previous record's write and its own, so the summed dt can never exceed the
@@ -65,22 +66,11 @@ class Context:
     files: RunFiles
     prov: Provenance
     placement: Placement
-    steps: Steps | None
-    red: Reduced | None
+    steps: Steps  # empty when the run has no metrics file
+    red: Reduced  # ``steps == 0`` when no training step was logged
 
 
 Check = Callable[[Context], list[str]]
-
-
-def _stepped(ctx: Context) -> tuple[Steps, Reduced] | None:
-    if ctx.steps is None or ctx.red is None or not ctx.red.steps:
-        return None
-    return ctx.steps, ctx.red
-
-
-def plural(n: int, word: str) -> str:
-    """``1 step``, ``2 steps``: counts in notes and reports."""
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def duration(sec: float) -> str:
@@ -121,16 +111,17 @@ def check_attempts(ctx: Context) -> list[str]:
     refused unless ``--attempt`` names the one to export.
     """
     red = ctx.red
-    if red is None or not red.segments:
+    if not red.segments:
         return []
     segs = red.segments
     if len(segs) > 1 and red.attempt is None:
         shown = [_segment_text(k, s, red.counter) for k, s in enumerate(segs, 1)]
         if len(shown) > 6:
             shown = [*shown[:5], f"... {len(shown) - 6} more", shown[-1]]
-        raise AmscError(f"the records hold {len(segs)} attempts (step numbers start again or "
-                        f"the logged world size changes: a retried or resumed job): "
-                        f"{'; '.join(shown)}; pass --attempt last, or --attempt N for one of them")
+        raise SeveralAttempts(
+            f"the records hold {len(segs)} attempts (step numbers start again or the logged "
+            f"world size changes: a retried or resumed job): {'; '.join(shown)}; pass "
+            "--attempt last, or --attempt N for one of them", attempts=len(segs))
     if ctx.opts.attempt is None:
         return []
     if len(segs) == 1:
@@ -162,11 +153,10 @@ def check_clock(ctx: Context) -> list[str]:
     """Step timestamps before 2015, later than now, or in milliseconds; a skewed first step."""
     import time
 
-    got = _stepped(ctx)
-    if got is None:
-        return []
-    steps, red = got
+    red = ctx.red
     t, flag = red.timestamps, ctx.opts.timestamp
+    if not red.steps:
+        return []
     if not t.present:
         return []
     now_sec = time.time()
@@ -177,7 +167,7 @@ def check_clock(ctx: Context) -> list[str]:
             raise AmscError(f"step timestamps cannot be the run's time: {why} "
                             f"({t.implausible} of {plural(t.present, 'step')}); "
                             "pass --timestamp YYYY-MM-DDTHH:MM:SSZ")
-        return [f"ignored {t.implausible} of {t.present} step timestamps ({why}); "
+        return [f"ignored {t.implausible} of {plural(t.present, 'step timestamp')} ({why}); "
                 "timestamp from --timestamp"]
     others = t.implausible
     if t.used_index and flag is None:
@@ -206,8 +196,6 @@ def check_clock(ctx: Context) -> list[str]:
 def check_training_steps(ctx: Context) -> list[str]:
     """Records without the step counter (eval batches) are not steps; epochs are said so."""
     red = ctx.red
-    if red is None:
-        return []
     notes = []
     if red.not_steps:
         notes.append(f"left out {plural(red.not_steps, 'record')} without {red.counter} "
@@ -220,11 +208,9 @@ def check_training_steps(ctx: Context) -> list[str]:
 
 def check_rank_filter(ctx: Context) -> list[str]:
     """A per-rank file that also holds other ranks' records (files named by local rank)."""
-    got = _stepped(ctx)
-    src = ctx.files.metrics
-    if got is None or src is None or src.scheme != "per-rank":
+    steps, src = ctx.steps, ctx.files.metrics
+    if not ctx.red.steps or src is None or src.scheme != "per-rank":
         return []
-    steps = got[0]
     others = {r: n for r, n in steps.other_ranks.items() if r is not None}
     if not others:
         return []
@@ -235,10 +221,10 @@ def check_rank_filter(ctx: Context) -> list[str]:
 
 def check_throughput_keys(ctx: Context) -> list[str]:
     """Bare ``tokens_per_sec`` is inference, per rank: never the row's training throughput."""
-    got = _stepped(ctx)
-    if got is None or not got[0].ignored_throughput:
+    ignored = ctx.steps.ignored_throughput
+    if not ctx.red.steps or not ignored:
         return []
-    keys = ", ".join(sorted(got[0].ignored_throughput))
+    keys = ", ".join(sorted(ignored))
     return [f"ignored bare {keys}: not training throughput (bare tokens_per_sec is ezpz's "
             "inference rate, per rank); only train/tps, train/tps_per_gpu and "
             "train/tokens_per_sec are"]
@@ -253,10 +239,9 @@ def check_gpus(ctx: Context) -> list[str]:
 
     from .reduce import median_sorted, ranks_per_step
 
-    got = _stepped(ctx)
-    if got is None:
+    steps, red = ctx.steps, ctx.red
+    if not red.steps:
         return []
-    steps, red = got
     gpus, source = ctx.placement.gpus, ctx.placement.gpus_source
     tps, tpg = red.stats["tps"].values, red.stats["tps_per_gpu"].values
     both = np.isfinite(tps) & np.isfinite(tpg) & (tpg > 0) if tps is not None and \
@@ -282,8 +267,8 @@ def check_gpus(ctx: Context) -> list[str]:
     if logged == gpus:
         return []
     if source == "flag":
-        return [f"--gpus {gpus} differs from the {logged} ranks the logged throughput implies "
-                f"({names} = {logged}); kept --gpus {gpus}"]
+        return [f"--gpus {gpus} differs from the {plural(logged, 'rank')} the logged throughput "
+                f"implies ({names} = {logged}); kept --gpus {gpus}"]
     raise AmscError(f"{ctx.placement.how['gpus']} disagrees with the logged throughput: "
                     f"{names} = {logged}; pass --gpus {logged} (or --gpus {gpus} if the "
                     "per-GPU figure is what is wrong)")
@@ -305,10 +290,9 @@ def _step_time(ctx: Context) -> list[str]:
 
     from .reduce import median_sorted
 
-    got = _stepped(ctx)
-    if got is None:
+    red = ctx.red
+    if not red.steps:
         return []
-    red = got[1]
     ts, step, dt = red.ts_values, red.step_values, red.stats["dt"].values
     if ts is None or step is None or dt is None or ts.size < 2:
         return []
@@ -365,10 +349,9 @@ def check_resumed(ctx: Context) -> list[str]:
     """A first logged step far above the logging stride: the row covers part of the run."""
     import numpy as np
 
-    got = _stepped(ctx)
-    if got is None or got[1].counter is None or got[1].step_values is None:
+    red = ctx.red
+    if not red.steps or red.counter is None or red.step_values is None:
         return []
-    red = got[1]
     step = red.step_values[np.isfinite(red.step_values)]
     if not step.size:
         return []
@@ -387,7 +370,7 @@ def check_resumed(ctx: Context) -> list[str]:
 def check_mfu(ctx: Context) -> list[str]:
     """MFU above 100 % is not a utilisation: those steps were dropped."""
     red = ctx.red
-    if red is None or not red.mfu_over_100:
+    if not red.mfu_over_100:
         return []
     left = "; mfu left empty" if not red.stats["mfu"].present else ""
     return [f"dropped {plural(red.mfu_over_100, 'mfu value')} above 100 % (FP8 measured "
@@ -398,7 +381,7 @@ def check_mfu(ctx: Context) -> list[str]:
 def check_final_loss(ctx: Context) -> list[str]:
     """A diverged run's last finite loss is stale: the cell stays empty, with this note."""
     red = ctx.red
-    if red is None or not red.loss_nonfinite_tail:
+    if not red.loss_nonfinite_tail:
         return []
     stale = ""
     if red.stale_loss is not None:
@@ -421,11 +404,9 @@ def _size(path: os.PathLike[str] | str) -> int | None:
 
 def check_rank0_stopped_early(ctx: Context) -> list[str]:
     """Other ranks logged much more than the chosen one: it stopped early (stat only)."""
-    got = _stepped(ctx)
-    src = ctx.files.metrics
-    if got is None or src is None:
+    steps, red, src = ctx.steps, ctx.red, ctx.files.metrics
+    if not red.steps or src is None:
         return []
-    steps, red = got
     if src.scheme != "per-rank":  # one file, parsed anyway: other ranks' records are counted
         mine = red.steps + red.not_steps
         larger = _far_larger({r: n for r, n in steps.other_ranks.items() if r is not None},
@@ -443,7 +424,7 @@ def check_rank0_stopped_early(ctx: Context) -> list[str]:
     if not larger:
         return []
     return [f"{what}: rank {steps.rank} may have stopped early; the row covers its "
-            f"{red.steps} steps only"]
+            f"{plural(red.steps, 'step')} only"]
 
 
 def _far_larger(amounts: dict[int, int], own: int) -> tuple[int, int] | None:
@@ -458,11 +439,11 @@ def unfinished_evidence(ctx: Context) -> list[str]:
     """Signs that the job did not reach ``History.finalize()`` (it cannot prove success)."""
     files, steps, red = ctx.files, ctx.steps, ctx.red
     why = []
-    if steps is not None and steps.truncated_last_line:
+    if steps.truncated_last_line:
         why.append(f"{steps.files_read[-1].name} ends in a truncated line")
     if not files.run_info and not files.reports:
         why.append("no run_info.json and no report: History.finalize() did not run")
-    last = red.timestamps.last_read if red is not None else None
+    last = red.timestamps.last_read
     for path in (*files.run_info[:1], *files.reports[:1]):
         try:
             written = os.stat(path).st_mtime

@@ -197,6 +197,11 @@ def find_run_files(run_dir: str | os.PathLike[str]) -> RunFiles:
     if len(folders) > 1:
         shown = ", ".join(rel_to(root, f) for f in folders[:4])
         more = f" and {len(folders) - 4} more" if len(folders) > 4 else ""
+        if _one_run_per_subfolder(root, folders):
+            raise AmscError(
+                f"{root}: a folder of {len(folders)} runs ({shown}{more}); pass one of them, "
+                f"or {os.path.join(root, '*', '')} to export each (one row per run)"
+            )
         raise AmscError(
             f"{root}: metrics files in {len(folders)} folders ({shown}{more}); "
             "pass the directory of a single run"
@@ -225,6 +230,76 @@ def find_run_files(run_dir: str | os.PathLike[str]) -> RunFiles:
 
     _place_provenance(files)
     return files
+
+
+def _one_run_per_subfolder(root: Path, folders: list[Path]) -> bool:
+    """Metrics folders each below a different subfolder of ``root``, none in it: runs."""
+    tops = [f.relative_to(root).parts[0] for f in folders if f != root]
+    return len(tops) == len(folders) == len(set(tops))
+
+
+# ezpz's output folders are named by a local time stamp: outputs/<name>/2026-11-29-222215/
+_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}-\d{6}\Z")
+# How far up a folder without metrics may sit inside a run (RUN/plots/train/tplot).
+_RUN_DEPTH = 3
+
+
+def where_the_run_is(folder: Path) -> str | None:
+    """For a folder without metrics: the folder that is probably the run, as advice.
+
+    A subfolder of a run (``train/``, ``plots/``) names the run above it. A
+    timestamped output folder that finalize left empty names the next one
+    beside it that holds metrics and run_info.json: without an output dir,
+    ``History.finalize()`` writes rank 0's metrics and run_info.json into a new
+    timestamped folder, and only other ranks' files stay in the announced one.
+    """
+    here = folder.absolute()
+    for up in here.parents[:_RUN_DEPTH]:
+        found = holds_metrics(up)
+        if found:
+            return f"it is inside the run {_shown(up, folder)} (which holds {found}): pass that"
+    later = _next_output_folder(here)
+    if later is not None:
+        return (f"ezpz probably put this run's data in {_shown(later, folder)}, the next output "
+                "folder beside it (History.finalize() without an output dir writes rank 0's "
+                "metrics and run_info.json into a new timestamped folder): pass that")
+    return None
+
+
+def _shown(path: Path, given: Path) -> str:
+    """``path`` as the user would type it: relative when they gave a relative folder."""
+    return str(path) if given.is_absolute() else os.path.relpath(path)
+
+
+def holds_metrics(folder: Path) -> str | None:
+    """The name of a metrics file directly in ``folder`` (named, or sniffed), if any."""
+    try:
+        names = sorted(e.name for e in os.scandir(folder) if e.name.endswith(".jsonl"))
+    except OSError:
+        return None
+    for name in names:
+        if name == "metrics.jsonl" or _PER_RANK.match(name):
+            return name
+    for name in names[:_SNIFF_LINES]:  # a run-id file: a few sniffs, on an error path only
+        if sniff_jsonl(folder / name) == "metrics":
+            return name
+    return None
+
+
+def _next_output_folder(folder: Path) -> Path | None:
+    """The first timestamped sibling after ``folder`` with metrics: where finalize wrote."""
+    if not _STAMP.match(folder.name) or (folder / "run_info.json").exists():
+        return None
+    try:
+        later = sorted(e.name for e in os.scandir(folder.parent)
+                       if _STAMP.match(e.name) and e.name > folder.name and e.is_dir())
+    except OSError:
+        return None
+    for name in later:
+        sibling = folder.parent / name
+        if holds_metrics(sibling):
+            return sibling if (sibling / "run_info.json").is_file() else None
+    return None
 
 
 def _place_provenance(files: RunFiles) -> None:

@@ -27,10 +27,27 @@ class AmscError(Exception):
         return self.message
 
 
+class SeveralAttempts(AmscError):
+    """The records hold several attempts (a retried or resumed job) and none was chosen.
+
+    Its own type so that the finalize hook, which runs at the end of the attempt
+    that wrote the last records, can export that one instead of giving up.
+    """
+
+    def __init__(self, message: str, attempts: int) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+
+
 class AmscUsageError(AmscError):
     """Bad command-line usage (a bad option value): exit 2, like click's own."""
 
     exit_code = 2
+
+
+def plural(n: int, word: str) -> str:
+    """``1 step``, ``2 steps``: counts in messages, notes and reports."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def about(path: str | os.PathLike[str], message: str) -> str:

@@ -1,8 +1,8 @@
 """Where the row's numbers came from: the ``--explain`` report and ``--format json``.
 
-Both read only :attr:`ExportResult.details` and the notes, never the files
-again, so what the report says is exactly what the export used. No numpy:
-the series arrive already squeezed to sparkline width (``reduce.trend``).
+Both read only the result (its row, notes and :class:`~ezpz_amsc.details.Details`),
+never the files again, so what the report says is exactly what the export
+used. No numpy: the series arrive already squeezed to sparkline width.
 """
 
 from __future__ import annotations
@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
+from .details import TREND_SERIES, Details, SeriesDetail, Trend, to_data
 from .export import plural
+from .row import HEADER
 
 if TYPE_CHECKING:
     from .export import ExportResult
@@ -24,9 +27,13 @@ WARMUP_MARK = "┊"  # between the dropped warmup steps and the steps that were 
 ABSENT = "·"  # a step (or bucket) with no finite value
 
 # Reduced series shown in the table, in row order; loss is a last value, not reduced.
-_TABLE = (("tps", "tokens/s"), ("tps_per_gpu", "tokens/s/gpu"), ("mfu", "mfu %"),
-          ("tflops", "tflops/gpu"), ("dt", "step time s"))
-_TREND_LABEL = {"tps": "throughput", "tps_per_gpu": "throughput per GPU", "dt": "step time"}
+_TABLE = ("tps", "tps_per_gpu", "mfu", "tflops", "dt")
+# The row's measured cells, wall_time_sec to final_loss.
+_ROW_SHOWN = HEADER[HEADER.index("wall_time_sec"):HEADER.index("steps")]
+# The report fits a terminal of 80 columns: labels in 15, text wrapped to the rest.
+WIDTH = 80
+_INDENT = " " * 15
+_NOTE = "    note: "
 
 
 def use_colour(stream: TextIO, environ: Mapping[str, str] | None = None) -> bool:
@@ -99,37 +106,52 @@ def _rel(path: str, run_dir: str) -> str:
         return path
 
 
-def _trend_lines(trend: Mapping[str, Any] | None, paint: _Paint) -> list[str]:
+def _wrap(text: str, first: str, indent: str) -> list[str]:
+    """``first + text`` in lines of at most :data:`WIDTH`, the next ones after ``indent``;
+    a word longer than a line (a path) stays whole."""
+    return textwrap.wrap(text, WIDTH, initial_indent=first, subsequent_indent=indent,
+                         break_long_words=False, break_on_hyphens=False) or [first.rstrip()]
+
+
+def _trend_lines(trend: Trend | None, paint: _Paint) -> list[tuple[str, str]]:
+    """(plain text, painted text) lines; the plain one is what gets wrapped and measured."""
     if trend is None:
-        return ["no throughput or step-time series logged; nothing to draw"]
-    name, key = trend["series"], trend["key"]
+        return [_plain("no throughput or step-time series logged; nothing to draw")]
     lines = []
-    if name != "tps":
-        what = ("no global throughput logged" if name == "tps_per_gpu"
+    if trend.series != "tps":
+        what = ("no global throughput logged" if trend.series == "tps_per_gpu"
                 else "no throughput series logged")
-        lines.append(f"{what}; showing {_TREND_LABEL[name]} ({key})")
-    warm, used = list(trend["warmup"]), list(trend["used"])
+        lines.append(_plain(f"{what}; showing {TREND_SERIES[trend.series]} ({trend.key})"))
+    warm, used = trend.warmup, trend.used
     scale_pts = [v for v in used if v is not None] or [v for v in warm if v is not None]
     lo, hi = (min(scale_pts), max(scale_pts)) if scale_pts else (0.0, 0.0)
-    n, w, per = trend["steps"], trend["warmup_steps"], trend["steps_per_point"]
+    per = trend.steps_per_point
     how = ("1 glyph per step" if per == 1
            else f"{len(warm) + len(used)} glyphs wide, each the mean of ~{per} steps")
-    lines.append(f"{key}, {plural(n, 'step')}, {how}; scale {_scale(lo, hi)}")
+    lines.append(_plain(f"{trend.key}, {plural(trend.steps, 'step')}, {how}"))
+    lines.append(_plain(f"scale {_scale(lo, hi)}"))
     # The sparkline gets a line of its own, so it can be picked out (and copied) whole.
-    line = paint.good(sparkline(used, lo, hi))
+    plain = sparkline(used, lo, hi)
+    line = paint.good(plain)
     if warm:
+        plain = sparkline(warm, lo, hi) + WARMUP_MARK + plain
         line = paint.dim(sparkline(warm, lo, hi)) + paint.warn(WARMUP_MARK) + line
-    lines.append(line)
-    if w:
+    lines.append((plain, line))
+    if trend.warmup_steps:
         known = [v for v in warm if v is not None]
         shown = ", ".join(_num(v) for v in warm[:3]) + (", .." if len(warm) > 3 else "")
         where = ("below the scale" if known and max(known) < lo else
                  "above the scale" if known and min(known) > hi else "")
-        lines.append(f"{plural(w, 'warmup step')} dropped, left of {WARMUP_MARK}: {shown}"
-                     + (f" ({where}, drawn clipped)" if where else ""))
+        lines.append(_plain(f"{plural(trend.warmup_steps, 'warmup step')} dropped, left of "
+                            f"{WARMUP_MARK}: {shown}"
+                            + (f" ({where}, drawn clipped)" if where else "")))
     else:
-        lines.append("no warmup step dropped")
+        lines.append(_plain("no warmup step dropped"))
     return lines
+
+
+def _plain(text: str) -> tuple[str, str]:
+    return text, text
 
 
 def _scale(lo: float, hi: float) -> str:
@@ -140,33 +162,39 @@ def _scale(lo: float, hi: float) -> str:
     return f"{BARS[0]} {_num(lo, digits)} .. {BARS[-1]} {_num(hi, digits)}"
 
 
-def _table(details: Mapping[str, Any]) -> list[str]:
-    series = details.get("series") or {}
-    rows = [("series", "key", details["reducer"], "p10", "p90", "spread", "used", "warmup")]
-    for name, label in _TABLE:
-        s = series.get(name)
-        if not s or not s["present"]:
-            continue
-        sp = spread(s["value"], s["p10"], s["p90"])
-        dropped = "kept" if s["kept_warmup"] else str(s["dropped_warmup"])
-        if s.get("all_zero") and name == "mfu":  # ezpz's 0.0 means "peak FLOPS unknown"
-            rows.append((label, s["key"] or "-", "unknown", "-", "-", "-", str(s["used"]),
-                         dropped))
-            continue
-        rows.append((label, s["key"] or "-", _num(s["value"]), _num(s["p10"]), _num(s["p90"]),
-                     "-" if sp is None else f"{sp:.1%}", str(s["used"]), dropped))
-    if len(rows) == 1:
+def _table(d: Details, width: int) -> list[str]:
+    """The reduced series, one row each; numbers lose digits rather than pass ``width``."""
+    shown = [(name, d.series[name]) for name in _TABLE if name in d.series
+             and d.series[name].present]
+    if not shown:
         return ["no reduced series (no step records)"]
+    for digits in range(6, 2, -1):
+        lines = _table_lines(shown, d.reducer, digits)
+        if max(map(len, lines)) <= width:
+            break
+    return lines
+
+
+def _table_lines(shown: list[tuple[str, SeriesDetail]], reducer: str, digits: int) -> list[str]:
+    rows = [("key", reducer, "p10", "p90", "spread", "used", "warmup")]
+    for name, s in shown:
+        sp = spread(s.value, s.p10, s.p90)
+        dropped = "kept" if s.kept_warmup else str(s.dropped_warmup)
+        if s.all_zero and name == "mfu":  # ezpz's 0.0 means "peak FLOPS unknown"
+            rows.append((s.key or "-", "unknown", "-", "-", "-", str(s.used), dropped))
+            continue
+        rows.append((s.key or "-", _num(s.value, digits), _num(s.p10, digits),
+                     _num(s.p90, digits), "-" if sp is None else f"{sp:.1%}", str(s.used),
+                     dropped))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(c.ljust(wd) if i < 2 else c.rjust(wd)
+    return ["  ".join(c.ljust(wd) if i == 0 else c.rjust(wd)
                       for i, (c, wd) in enumerate(zip(r, widths, strict=True))).rstrip()
             for r in rows]
 
 
-def _provenance(details: Mapping[str, Any]) -> str:
-    prov = details.get("provenance") or {}
+def _provenance(d: Details) -> str:
     by_file: dict[str, list[str]] = {}
-    for key, src in (prov.get("sources") or {}).items():
+    for key, src in d.provenance.sources.items():
         by_file.setdefault(src, []).append(key)
     if not by_file:
         return "none found (no run_info.json, config.json or report ### Distributed)"
@@ -180,93 +208,80 @@ def _provenance(details: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def render(result: ExportResult, colour: bool = False, quiet: bool = False) -> str:
-    """The ``--explain`` report as text (newline-terminated), for stderr."""
-    d, p = result.details, _Paint(colour)
-    run_dir = d.get("run_dir", "")
-    out: list[str] = [p.bold(f"explain: {run_dir}")]
-
-    def item(label: str, text: str) -> None:
-        out.append(f"  {label:<12} {text}")
-
-    def more(text: str) -> None:
-        out.append(f"  {'':<12} {text}")
-
-    def block(label: str, lines: list[str]) -> None:
-        for i, text in enumerate(lines):
-            out.append(f"  {label if i == 0 else '':<12} {text}")
-
-    files = [_rel(f, run_dir) for f in d.get("files_read", [])]
-    rank = d.get("rank")
-    read = ", ".join(files) or "no metrics file"
-    if files and rank is not None:
-        read += f" (rank {rank})"
-    item("files read", read)
-    if d.get("rank_files_not_read"):
-        more(f"{plural(d['rank_files_not_read'], 'other rank file')} not read "
-             "(ranks log near-identical values)")
-    if d.get("other_rank_records"):
-        more(f"{plural(d['other_rank_records'], 'record')} of other ranks skipped")
-    item("provenance", _provenance(d))
-    placement = d.get("placement") or {}
-    block("placement", [placement[c] for c in ("system", "gpus", "nodes") if c in placement])
-
-    n, used, dropped = d.get("steps", 0), d.get("steps_used", 0), d.get("steps_dropped_warmup", 0)
+def _steps_text(d: Details) -> str:
+    n, dropped = d.steps, d.steps_dropped_warmup
     if not n:
-        steps = "no step records"
-    elif not dropped and d.get("warmup"):
-        steps = (f"{plural(n, 'step')} logged; --warmup {d['warmup']} would leave none, "
-                 "so all were reduced")
-    else:
-        steps = (f"{plural(n, 'step')} logged, {dropped} dropped as warmup "
-                 f"(--warmup {d.get('warmup')}), {used} reduced with {d.get('reducer')}")
-    item("steps", steps)
-    cov = d.get("step_coverage")
-    if cov:
-        more(f"step numbers {cov['first']}..{cov['last']} have gaps (stride "
-             f"{cov['stride']}): {cov['logged']} of ~{cov['estimated_total']} steps logged")
-    attempts = d.get("attempts") or []
-    if len(attempts) > 1:
-        chosen = d.get("attempt")
-        more(f"{len(attempts)} attempts in the records; exported "
-             + (f"#{chosen}" if chosen else "none"))
+        return "no step records"
+    if not dropped and d.warmup:
+        return (f"{plural(n, 'step')} logged; --warmup {d.warmup} would leave none, "
+                "so all were reduced")
+    return (f"{plural(n, 'step')} logged, {dropped} dropped as warmup (--warmup {d.warmup}), "
+            f"{d.steps_used} reduced with {d.reducer}")
 
-    trend = d.get("trend")
-    label = _TREND_LABEL.get(trend["series"], "trend") if trend else "throughput"
-    block(label, _trend_lines(trend, p))
+
+def render(result: ExportResult, colour: bool = False, quiet: bool = False) -> str:
+    """The ``--explain`` report as text (newline-terminated), for stderr, in :data:`WIDTH`."""
+    d, p = result.details, _Paint(colour)
+    out: list[str] = [p.bold(f"explain: {d.run_dir}")]
+
+    def block(label: str, lines: list[tuple[str, str]]) -> None:
+        """Lines under a label; each wrapped unless it was painted (the sparkline)."""
+        for i, (plain, painted) in enumerate(lines):
+            head = f"  {label if i == 0 else '':<12} "
+            out.extend(_wrap(plain, head, _INDENT) if plain == painted else [head + painted])
+
+    def item(label: str, *texts: str) -> None:
+        block(label, [_plain(t) for t in texts])
+
+    files = [_rel(f, d.run_dir) for f in d.files_read]
+    read = ", ".join(files) or "no metrics file"
+    if files and d.rank is not None:
+        read += f" (rank {d.rank})"
+    more = []
+    if d.rank_files_not_read:
+        more.append(f"{plural(d.rank_files_not_read, 'other rank file')} not read "
+                    "(ranks log near-identical values)")
+    if d.other_rank_records:
+        more.append(f"{plural(d.other_rank_records, 'record')} of other ranks skipped")
+    item("files read", read, *more)
+    item("provenance", _provenance(d))
+    item("placement", d.placement.system, d.placement.gpus, d.placement.nodes)
+
+    more = []
+    cov = d.step_coverage
+    if cov:
+        more.append(f"step numbers {cov.first}..{cov.last} have gaps (stride {cov.stride}): "
+                    f"{cov.logged} of ~{cov.estimated_total} steps logged")
+    if len(d.attempts) > 1:
+        more.append(f"{len(d.attempts)} attempts in the records; exported "
+                    + (f"#{d.attempt}" if d.attempt else "none"))
+    item("steps", _steps_text(d), *more)
+
+    label = TREND_SERIES[d.trend.series] if d.trend else "throughput"
+    block(label, _trend_lines(d.trend, p))
 
     out.append("  " + p.bold("reduced") + " (spread = (p90 - p10) / value)")
-    out.extend("    " + line for line in _table(d))
+    out.extend("    " + line for line in _table(d, WIDTH - 4))
 
     row = result.row
-    shown = ", ".join(f"{k}={row[k]}" for k in ("wall_time_sec", "throughput_tokens_per_sec",
-                                                "throughput_tokens_per_sec_per_gpu", "mfu",
-                                                "tflops", "final_loss") if k in row)
-    item("row", shown)
+    item("row", ", ".join(f"{k}={row[k]}" for k in _ROW_SHOWN if k in row))
 
     notes = result.notes
     if quiet and notes:
         item("notes", f"{len(notes)} hidden by --quiet")
     elif notes:
         item("notes", str(len(notes)))
-        out.extend("    " + p.warn("note: ") + note for note in notes)
+        for note in notes:
+            first, *rest = _wrap(note, _NOTE, " " * len(_NOTE))
+            out.append(_NOTE[:4] + p.warn("note: ") + first[len(_NOTE):])
+            out.extend(rest)
     else:
         item("notes", "none")
     return "\n".join(out) + "\n"
-
-
-def json_ready(result: ExportResult) -> dict[str, Any]:
-    """What ``--format json`` prints for one run, as plain JSON-ready values:
-    ``{"row": the exact CSV cell strings, "details": ...}``.
-
-    The one place that turns a result into data: ``--format json`` and the
-    provenance records both take it from here.
-    """
-    return {"row": result.row, "details": result.details}
 
 
 def to_json(result: ExportResult) -> str:
     """One JSON object (one line) per run: the exact CSV cell strings and the details."""
     # allow_nan=False: details carry only finite numbers or null; a NaN here is a bug
     # that must fail loudly rather than emit JSON other tools cannot parse.
-    return json.dumps(json_ready(result), allow_nan=False, ensure_ascii=False)
+    return json.dumps(to_data(result), allow_nan=False, ensure_ascii=False)

@@ -113,6 +113,9 @@ def _write_run_dir_files(run_dir: Path, cells: list[str], record: dict[str, Any]
 
 
 def _export(history: Any, run_dir: Path, config: str) -> None:
+    from dataclasses import replace
+
+    from .errors import SeveralAttempts
     from .export import export_run
     from .records import RecordBatch, build_record
     from .sink import append_rows
@@ -125,7 +128,13 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
     opts = ExportOptions.from_env()
     if opts is None:  # the variable was unset while the hook ran
         return
-    result = export_run(run_dir, opts, hash_files=True)
+    try:
+        result = export_run(run_dir, opts, hash_files=True)
+    except SeveralAttempts as e:  # a retried job: this hook ends the attempt that wrote last
+        opts = replace(opts, attempt="last")  # the record says so too: reproduce needs it
+        result = export_run(run_dir, opts, hash_files=True)
+        result.notes.insert(0, f"the records hold {e.attempts} attempts (a retried job); "
+                               "exported the last, the one this finalize ended (--attempt last)")
     cells = [result.row[k] for k in result.row]
     target = os.environ.get(ENV_APPEND, "").strip()
     records = os.environ.get(ENV_PROVENANCE, "").strip()

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .discover import RunFiles, rel_to
-from .errors import AmscError
+from .errors import AmscError, plural
 from .options import MAX_COUNT, digits, formula_like
 
 KEYS = ("MACHINE", "HOSTNAME", "NUM_NODES", "NGPUS", "GPUS_PER_NODE",
@@ -287,8 +287,8 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
         how["nodes"] = f"nodes {nodes} = NUM_NODES ({why})"
         if gpus is not None and nodes > gpus and not gpus_flag:
             raise AmscError(
-                f"NUM_NODES {nodes} exceeds the {gpus} ranks that ran: it describes the "
-                "allocation, not the run; pass --nodes N"
+                f"NUM_NODES {nodes} exceeds the {plural(gpus, 'rank')} that ran: it describes "
+                "the allocation, not the run; pass --nodes N"
             )
     else:
         missing.append("--nodes N")
@@ -329,7 +329,7 @@ def _nodes_from_ranks(prov: Provenance, gpus: int, gpn: int | None,
         return None
     nodes = -(-gpus // per_node)
     how["nodes"] = f"nodes {nodes} = ceil({gpus} / " + (
-        f"{per_node} ranks per node, {why})" if ppn else f"GPUS_PER_NODE {gpn})")
+        f"{plural(per_node, 'rank')} per node, {why})" if ppn else f"GPUS_PER_NODE {gpn})")
     num_nodes = _count(prov, "NUM_NODES")
     if num_nodes is None:
         return nodes
@@ -337,7 +337,7 @@ def _nodes_from_ranks(prov: Provenance, gpus: int, gpn: int | None,
         raise AmscError(f"{gpus} ranks at {per_node} per node ({why}) need {nodes} nodes, but "
                         f"the job had NUM_NODES {num_nodes}; pass --nodes N")
     if nodes < num_nodes and ppn is None:
-        prov.notes.append(f"nodes {nodes} assumes {gpn} ranks per node (GPUS_PER_NODE); the "
-                          f"job had {num_nodes} nodes (NUM_NODES); pass --nodes {num_nodes} "
-                          "if the ranks were spread thinner")
+        prov.notes.append(f"nodes {nodes} assumes {plural(gpn, 'rank')} per node "
+                          f"(GPUS_PER_NODE); the job had {num_nodes} nodes (NUM_NODES); "
+                          f"pass --nodes {num_nodes} if the ranks were spread thinner")
     return nodes

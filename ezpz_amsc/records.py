@@ -192,14 +192,14 @@ def build_record(result: ExportResult, opts: ExportOptions,
                  results_file: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """The provenance record of one exported row (``export_run(..., hash_files=True)``).
 
-    The row and the details come from :func:`ezpz_amsc.explain.json_ready`, the
+    The row and the details come from :func:`ezpz_amsc.details.to_data`, the
     same data ``--format json`` prints; the files from :attr:`ExportResult.read`.
     """
-    from .explain import json_ready
+    from .details import to_data
 
     if result.read is None:
         raise ValueError("a record needs export_run(..., hash_files=True)")
-    data = json_ready(result)
+    data = to_data(result)
     src = _sources(result.read)
     launch, jobs = _launch_and_job(src.run_info)
     return {
@@ -393,7 +393,8 @@ def options_from_record(rec: Mapping[str, Any], where: str) -> ExportOptions:
     unknown = [k for k, v in recorded.items() if k not in known and v not in (None, False, "")]
     if unknown:
         by = (rec.get("tool") or {}).get("version", "?")
-        raise AmscError(f"{where}: made with option(s) {', '.join(sorted(unknown))} that "
+        what = "option" if len(unknown) == 1 else "options"
+        raise AmscError(f"{where}: made with {what} {', '.join(sorted(unknown))} that "
                         f"{TOOL} {__version__} does not know; reproduce it with {TOOL} {by} "
                         "or later")
     try:

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import AmscError
+from .details import Segment, StepCoverage
+from .errors import AmscError, plural
 from .options import CLOCK_SLACK_SEC, MAX_COUNT, REDUCERS, TIMESTAMP_MIN
 from .steps import COUNTER_KEYS, SERIES, Steps
 
@@ -29,22 +30,6 @@ MFU_MAX_PCT = 100.0
 FIRST_GAP_MAX_SEC = 2 * 86400.0
 # train/tps / train/tps_per_gpu is the world size, a whole number up to rounding.
 RATIO_TOLERANCE = 0.01
-
-
-@dataclass
-class Segment:
-    """Records (file order) whose step numbers increase, on one logged world size."""
-
-    start: int  # index among the training-step records, file order
-    stop: int
-    first_step: float | None
-    last_step: float | None
-    first_timestamp: float | None
-    ranks: int | None  # train/tps / train/tps_per_gpu, when logged and whole
-
-    @property
-    def records(self) -> int:
-        return self.stop - self.start
 
 
 @dataclass
@@ -73,17 +58,6 @@ class SeriesStats:
     p90: float | None = None
     values: np.ndarray | None = None  # all steps in order (NaN = absent), for sparklines
     all_zero: bool = False  # every finite value is exactly 0.0
-
-
-@dataclass
-class StepCoverage:
-    """Which step numbers the logged records cover, when they leave gaps."""
-
-    logged: int  # distinct step numbers logged
-    first: int
-    last: int
-    stride: int  # the most common distance between consecutive logged step numbers
-    estimated_total: int  # steps the run likely took up to the last logged one
 
 
 @dataclass
@@ -405,12 +379,13 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = 
     invalid, over_100 = _drop_impossible(cols)
     if invalid:
         parts = ", ".join(f"{k} {v}" for k, v in invalid.items())
-        notes.append(f"dropped {sum(invalid.values())} impossible values (step time <= 0 or "
-                     f"negative throughput/mfu/tflops: {parts})")
+        notes.append(f"dropped {plural(sum(invalid.values()), 'impossible value')} (step time "
+                     f"<= 0 or negative throughput/mfu/tflops: {parts})")
 
     missing_step = int((~np.isfinite(step)).sum())
     if missing_step and steps.step_key is not None:
-        notes.append(f"{missing_step} of {n} steps have a non-finite {steps.step_key}; "
+        have = "has" if missing_step == 1 else "have"
+        notes.append(f"{missing_step} of {plural(n, 'step')} {have} a non-finite {steps.step_key}; "
                      "ordered by timestamp, last")
 
     present = np.isfinite(ts_raw)

@@ -83,11 +83,11 @@ def test_check_alias_and_subcommand_agree(results_files):
     clean, bad = results_files
     # -q: no notes on who else may append (tmp_path is private to this user)
     assert outcome(run_group("check", clean, "-q")) == (
-        0, f"{clean}: 1 row(s), all readable by the dashboard\n", "")
+        0, f"{clean}: 1 row, all readable by the dashboard\n", "")
     code, out, err = outcome(run_group("check", bad, "-q"))
     assert (code, out) == (1, "")
     assert err.splitlines() == [f"{bad}:3: same run as line 2",
-                                f"error: {bad}: 1 problem(s) in 2 row(s)"]
+                                f"error: {bad}: 1 problem in 2 rows"]
 
 
 @pytest.mark.parametrize("name", ["check", "export"])

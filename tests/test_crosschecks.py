@@ -762,7 +762,7 @@ def test_one_nan_loss_mid_run_keeps_the_final_loss(tmp_path):
     _set_metric(run, "train/loss", lambda i, v: float("inf") if i == 10 else v)
     r = run_cli(run, "--config", "test/cfg")
     assert one_row(r) == {**LAUNCH_ROW, "config": "test/cfg"}
-    assert notes(r) == ["dropped 1 non-finite values (loss 1)", MFU_NOTE]
+    assert notes(r) == ["dropped 1 non-finite value (loss 1)", MFU_NOTE]
 
 
 # ---------------------------------------------------------------- rule 12: clock sanity

@@ -97,7 +97,21 @@ def test_metrics_in_two_folders_is_refused(tmp_path):
         write_run_info(tmp_path / sub)
         write_jsonl(tmp_path / sub / "metrics-0.jsonl", [step(1, dt=1.0)])
     line = error_line(run_cli(tmp_path, "--config", "c"))
-    assert "metrics files in 2 folders (a, b); pass the directory of a single run" in line
+    # each in a subfolder of its own: a folder of runs, exported as a batch
+    assert line == (f"error: {tmp_path}: a folder of 2 runs (a, b); pass one of them, or "
+                    f"{tmp_path}/*/ to export each (one row per run)")
+
+
+@pytest.mark.parametrize("layout", [("", "b"), ("a/x", "a/y")])
+def test_metrics_in_two_folders_of_one_run_is_refused(tmp_path, layout):
+    # Not one run per subfolder (metrics at the top too, or two in one subfolder): DIR/*/
+    # would not export them, so the only advice is to pass a single run.
+    for sub in layout:
+        write_run_info(tmp_path / sub)
+        write_jsonl(tmp_path / sub / "metrics-0.jsonl", [step(1, dt=1.0)])
+    line = error_line(run_cli(tmp_path, "--config", "c"))
+    assert "metrics files in 2 folders" in line
+    assert line.endswith("; pass the directory of a single run")
 
 
 def test_module_entry_and_console_script_print_one_error_line(tmp_path):

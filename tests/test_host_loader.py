@@ -88,7 +88,7 @@ def test_the_group_runs_under_the_host(fixture_run, tmp_path):
                    "-q").exit_code == 0
     assert [r["config"] for r in parse_csv(out.read_text())] == ["m/a", "m/b"]
     checked = _invoke(host, "amsc", "check", out)
-    assert (checked.exit_code, checked.stdout) == (0, f"{out}: 2 row(s), all readable by the "
+    assert (checked.exit_code, checked.stdout) == (0, f"{out}: 2 rows, all readable by the "
                                                       "dashboard\n")
     bad = _invoke(host, "amsc", run, "--config", "c", "--warmup", "-1")
     assert bad.exit_code == 2

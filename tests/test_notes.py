@@ -141,7 +141,7 @@ def logged_with_holes(tmp: Path) -> tuple[Path, list[str]]:
 
 NOTE_CASES: list[tuple[str, Build, list[str]]] = [
     ("rank0-silent", rank0_silent, ["rank 0 logged no step; used rank 1"]),
-    ("non-finite", nonfinite, ["dropped 1 non-finite values (tps 1)"]),
+    ("non-finite", nonfinite, ["dropped 1 non-finite value (tps 1)"]),
     ("unparsable", unparsable, ["skipped 1 unparsable line"]),
     ("truncated", truncated,
      ["last line of metrics-0.jsonl is truncated; ignored it",
@@ -155,7 +155,7 @@ NOTE_CASES: list[tuple[str, Build, list[str]]] = [
     ("global-only", global_only,
      ["throughput_tokens_per_sec_per_gpu derived as global / 2 gpus"]),
     ("mfu-zero", mfu_zero, ["mfu is 0.0 on every step", "left empty"]),
-    ("one-step", one_step, ["--warmup 1 leaves no tps values; reduced all 1 step"]),
+    ("one-step", one_step, ["--warmup 1 leaves no dt or tps values; reduced all 1 step"]),
     ("out-of-order", out_of_order, ["records were out of order; sorted 4 steps"]),
     ("no-step-key", no_step_key,
      ["left out 1 record without train/iter (eval batches, summaries): not training steps"]),

@@ -320,7 +320,7 @@ def test_allow_duplicate_writes_a_second_record_beside_the_first(one_published):
     result = amsc("check", results, "--provenance", folder, "-q")
     assert result.stderr.splitlines() == [
         f"{results}:3: same run as line 2", f"{results}:4: same run as line 2",
-        f"error: {results}: 2 problem(s) in 3 row(s) and 3 record(s)"]
+        f"error: {results}: 2 problems in 3 rows and 3 records"]
 
 
 def test_records_follow_the_umask(fixture_run, tmp_path):
@@ -523,7 +523,7 @@ def _recorded_sha(paths: list[Path], rel: str) -> str:
 def test_reproduce_refuses_an_option_it_does_not_know():
     rec = {"options": {"config": "c", "sharding": 2, "future_flag": None},
            "tool": {"version": "9"}}
-    with pytest.raises(AmscError, match=r"r\.json: made with option\(s\) sharding that ezpz-amsc "
+    with pytest.raises(AmscError, match=r"r\.json: made with option sharding that ezpz-amsc "
                                         r"\S+ does not know; reproduce it with ezpz-amsc 9"):
         options_from_record(rec, "r.json")
     rec["options"]["sharding"] = None  # unset: nothing lost by not knowing it
@@ -560,8 +560,8 @@ def test_check_with_records_clean(published):
     results, folder = published
     result = amsc("check", results, "--provenance", folder, "-q")
     assert (result.exit_code, result.stderr) == (0, "")
-    assert result.stdout == (f"{results}: 5 row(s), all readable by the dashboard; "
-                             f"5 record(s) in {folder}, one per row\n")
+    assert result.stdout == (f"{results}: 5 rows, all readable by the dashboard; "
+                             f"5 records in {folder}, one per row\n")
     assert run_cli("--check", results, "--provenance", folder, "-q").stdout == result.stdout
 
 
@@ -600,7 +600,7 @@ def test_check_names_missing_orphan_and_mismatched_records(published):
         f"{results}:{changed_line}: differs from its record {by_line[changed['timestamp']]}: "
         f"tflops '9.999' in the file, {changed['tflops']!r} in the record",
         f"{by_line[orphan['timestamp']]}: no row in {results} for its run ({orphan_key})",
-        f"error: {results}: 4 problem(s) in 4 row(s) and 4 record(s)",
+        f"error: {results}: 4 problems in 4 rows and 4 records",
     ])
 
 

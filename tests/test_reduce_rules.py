@@ -61,7 +61,7 @@ def test_warmup_longer_than_series_keeps_whole_series(sunspot):
     row = one_row(r)
     whole = sorted(SUNSPOT_TPS)
     assert row["throughput_tokens_per_sec"] == f"{(whole[2] + whole[3]) / 2:.3f}"
-    assert "--warmup 50 leaves no tps values" in r.stderr
+    assert "--warmup 50 leaves no dt or tps values; reduced all 6 steps" in r.stderr
 
 
 def test_flags_override_provenance(sunspot):

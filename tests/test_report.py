@@ -465,7 +465,7 @@ def test_pass_rows_without_throughput_are_listed_apart(tmp_path, monkeypatch):
     (lambda d: d, "is a directory; report needs results CSV files"),
     (lambda d: (d / "e.csv", (d / "e.csv").write_text(""))[0], "e.csv: empty file, no header"),
     (lambda d: (d / "h.csv", (d / "h.csv").write_text("a,b\n1,2\n"))[0],
-     "header lacks required column(s) timestamp"),
+     "header lacks required columns timestamp"),
 ])
 def test_a_file_that_cannot_be_read_is_one_error_line(tmp_path, make, fragment):
     good = scaling_sweep().write(tmp_path / "good.csv")

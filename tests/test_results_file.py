@@ -184,7 +184,7 @@ def test_check_clean_file(tmp_path):
     p = _write(tmp_path, HEADER_LINE, GOOD_ROW)
     r = run_cli("--check", p)
     assert r.exit_code == 0
-    assert "1 row(s), all readable" in r.stdout
+    assert "1 row, all readable" in r.stdout
 
 
 def test_check_file_written_by_append_is_clean(tmp_path):
@@ -221,7 +221,7 @@ def test_check_duplicate_rows(tmp_path):
 def test_check_missing_required_column(tmp_path):
     p = _write(tmp_path, "timestamp,system,config", "x,y,z")
     line = error_line(run_cli("--check", p))
-    assert "lacks required column(s) nodes, gpus, status, wall_time_sec" in line
+    assert "lacks required columns nodes, gpus, status, wall_time_sec" in line
 
 
 def test_check_takes_no_run_dir(tmp_path):

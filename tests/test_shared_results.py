@@ -278,7 +278,7 @@ def test_check_is_quiet_about_a_file_the_group_can_append_to(tmp_path):
     folder, out = _shared(tmp_path, 0o664, 0o2775)
     r = run_cli("--check", out)
     assert r.exit_code == 0 and r.stderr == ""
-    assert r.stdout == f"{out}: 1 row(s), all readable by the dashboard\n"
+    assert r.stdout == f"{out}: 1 row, all readable by the dashboard\n"
 
 
 def test_check_notes_a_file_and_folder_the_group_cannot_write(tmp_path):
@@ -286,7 +286,7 @@ def test_check_notes_a_file_and_folder_the_group_cannot_write(tmp_path):
     group = grp.getgrgid(os.stat(out).st_gid).gr_name
     r = run_cli("--check", out)
     assert r.exit_code == 0  # a note, not an error
-    assert r.stdout == f"{out}: 1 row(s), all readable by the dashboard\n"
+    assert r.stdout == f"{out}: 1 row, all readable by the dashboard\n"
     assert r.stderr.splitlines() == [
         f"note: {out}: other members of group {group} cannot append to it ({_described(out)}); "
         f"to share it: chmod g+w {out}",

@@ -36,6 +36,7 @@ def check(path: str, provenance: str | None, quiet: bool) -> None:
 
 def check_file(path: str, quiet: bool = False, provenance: str | None = None) -> None:
     from ..check import check_results_file, record_problems, sharing_notes
+    from ..errors import plural
 
     cells: list[tuple[int, dict[str, str]]] = []
     rows, problems = check_results_file(
@@ -48,8 +49,10 @@ def check_file(path: str, quiet: bool = False, provenance: str | None = None) ->
         click.echo(f"note: {note}", err=True)
     for p in problems:
         click.echo(p, err=True)
-    with_records = f" and {records} record(s)" if provenance else ""
+    with_records = f" and {plural(records, 'record')}" if provenance else ""
     if problems:
-        raise AmscError(f"{path}: {len(problems)} problem(s) in {rows} row(s){with_records}")
-    click.echo(f"{path}: {rows} row(s), all readable by the dashboard"
-               + (f"; {records} record(s) in {provenance}, one per row" if provenance else ""))
+        raise AmscError(f"{path}: {plural(len(problems), 'problem')} in {plural(rows, 'row')}"
+                        f"{with_records}")
+    click.echo(f"{path}: {plural(rows, 'row')}, all readable by the dashboard"
+               + (f"; {plural(records, 'record')} in {provenance}, one per row"
+                  if provenance else ""))

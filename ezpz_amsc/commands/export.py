@@ -123,15 +123,17 @@ def export(ctx: click.Context, run_dirs: tuple[str, ...], append: str | None, no
                           lock_timeout, allow_duplicate,
                           _records(done, opts, provenance, append, allow_duplicate))
     # Notes only once the rows are out: a failed command prints its error line alone.
-    for run_dir, result in done:
-        if explain:  # the report lists every note itself, after the row
-            _write_explain(result, quiet)
-        elif not quiet:
-            for note in result.notes:
-                click.echo(f"note: {run_dir}: {note}" if batch else f"note: {note}", err=True)
-    if done and not quiet and (append or written):
-        from ..export import plural
+    from ..export import batch_notes, plural
 
+    if explain:  # the report lists every note itself, after the row
+        for _, result in done:
+            _write_explain(result, quiet)
+    elif not quiet:
+        notes = (batch_notes([(d, r.notes) for d, r in done], len(run_dirs)) if batch
+                 else [note for _, result in done for note in result.notes])
+        for note in notes:
+            click.echo(f"note: {note}", err=True)
+    if done and not quiet:
         if append:
             click.echo(f"note: appended {plural(len(done), 'row')} to {append}", err=True)
         if written:
