@@ -279,3 +279,20 @@ def test_slug_is_githubs():
     assert _slug(" Interleaved metrics (one file for all ranks)") == \
         "interleaved-metrics-one-file-for-all-ranks"
     assert _slug("`--explain`") == "--explain"
+
+
+def test_the_comparison_catches_a_wrong_output(tmp_path):
+    env = _env()
+    echo = Command(1, "echo 'a  b'; echo '{\"x\": 1.0}' >&2", ["a  b", '{"x": 1.0}'])
+    code, output = _run(echo, tmp_path, env)
+    assert code == 0 and _same(echo, output)
+    assert not _same(Command(1, echo.text, ["a b", '{"x": 1.0}']), output)
+    assert not _same(Command(1, echo.text, ["a  b"]), output)  # stderr is part of it
+    assert _same(Command(1, echo.text, ["a  b   ", '{"x": 1.0}']), output)  # trailing spaces
+    if shutil.which("jq"):
+        jq = Command(1, "echo '{\"x\": 1.0}' | jq .", ["{", '  "x": 1.0', "}"])
+        code, output = _run(jq, tmp_path, env)
+        assert code == 0 and _same(jq, output)  # jq 1.6 prints 1, jq 1.7 1.0: one value
+        assert not _same(Command(1, jq.text, ['{"x": 2}']), output)
+    code, _ = _run(Command(1, "false | cat"), tmp_path, env)
+    assert code != 0  # pipefail: a failing ezpz-amsc before a pipe is not hidden
