@@ -28,6 +28,7 @@ import ast
 import contextlib
 import datetime as dt
 import hashlib
+import importlib.util
 import json
 import os
 import queue
@@ -1020,6 +1021,10 @@ def main(argv: list[str] | None = None) -> int:
         worker_main(args.worker)
         return 0
     log = Log()
+    if not args.list and importlib.util.find_spec("coverage") is None:
+        print("error: tools/mutate.py maps tests to lines with coverage: "
+              "pip install -e '.[test,mutate]'", file=sys.stderr)
+        return 2
     paths = []
     for name in args.modules or DEFAULT_MODULES:
         p = module_path(name)
