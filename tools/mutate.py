@@ -648,8 +648,12 @@ def _fork(tree: Path, job: dict, state: dict) -> dict:
         result["log"] = (tree.parent / "pytest.log").read_text()[-6000:]
     result.update(secs=round(time.monotonic() - t0, 2), timed_out=timed_out,
                   exit=os.waitstatus_to_exitcode(status) if not timed_out else None)
-    fine = (0, 1, 2) if job["mode"] == "run" else (0, 1)  # 2 in a run: the mutant broke import
-    if (not timed_out and result["exit"] not in fine) or result.get("missing"):
+    # In a run, 2 is a collection error the mutant caused (the baseline collected
+    # clean), so selected tests are missing for a reason: a kill. Tests missing
+    # from a passing run mean the coverage map no longer matches the tests.
+    fine = (0, 1, 2) if job["mode"] == "run" else (0, 1)
+    if not timed_out and (result["exit"] not in fine
+                          or (result["exit"] == 0 and result.get("missing"))):
         result["error"] = (f"pytest exit {result['exit']}, missing {result.get('missing')}: "
                            + (tree.parent / "pytest.log").read_text()[-2000:])
     return result
