@@ -81,3 +81,210 @@ def test_a_row_as_a_mapping_may_lack_optional_columns():
 def test_dashboard_problems_counts_and_numbers(column, cell, problem):
     row = dict(zip(HEADER, GOOD, strict=True)) | {column: cell}
     assert dashboard_problems(row) == ([problem] if problem else [])
+
+
+# --- files.py: folders, files, and who may write them -----------------------------------------
+
+def _no_passwd_id() -> int:
+    """A uid and gid no user or group has: shown by number."""
+    import grp
+    import pwd
+
+    for n in range(3_999_999_999, 3_999_999_900, -1):
+        try:
+            pwd.getpwuid(n)
+            continue
+        except KeyError:
+            pass
+        try:
+            grp.getgrgid(n)
+        except KeyError:
+            return n
+    pytest.skip("no free uid")
+
+
+def test_a_file_in_the_way_of_a_folder_is_named(tmp_path):
+    from ezpz_amsc.errors import AmscError
+    from ezpz_amsc.files import make_folders
+
+    (tmp_path / "f").write_text("")
+    for target in (None, tmp_path / "f" / "sub" / "runs.csv"):
+        with pytest.raises(AmscError) as e:
+            make_folders(tmp_path / "f" / "sub", target)
+        shown = target or tmp_path / "f" / "sub"
+        assert str(e.value) == (f"{tmp_path / 'f'}: exists and is not a folder; "
+                                f"cannot create {shown} there")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f"]
+
+
+def test_a_folder_a_concurrent_writer_made_is_not_ours(tmp_path, monkeypatch):
+    import os
+
+    from ezpz_amsc.files import make_folders
+
+    real = os.mkdir
+
+    def racing(path, mode=0o777):
+        if os.fspath(path) == os.fspath(tmp_path / "a"):
+            real(path, mode)  # the other writer wins ...
+            raise FileExistsError(17, "File exists", os.fspath(path))  # ... and we are told
+        real(path, mode)
+
+    monkeypatch.setattr(os, "mkdir", racing)
+    assert make_folders(tmp_path / "a" / "b") == [tmp_path / "a" / "b"]
+    assert (tmp_path / "a" / "b").is_dir()
+
+
+def test_a_folder_that_cannot_be_made_says_why(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from ezpz_amsc.errors import AmscError
+    from ezpz_amsc.files import make_folders
+
+    def read_only(path, mode=0o777):
+        raise OSError(errno.EROFS, "Read-only file system", os.fspath(path))
+
+    monkeypatch.setattr(os, "mkdir", read_only)
+    with pytest.raises(AmscError) as e:
+        make_folders(tmp_path / "a")
+    assert str(e.value) == f"{tmp_path / 'a'}: cannot create folder: Read-only file system"
+
+
+def test_the_temporary_file_is_hidden_and_a_stale_one_is_never_written_into(tmp_path,
+                                                                           monkeypatch):
+    import os
+
+    from ezpz_amsc.errors import AmscError
+    from ezpz_amsc.files import create_file
+
+    seen = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (seen.append(sorted(os.listdir(tmp_path))),
+                                                 real_fsync(fd)))
+    create_file(tmp_path / "runs.csv", b"new\n")
+    assert seen == [[f".runs.csv.{os.getpid()}.tmp"]]  # only a hidden name while writing
+    assert (tmp_path / "runs.csv").read_bytes() == b"new\n"
+    # A temporary file left by a crashed writer with this pid: not opened, not linked.
+    stale = tmp_path / f".other.csv.{os.getpid()}.tmp"
+    stale.write_bytes(b"a much longer stale content\n")
+    with pytest.raises(AmscError):
+        create_file(tmp_path / "other.csv", b"new\n")
+    assert not (tmp_path / "other.csv").exists()
+
+
+def test_creating_over_a_folder_names_the_folder_whatever_failed(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from ezpz_amsc.errors import AmscError
+    from ezpz_amsc.files import create_file
+
+    (tmp_path / "d").mkdir()
+
+    def refused(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(os, "open", refused)
+    with pytest.raises(AmscError) as e:
+        create_file(tmp_path / "d", b"x", replace=True)
+    assert str(e.value) == f"{tmp_path / 'd'}: is a directory; cannot write a file there"
+
+
+def test_creating_in_a_folder_that_refuses_names_the_folder_and_its_mode(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from ezpz_amsc.errors import AmscError
+    from ezpz_amsc.files import create_file, describe
+
+    tmp_path.chmod(0o755)
+
+    def refused(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(os, "open", refused)
+    with pytest.raises(AmscError) as e:
+        create_file(tmp_path / "runs.csv", b"x")
+    me = _me()
+    assert str(e.value) == (
+        f"{tmp_path}: cannot create runs.csv there: not writable by you ({me}): "
+        f"{describe(os.stat(tmp_path))}; its mode allows it, so an ACL or the file server "
+        "(root squash, read-only export) refuses")
+
+
+def _me() -> str:
+    import os
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return str(os.geteuid())
+
+
+@pytest.mark.parametrize("mode,need,words,fix", [
+    (0o300, "rw", "readable", "u+r"),  # write and search, no read
+    (0o600, "wx", "searchable", "u+x"),
+    (0o400, "wx", "writable and searchable", "u+wx"),
+])
+def test_permission_error_names_what_the_owner_lacks(tmp_path, mode, need, words, fix):
+    import os
+
+    from ezpz_amsc.files import describe, permission_error
+
+    p = tmp_path / "x"
+    p.mkdir() if "x" in need else p.write_text("")
+    p.chmod(mode)
+    try:
+        msg = str(permission_error(p, need))
+        assert msg == (f"{p}: not {words} by you ({_me()}): {describe(os.stat(p))}; "
+                       f"to fix: chmod {fix} {p}")
+    finally:
+        p.chmod(0o700)
+
+
+def test_permission_error_for_a_need_without_write_names_its_first_letter(tmp_path):
+    from ezpz_amsc.files import permission_error
+
+    p = tmp_path / "x"
+    p.write_text("")
+    p.chmod(0o644)
+    assert str(permission_error(p, "r")).startswith(f"{p}: not readable by you")
+
+
+def test_permission_error_on_what_cannot_even_be_seen(tmp_path):
+    from ezpz_amsc.files import permission_error
+
+    gone = tmp_path / "gone"
+    assert str(permission_error(gone, "rw")) == f"{gone}: permission denied"
+    assert str(permission_error(gone, "wx", "cannot create x there")) == (
+        f"{gone}: cannot create x there: permission denied")
+
+
+def test_owner_and_group_without_a_name_are_shown_by_number():
+    import os
+
+    from ezpz_amsc.files import describe
+
+    n = _no_passwd_id()
+    st = os.stat_result((0o100640, 0, 0, 1, n, n, 0, 0, 0, 0))
+    assert describe(st) == f"owner {n}, group {n}, mode 0640"
+
+
+def test_a_file_of_my_group_but_not_mine_is_judged_by_its_group_bits(tmp_path, monkeypatch):
+    import os
+
+    from ezpz_amsc.files import describe, permission_error
+
+    p = tmp_path / "runs.csv"
+    p.write_text("")
+    p.chmod(0o640)
+    n = _no_passwd_id()
+    st = os.stat(p)
+    monkeypatch.setattr(os, "geteuid", lambda: n)  # someone else, of the file's group ...
+    monkeypatch.setattr(os, "getegid", lambda: st.st_gid)
+    monkeypatch.setattr(os, "getgroups", lambda: [])  # ... as their primary group only
+    assert str(permission_error(p, "rw")) == (
+        f"{p}: not writable by you ({n}): {describe(st)}; its owner can share it: "
+        f"chmod g+w {p}")
