@@ -37,8 +37,9 @@ def test_fmt_leaves_an_unmeasured_value_empty_as_a_string(value):
 
 
 def test_build_row_refuses_a_column_outside_the_schema():
-    with pytest.raises(KeyError, match=r"not in the schema: \['mfu_pct', 'tps'\]"):
+    with pytest.raises(KeyError) as e:
         build_row({"tps": 1, "mfu_pct": 2, "nodes": 1})
+    assert e.value.args == ("not in the schema: ['mfu_pct', 'tps']",)
 
 
 def test_build_row_orders_and_stringifies_every_column():
