@@ -42,10 +42,12 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
+T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = "ezpz_amsc"
 # The modules that compute, check or publish a number (a row cell, a report
@@ -513,6 +515,7 @@ class Pool:
 
     def __init__(self, jobs: int, workdir: Path) -> None:
         self.workers = []
+        self.stopping = threading.Event()
         workdir.chmod(0o755)  # tests that act as a second user read the copy too
         for i in range(jobs):
             tree = workdir / f"w{i}" / "repo"
@@ -537,27 +540,49 @@ class Pool:
             raise RuntimeError(f"worker {i} died")
         return json.loads(line)
 
-    def map(self, jobs: list[dict]) -> list[dict]:
-        """Run ``jobs`` spread over the workers; results in the order given."""
-        todo: queue.Queue[int] = queue.Queue()
-        for k in range(len(jobs)):
-            todo.put(k)
-        out: list[dict] = [{} for _ in jobs]
+    def each(self, items: Sequence[T], fn: Callable[[int, T], None]) -> None:
+        """``fn(worker, item)`` for every item, each worker taking the next one left."""
+        todo: queue.Queue[T] = queue.Queue()
+        for x in items:
+            todo.put(x)
 
         def drain(i: int) -> None:
-            while True:
+            while not self.stopping.is_set():
                 try:
-                    k = todo.get_nowait()
+                    x = todo.get_nowait()
                 except queue.Empty:
                     return
-                out[k] = self.ask(i, jobs[k])
+                try:
+                    fn(i, x)
+                except (RuntimeError, OSError, ValueError):
+                    if not self.stopping.is_set():  # a worker ended because we stop
+                        raise
 
-        threads = [threading.Thread(target=drain, args=(i,)) for i in range(len(self.workers))]
+        threads = [threading.Thread(target=drain, args=(i,), daemon=True)
+                   for i in range(len(self.workers))]
         for t in threads:
             t.start()
         for t in threads:
-            t.join()
+            while t.is_alive():  # a timed join lets Ctrl-C (and SIGTERM) through
+                t.join(0.5)
+
+    def map(self, jobs: list[dict]) -> list[dict]:
+        """Run ``jobs`` spread over the workers; results in the order given."""
+        out: list[dict] = [{} for _ in jobs]
+
+        def one(i: int, k: int) -> None:
+            out[k] = self.ask(i, jobs[k])
+
+        self.each(range(len(jobs)), one)
         return out
+
+    def stop(self) -> None:
+        """Stop now: no new job, and each worker kills the mutant it is running."""
+        self.stopping.set()
+        for w in self.workers:
+            w.terminate()
+        for w in self.workers:
+            w.wait()
 
     def close(self) -> None:
         for w in self.workers:
@@ -812,44 +837,38 @@ def read_equivalents(path: Path) -> Equivalents:
 
 def run_mutants(pool: Pool, selector: Selector, mutants: list[Mutant], sources: dict[str, bytes],
                 log: Log, max_examples: int, cache: OutcomeCache) -> list[Outcome]:
-    todo: queue.Queue[Mutant] = queue.Queue()
-    for m in mutants:
-        todo.put(m)
     outcomes: list[Outcome] = []
     lock = threading.Lock()
     t0 = time.monotonic()
     shown = [t0]
 
-    def work(i: int) -> None:
-        while True:
-            try:
-                m = todo.get_nowait()
-            except queue.Empty:
-                return
-            key = cache.key(m, selector.select(m))
-            hit = cache.get(key)
-            if hit:
-                o = Outcome(m, hit["status"], killer=hit["killer"], cached=True)
-            else:
-                o = _one(pool, i, selector, m, sources[m.path], max_examples)
-                cache.put(key, o)
-            with lock:
-                outcomes.append(o)
-                now = time.monotonic()
-                if now - shown[0] > 30 or len(outcomes) == len(mutants):
-                    shown[0] = now
-                    done = len(outcomes)
-                    left = (now - t0) / done * (len(mutants) - done)
-                    alive = sum(x.status in ("survived", "no-tests") for x in outcomes)
-                    log.say(f"  {done}/{len(mutants)} mutants, {alive} not killed, "
-                            f"{now - t0:.0f}s, about {left:.0f}s left")
+    def one(i: int, m: Mutant) -> None:
+        key = cache.key(m, selector.select(m))
+        hit = cache.get(key)
+        if hit:
+            o = Outcome(m, hit["status"], killer=hit["killer"], cached=True)
+        else:
+            o = _one(pool, i, selector, m, sources[m.path], max_examples)
+            cache.put(key, o)
+        with lock:
+            outcomes.append(o)
+            now = time.monotonic()
+            if now - shown[0] > 30 or len(outcomes) == len(mutants):
+                shown[0] = now
+                cache.save()  # an interrupted run keeps what it found
+                done = len(outcomes)
+                left = (now - t0) / done * (len(mutants) - done)
+                alive = sum(x.status in ("survived", "no-tests") for x in outcomes)
+                log.say(f"  {done}/{len(mutants)} mutants, {alive} not killed, "
+                        f"{now - t0:.0f}s, about {left:.0f}s left")
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(pool.workers))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return sorted(outcomes, key=lambda o: (o.mutant.path, o.mutant.start, o.mutant.desc))
+    try:
+        pool.each(mutants, one)
+    except KeyboardInterrupt:
+        log.say(f"interrupted: reporting the {len(outcomes)} mutants run so far")
+        pool.stop()
+    with lock:
+        return sorted(outcomes, key=lambda o: (o.mutant.path, o.mutant.start, o.mutant.desc))
 
 
 def _one(pool: Pool, i: int, selector: Selector, m: Mutant, source: bytes,
@@ -1053,9 +1072,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(mutants)} mutants", file=sys.stderr)
         return 0
     commit = _git("rev-parse", "--short", "HEAD") or "unknown"
-    if _git("status", "--porcelain", "--", PACKAGE, "tests"):
+    if _git("status", "--porcelain", "--", PACKAGE, "tests", "tools"):
         commit += " + uncommitted changes"
     started = time.monotonic()
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)  # report what ran, remove the copies
     with tempfile.TemporaryDirectory(prefix="mut") as tmp:
         pool = Pool(max(1, args.jobs), Path(tmp))
         try:
@@ -1079,8 +1103,10 @@ def main(argv: list[str] | None = None) -> int:
     secs = time.monotonic() - started
     cached = sum(o.cached for o in outcomes)
     header = (f"mutation run {dt.date.today().isoformat()}, commit {commit}, "
-              f"{len(mutants)} mutants in {secs / 60:.1f} min with --jobs {args.jobs}"
-              + (f" ({cached} outcomes from earlier runs)" if cached else ""))
+              f"{len(outcomes)} mutants in {secs / 60:.1f} min with --jobs {args.jobs}"
+              + (f" ({cached} outcomes from earlier runs)" if cached else "")
+              + (f"; INTERRUPTED: {len(mutants) - len(outcomes)} of {len(mutants)} not run"
+                 if len(outcomes) < len(mutants) else ""))
     print(report(outcomes, eq, sources, header), end="")
     if args.json:
         args.json.write_text(json.dumps(
