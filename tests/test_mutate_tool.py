@@ -168,3 +168,10 @@ def test_score_counts_equivalents_out_and_timeouts_as_kills():
     assert mutate.score_pct(row) == pytest.approx(700 / 9)
     assert mutate.score_pct({**row, "mutants": 1, "equivalent": 1, "killed": 0,
                              "timeout": 0}) is None
+
+
+def test_stage_one_is_the_tests_of_the_first_two_files_in_order():
+    tests = ["a.py::t1", "b.py::t1", "c.py::t1", "a.py::t2", "d.py::t1", "b.py::t2"]
+    assert mutate._stages(tests) == [["a.py::t1", "b.py::t1", "a.py::t2", "b.py::t2"],
+                                     ["c.py::t1", "d.py::t1"]]
+    assert mutate._stages(["a.py::t1", "a.py::t2"]) == [["a.py::t1", "a.py::t2"]]
