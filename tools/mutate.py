@@ -1019,7 +1019,7 @@ def _git(*args: str) -> str:
     return ""
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("modules", nargs="*", help="modules of ezpz_amsc to mutate "
@@ -1039,7 +1039,62 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fresh", action="store_true", help="run every mutant again, even "
                     "when an earlier run's outcome still holds (.mutate/outcomes.json)")
     ap.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
+    return ap
+
+
+def _module_paths(names: list[str], log: Log) -> list[str] | None:
+    """Repository paths of the modules asked for; None (after an error line) if one is not."""
+    paths = []
+    for name in names or DEFAULT_MODULES:
+        p = module_path(name)
+        if p is None:
+            if names:
+                print(f"error: no module {name!r} in {PACKAGE}/", file=sys.stderr)
+                return None
+            log.say(f"note: no module {name!r} yet; skipped")
+            continue
+        paths.append(p)
+    return paths
+
+
+def _run_all(args: argparse.Namespace, mutants: list[Mutant], eq: Equivalents,
+             sources: dict[str, bytes], log: Log) -> list[Outcome]:
+    """Coverage, then every mutant not listed as equivalent; the copies are removed after."""
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)  # report what ran, remove the copies
+    with tempfile.TemporaryDirectory(prefix="mut") as tmp:
+        pool = Pool(max(1, args.jobs), Path(tmp))
+        try:
+            selector = Selector(load_coverage(pool, log, args.max_examples), sources)
+            listed = [] if args.recheck_equivalents else [m for m in mutants
+                                                          if m.id in eq.reasons]
+            run = [m for m in mutants if m.id not in {x.id for x in listed}]
+            log.say(f"running {len(run)} mutants on {len(pool.workers)} worker(s)"
+                    + (f" ({len(listed)} listed as equivalent: not run)" if listed else ""))
+            cache = OutcomeCache(sources, args.max_examples, args.fresh)
+            try:
+                outcomes = run_mutants(pool, selector, run, sources, log, args.max_examples,
+                                       cache)
+            finally:
+                cache.save()
+        finally:
+            pool.close()
+    outcomes += [Outcome(m, "survived") for m in listed]
+    return sorted(outcomes, key=lambda o: (o.mutant.path, o.mutant.start, o.mutant.desc))
+
+
+def _write_json(path: Path, header: str, secs: float, outcomes: list[Outcome]) -> None:
+    path.write_text(json.dumps(
+        {"header": header, "seconds": round(secs),
+         "outcomes": [{**asdict(o), "mutant": {k: v for k, v in asdict(o.mutant).items()
+                                                if k != "replacement"}}
+                      for o in outcomes]}, indent=1))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     if args.worker:
         worker_main(args.worker)
         return 0
@@ -1048,16 +1103,9 @@ def main(argv: list[str] | None = None) -> int:
         print("error: tools/mutate.py maps tests to lines with coverage: "
               "pip install -e '.[test,mutate]'", file=sys.stderr)
         return 2
-    paths = []
-    for name in args.modules or DEFAULT_MODULES:
-        p = module_path(name)
-        if p is None:
-            if args.modules:
-                print(f"error: no module {name!r} in {PACKAGE}/", file=sys.stderr)
-                return 2
-            log.say(f"note: no module {name!r} yet; skipped")
-            continue
-        paths.append(p)
+    paths = _module_paths(args.modules, log)
+    if paths is None:
+        return 2
     kinds = set(filter(None, args.kinds.split(","))) or None
     sources = {str(p.relative_to(REPO)): p.read_bytes() for p in REPO.glob(f"{PACKAGE}/**/*.py")}
     mutants = [m for p in paths for m in mutants_of(p, sources[p], kinds)]
@@ -1075,31 +1123,7 @@ def main(argv: list[str] | None = None) -> int:
     if _git("status", "--porcelain", "--", PACKAGE, "tests", "tools"):
         commit += " + uncommitted changes"
     started = time.monotonic()
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, interrupt)  # report what ran, remove the copies
-    with tempfile.TemporaryDirectory(prefix="mut") as tmp:
-        pool = Pool(max(1, args.jobs), Path(tmp))
-        try:
-            selector = Selector(load_coverage(pool, log, args.max_examples), sources)
-            listed = [] if args.recheck_equivalents else [m for m in mutants
-                                                          if m.id in eq.reasons]
-            run = [m for m in mutants if m.id not in {x.id for x in listed}]
-            log.say(f"running {len(run)} mutants of {len(paths)} modules "
-                    f"on {len(pool.workers)} worker(s)"
-                    + (f" ({len(listed)} listed as equivalent: not run)" if listed else ""))
-            cache = OutcomeCache(sources, args.max_examples, args.fresh)
-            try:
-                outcomes = run_mutants(pool, selector, run, sources, log, args.max_examples,
-                                       cache)
-            finally:
-                cache.save()
-            outcomes += [Outcome(m, "survived") for m in listed]
-            outcomes.sort(key=lambda o: (o.mutant.path, o.mutant.start, o.mutant.desc))
-        finally:
-            pool.close()
+    outcomes = _run_all(args, mutants, eq, sources, log)
     secs = time.monotonic() - started
     cached = sum(o.cached for o in outcomes)
     header = (f"mutation run {dt.date.today().isoformat()}, commit {commit}, "
@@ -1109,11 +1133,7 @@ def main(argv: list[str] | None = None) -> int:
                  if len(outcomes) < len(mutants) else ""))
     print(report(outcomes, eq, sources, header), end="")
     if args.json:
-        args.json.write_text(json.dumps(
-            {"header": header, "seconds": round(secs),
-             "outcomes": [{**asdict(o), "mutant": {k: v for k, v in asdict(o.mutant).items()
-                                                    if k not in ("replacement",)}}
-                          for o in outcomes]}, indent=1))
+        _write_json(args.json, header, secs, outcomes)
     if args.min_score is not None:
         low = [p for p, row in summarize(outcomes, eq).items()
                if (score_pct(row) or 100.0) < args.min_score]
