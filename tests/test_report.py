@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ezpz_amsc.commands.report import report_command
+from ezpz_amsc.options import MAX_COUNT
 from ezpz_amsc.report import build_report, read_sweep
 from ezpz_amsc.report_text import render_text
 from ezpz_amsc.row import HEADER
@@ -646,9 +647,8 @@ def test_plot_draws_labels_as_written(tmp_path):
 
 
 @settings(max_examples=25)  # a plot costs ~0.2 s: enough to meet odd labels and numbers
-# gpus = 4 x nodes stays within the 1,000,000 a row may hold (above, the row is refused)
-@given(rows=st.lists(st.tuples(_text, _text, st.integers(1, 250_000), _rate), min_size=1,
-                     max_size=6))
+@given(rows=st.lists(st.tuples(_text, _text, st.integers(1, MAX_COUNT // 4), _rate), min_size=1,
+                     max_size=6))  # gpus = 4 x nodes: a row over MAX_COUNT is not used
 def test_plot_never_fails_on_what_a_results_file_holds(tmp_path_factory, rows):
     pytest.importorskip("matplotlib")
     s = Sweep()
@@ -833,3 +833,204 @@ def test_docs_example_real_rows_are_what_the_shipped_runs_export(tmp_path):
     documented = (EXAMPLE / "sweep.csv").read_text().splitlines()
     assert out.read_text().splitlines() == documented[:6]
     assert run_cli("--check", EXAMPLE / "sweep.csv").exit_code == 0
+
+
+# --- values pinned by mutation testing (tools/mutate.py) ---------------------------------------
+
+def test_rows_not_used_name_the_cell_that_is_out_of_range(tmp_path):
+    lines = [  # (line, note)
+        ("2026-08-11T09:00:00Z,aurora,c,1,2000000,pass,1,1,1,,,,,",
+         "gpus 2000000 is more than 1,000,000; row not used"),
+        ("2026-08-11T09:00:01Z,aurora,c,1,12,pass,1,5.000,0.000,,,,,",
+         "throughput_tokens_per_sec_per_gpu '0.000' is below 0.001 (the smallest rate a row "
+         "holds at 3 decimals); row not used"),
+        ("2026-08-11T09:00:02Z,aurora,c,1,12,pass,1,0.001,0.000,,,,,",  # tps at the bound
+         "throughput_tokens_per_sec_per_gpu '0.000' is below 0.001 (the smallest rate a row "
+         "holds at 3 decimals); row not used"),
+        ("2026-08-11T09:00:03Z,aurora,c,1,12,pass,1,0.001,0.001,,,,,", None),  # both at it
+    ]
+    s = Sweep()
+    for line, _ in lines:
+        s.raw(line)
+    p = s.write(tmp_path / "s.csv")
+    r = run_report(p, "--format", "json")
+    assert r.exit_code == 0
+    assert r.stderr.splitlines() == [f"note: {p}:{2 + i}: {note}"
+                                     for i, (_, note) in enumerate(lines) if note]
+    rep = json.loads(r.stdout)
+    assert rep["rows"] == {"read": 4, "measured": 1, "without_throughput": 0, "failed": 0,
+                           "not_used": 3}
+    assert [(pt["tokens_per_sec"], pt["tokens_per_sec_per_gpu"])
+            for pt in rep["groups"][0]["points"]] == [(0.001, 0.001)]
+
+
+def test_a_results_file_without_the_optional_columns_is_reported(tmp_path, monkeypatch):
+    # An older header: no mfu and no error column. The report reads it as it is.
+    monkeypatch.chdir(tmp_path)  # short paths: the text report wraps at 80 columns
+    header = [c for c in HEADER if c not in ("mfu", "error")]
+    p = Path("old.csv")
+    p.write_text(",".join(header) + "\n"
+                 "2026-08-11T09:00:00Z,aurora,c,1,12,pass,1,1200.000,100.000,,,\n"
+                 "2026-08-11T09:00:01Z,aurora,c,2,24,fail,1,,,,,\n")
+    r = run_report(p, "--format", "json")
+    assert r.exit_code == 0
+    assert r.stderr == f"note: {p}:1: header differs from this tool's (order or columns)\n"
+    rep = json.loads(r.stdout)
+    (point,) = rep["groups"][0]["points"]
+    assert (point["tokens_per_sec"], point["mfu_pct"], point["mfu_repeats"]) == (1200.0, None, 0)
+    assert [(f["source"], f["error"]) for f in rep["failed"]] == [(f"{p}:3", "")]
+    text = run_report(p).stdout
+    assert text.endswith("\n\nfailed runs (1, not in the tables)\n"
+                         "  old.csv:3  c on aurora, 2 nodes, 24 gpus, 2026-08-11T09:00:01Z\n")
+
+
+def test_report_of_a_directory_is_an_error(tmp_path):
+    from ezpz_amsc.errors import AmscError
+
+    with pytest.raises(AmscError) as e:
+        read_sweep([tmp_path])
+    assert str(e.value) == f"{tmp_path}: is a directory; report needs results CSV files"
+
+
+def test_per_gpu_median_is_rounded_to_the_rows_decimals(tmp_path):
+    p = Sweep().add("a", 1, 1, 2.000).add("a", 1, 1, 2.001).add("a", 2, 2, 2.0).write(
+        tmp_path / "s.csv")
+    (g,) = _report_of(p)["groups"]
+    one = g["points"][0]
+    assert (one["tokens_per_sec"], one["tokens_per_sec_per_gpu"]) == (2.0, 2.0)  # 2.0005
+    assert g["points"][1]["efficiency"] == 1.0
+
+
+def test_points_are_ordered_by_nodes_then_gpus_and_the_baseline_is_the_first(tmp_path):
+    p = (Sweep().add("a", 2, 4, 100).add("a", 1, 8, 100).add("a", 1, 4, 100)
+         .write(tmp_path / "s.csv"))
+    (g,) = _report_of(p)["groups"]
+    assert [(pt["nodes"], pt["gpus"]) for pt in g["points"]] == [(1, 4), (1, 8), (2, 4)]
+    assert g["baseline"] == {"nodes": 1, "gpus": 4}
+    p = Sweep().add("b", 2, 4, 50).add("b", 1, 8, 100).write(tmp_path / "t.csv")
+    (g,) = _report_of(p)["groups"]
+    assert g["baseline"] == {"nodes": 1, "gpus": 8}  # fewer nodes, though more gpus
+    assert [pt["efficiency"] for pt in g["points"]] == [1.0, 0.5]
+
+
+def test_mfu_from_one_repeat_of_three_is_flagged(tmp_path):
+    p = (Sweep().add("a", 1, 4, 100, mfu=40.0).add("a", 1, 4, 100).add("a", 1, 4, 100)
+         .add("a", 2, 8, 100, mfu=38.0).write(tmp_path / "s.csv"))
+    (g,) = _report_of(p)["groups"]
+    one, two = g["points"]
+    assert (one["mfu_pct"], one["mfu_repeats"], one["repeats"]) == (40.0, 1, 3)
+    assert (two["mfu_pct"], two["mfu_repeats"], two["repeats"]) == (38.0, 1, 1)
+    assert [f for f in g["flags"] if f["kind"] == "partial_mfu"] == [
+        {"kind": "partial_mfu", "nodes": 1, "gpus": 4,
+         "reason": "mfu logged by 1 of 3 repeats; its median is over those only"}]
+
+
+@pytest.mark.parametrize("tps_per_gpu,flagged", [
+    (1025.1, "1.03x"),  # 2.51 % over: 1.03 to two decimals, flagged
+    (1020.0, None),  # 2 % is not over 2 %
+    (980.0, None),
+    (970.0, "0.97x"),
+])
+def test_gpus_mismatch_is_judged_on_the_ratio_shown(tmp_path, tps_per_gpu, flagged):
+    p = Sweep().add("a", 1, 1, tps_per_gpu, tps=1000.0).write(tmp_path / "s.csv")
+    (g,) = _report_of(p)["groups"]
+    got = [f["reason"] for f in g["flags"] if f["kind"] == "gpus_mismatch"]
+    assert got == ([f"{p}:2: tokens/s/gpu x gpus is {flagged} tokens/s: gpus or a throughput "
+                    "is wrong"] if flagged else [])
+    assert g["points"][0]["flagged"] is bool(flagged)
+
+
+@pytest.mark.parametrize("x,text", [
+    (10, "10.0"), (9.999, "9.999"), (9.5, "9.500"), (12345.678, "12,345.7"), (0.001, "0.001")])
+def test_rate_text_shows_three_decimals_below_ten(x, text):
+    from ezpz_amsc.report import rate_text
+
+    assert rate_text(x) == text
+
+
+def test_json_is_indented_by_two_keeps_non_ascii_and_refuses_nan():
+    from ezpz_amsc.report import to_json
+
+    assert to_json({"config": "größe", "n": [1]}) == (
+        '{\n  "config": "größe",\n  "n": [\n    1\n  ]\n}\n')
+    with pytest.raises(ValueError):
+        to_json({"x": float("nan")})
+
+
+def _table_cells(text: str, first_columns: str) -> list[list[str]]:
+    """The cells of the table whose header begins with the words ``first_columns``."""
+    lines = text.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.split()[:2] == first_columns.split())
+    rows = []
+    for ln in lines[at + 1:]:
+        if not ln.strip() or ": " in ln:  # the end of the table, or its flags
+            break
+        rows.append(ln[2:].split())
+    return rows
+
+
+def _two_systems(tmp_path) -> dict:
+    s = Sweep()
+    for system in ("first", "second"):
+        s.add(system, 1, 4, 100).add(system, 2, 8, 100)
+    return _report_of(s.write(tmp_path / "s.csv"))
+
+
+def test_every_column_keeps_a_number_that_fits_and_shortens_one_that_does_not(tmp_path):
+    rep = _two_systems(tmp_path)
+    fits, wide = rep["groups"][0]["points"]
+    fits.update(nodes=1234567, gpus=1234567, repeats=1234567, tokens_per_sec=123456789.0,
+                tokens_per_sec_per_gpu=12345678.9, efficiency=12.345, mfu_pct=123.4,
+                spread_pct=123.4)
+    wide.update(nodes=12345678, gpus=12345678, repeats=12345678, tokens_per_sec=1234567890.0,
+                tokens_per_sec_per_gpu=123456789.0, efficiency=123.456, mfu_pct=1234.6,
+                spread_pct=1234.6)
+    text = render_text(rep)
+    assert _table_cells(text, "nodes gpus")[:2] == [
+        ["1234567", "1234567", "1234567", "123,456,789.0", "12,345,678.9", "12.345", "123.4",
+         "123.4%"],
+        ["1.2e+07", "1.2e+07", "1.2e+07", "1.23457e+09", "1.23457e+08", "123.46", "1235",
+         "1235%"]]
+    assert all(len(ln) <= 80 for ln in text.splitlines())
+
+
+@pytest.mark.parametrize("mfu,shown", [(12345.6, "12346"), (123456.0, "1e+05")])
+def test_a_wide_number_gets_the_most_digits_that_fit(tmp_path, mfu, shown):
+    rep = _two_systems(tmp_path)
+    rep["groups"][0]["points"][0]["mfu_pct"] = mfu
+    assert _table_cells(render_text(rep), "nodes gpus")[0][6] == shown
+
+
+def test_cross_machine_columns_and_system_names_fit(tmp_path):
+    rep = _two_systems(tmp_path)
+    (cross,) = rep["cross_machine"]
+    a, b, c, d = cross["rows"]
+    a.update(nodes=1234567, system="abcdefghijkl", gpus=1234567, tokens_per_sec=123456789.0,
+             tokens_per_sec_per_gpu=12345678.9, efficiency=12.345, vs_reference=123.45)
+    b.update(nodes=1234567, system="abcdefghijklm", gpus=12345678,
+             tokens_per_sec=1234567890.0, tokens_per_sec_per_gpu=123456789.0,
+             efficiency=123.456, vs_reference=1234.57)
+    c.update(nodes=12345678)
+    d.update(nodes=12345678)
+    text = render_text(rep)
+    assert _table_cells(text, "nodes system")[:3] == [
+        ["1234567", "abcdefghijkl", "1234567", "123,456,789.0", "12,345,678.9", "12.345",
+         "123.45x"],
+        ["abcdefghijk…", "1.2e+07", "1.23457e+09", "1.23457e+08", "123.46", "1234.6x"],
+        ["1.2e+07", "first", "8", "800.0", "100.0", "1.000", "1.00x"]]
+    assert all(len(ln) <= 80 for ln in text.splitlines())
+
+
+def test_labels_break_inside_long_words_never_at_hyphens(tmp_path):
+    p = Sweep().add("aurora", 1, 4, 100, config="ab-" * 30).add(
+        "aurora", 2, 8, 100, config="ab-" * 30).write(tmp_path / "s.csv")
+    lines = run_report(p).stdout.splitlines()
+    at = lines.index("ab-" * 26 + "ab")  # 80 columns exactly, cut inside a word
+    assert lines[at + 1] == "    -ab-ab-ab- on aurora"
+
+
+def test_a_report_with_nothing_to_scale_says_so(tmp_path):
+    p = Sweep().add("aurora", 1, 4, None, status="fail", error="boom").write(tmp_path / "s.csv")
+    text = run_report(p).stdout
+    assert ("a single node count\n\nno pass row with throughput: nothing to scale\n\n"
+            "failed runs (1") in text

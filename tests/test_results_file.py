@@ -202,6 +202,9 @@ def test_check_file_written_by_append_is_clean(tmp_path):
     (GOOD_ROW.replace(",pass,", ",ok,"), "status 'ok' is not pass or fail"),
     (GOOD_ROW.replace("2026-11-29T22:18:43Z", "29/11/2026"), "timestamp '29/11/2026'"),
     (GOOD_ROW + ",extra", "15 cells, header has 14"),
+    (GOOD_ROW.replace(",1,2,", ",0,2,"), "nodes '0' is below 1"),
+    (GOOD_ROW.replace(",1,2,", ",1,0,"), "gpus '0' is below 1"),
+    (GOOD_ROW.replace(",0.014,", ",inf,"), "tflops 'inf' is not finite"),
 ])
 def test_check_reports_bad_lines_by_number(tmp_path, bad_row, problem):
     p = _write(tmp_path, HEADER_LINE, GOOD_ROW.replace(",c,", ",other,"), bad_row)
@@ -210,6 +213,18 @@ def test_check_reports_bad_lines_by_number(tmp_path, bad_row, problem):
     assert f"{p}:3: {problem}" in r.stderr
     assert f"{p}:2:" not in r.stderr
     assert r.stderr.splitlines()[-1].startswith("error: ")
+
+
+def test_check_reads_a_header_without_the_optional_columns(tmp_path):
+    # An older results file: no mfu, tflops or error column. Its rows are read
+    # as they are; a column the header lacks is not a cell to complain about.
+    header = ",".join(c for c in HEADER if c not in ("mfu", "tflops", "error"))
+    p = _write(tmp_path, header, "2026-11-29T22:18:43Z,localhost,c,1,2,pass,4.034,3930.349,"
+               "1965.174,7.989204,30")
+    r = run_cli("--check", p, "-q")  # -q: no notes on who else may append
+    assert r.stderr == (f"{p}:1: header differs from this tool's (order or columns)\n"
+                        f"error: {p}: 1 problem in 1 row\n")
+    assert r.exit_code == 1 and r.stdout == ""
 
 
 def test_check_duplicate_rows(tmp_path):

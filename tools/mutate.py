@@ -1,0 +1,1147 @@
+#!/usr/bin/env python3
+"""Mutation testing for ezpz-amsc: would a test notice if this code computed the wrong thing?
+
+    python tools/mutate.py                      # every number-producing module, one core
+    python tools/mutate.py --jobs 2 row files   # some modules, both cores
+    python tools/mutate.py --list row           # the mutants only, nothing run
+
+Each mutant is one small deliberate bug (a flipped comparison, ``*`` for ``/``,
+a constant off by one, ``and`` for ``or``, a dropped ``not``, ``True`` for
+``False``, ``return x`` for ``return None``, a string literal changed), made in
+the source text of one module of a private copy of the repository. The tests
+that execute the mutated line (per-test line coverage, measured once and
+cached in ``.mutate/``) then run against it, the ones that killed a neighbour
+first and then the fastest, stopping at the first failure. A mutant no test
+fails is a survivor. See docs/testing.md for how to read the report and what
+to do about a survivor.
+
+Why not mutmut: its test selection is per function, so a mutant in a central
+function runs most of the suite, about 25 s a mutant here; cosmic-ray runs one
+fixed test command per mutant. Selection per line is what makes a full run fit
+in half an hour on two cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import datetime as dt
+import hashlib
+import importlib.util
+import json
+import os
+import queue
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = "ezpz_amsc"
+# The modules that compute, check or publish a number (a row cell, a report
+# figure, an accept/refuse decision, a note). One not there yet is skipped.
+DEFAULT_MODULES = ("reduce", "row", "provenance", "steps", "export", "options", "checks",
+                   "report", "report_text", "files", "sink", "check", "discover", "explain")
+EQUIVALENTS = REPO / "tools" / "mutation-equivalents.txt"
+CACHE = REPO / ".mutate"
+CACHE_VERSION = "1"
+# Copied into each worker's private tree: everything the tests read, nothing generated.
+_NOT_COPIED = shutil.ignore_patterns(".git", ".mutate", "mutants", ".hypothesis", "__pycache__",
+                                     "*.egg-info", ".pytest_cache", ".ruff_cache", "build",
+                                     "dist", ".venv")
+# Imported once per worker before it forks a child per mutant, so a child
+# starts in milliseconds; never ezpz_amsc itself (each child imports the mutant).
+_PRELOAD = ("numpy", "click", "click.testing", "hypothesis", "hypothesis.strategies",
+            "pytest", "orjson", "matplotlib", "matplotlib.figure", "coverage")
+_SITECUSTOMIZE = '''\
+# Written by tools/mutate.py into its private copy of the repository: measures
+# line coverage in the CLI subprocesses a test starts, as part of that test.
+import os
+
+if os.environ.get("MUTATE_COV_DIR") and os.access(os.environ["MUTATE_COV_DIR"], os.W_OK):
+    import atexit
+
+    import coverage
+
+    _cov = coverage.Coverage(
+        data_file=os.path.join(os.environ["MUTATE_COV_DIR"], "sub"), data_suffix=True,
+        source=[os.path.join(os.path.dirname(os.path.abspath(__file__)), "ezpz_amsc")],
+        context=os.environ.get("MUTATE_COV_CONTEXT", ""), config_file=False)
+    _cov.start()
+
+    def _save():
+        _cov.stop()
+        _cov.save()
+
+    atexit.register(_save)
+'''
+
+
+# --- the mutants ------------------------------------------------------------------------------
+
+@dataclass
+class Mutant:
+    path: str  # relative to the repository, e.g. ezpz_amsc/row.py
+    line: int
+    qualname: str  # the enclosing function or class, "<module>" at the top
+    desc: str
+    start: int  # byte offsets of the replaced text in the source
+    end: int
+    replacement: str
+    # Lines whose coverage selects the tests: the statement (its header, for a
+    # compound one) when the mutant runs in a function body; else the names
+    # the statement defines, which select the functions that use them.
+    lines: tuple[int, int] = (0, 0)
+    defines: tuple[str, ...] = ()
+    kind: str = ""  # the operator group: compare, arith, const, bool, not, return, string
+    id: str = ""
+
+    def apply(self, source: bytes) -> bytes:
+        return source[:self.start] + self.replacement.encode() + source[self.end:]
+
+    @property
+    def def_time(self) -> bool:
+        return self.lines == (0, 0)
+
+
+_COMPARE_SWAP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
+                 ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Is: ast.IsNot, ast.IsNot: ast.Is,
+                 ast.In: ast.NotIn, ast.NotIn: ast.In}
+_ARITH_SWAP = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult,
+               ast.FloorDiv: ast.Div, ast.Mod: ast.Mult, ast.Pow: ast.Mult,
+               ast.LShift: ast.RShift, ast.RShift: ast.LShift, ast.BitAnd: ast.BitOr,
+               ast.BitOr: ast.BitAnd}
+_SYMBOL = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
+           ast.NotEq: "!=", ast.Is: "is", ast.IsNot: "is not", ast.In: "in",
+           ast.NotIn: "not in", ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/",
+           ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>",
+           ast.BitAnd: "&", ast.BitOr: "|", ast.And: "and", ast.Or: "or"}
+_SYMBOL_RE = {ast.IsNot: r"is\s+not", ast.NotIn: r"not\s+in"}
+_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
+             ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)
+_STRING_PREFIX = re.compile(rb"[rRbBuUfF]*('''|\"\"\"|'|\")")
+
+
+class _Collector:
+    """Walks one module's AST and lists every mutant, as a splice of its source bytes."""
+
+    def __init__(self, path: str, source: bytes) -> None:
+        self.path, self.source = path, source
+        self.tree = ast.parse(source)
+        self.starts = [0]
+        for ln in source.splitlines(keepends=True):
+            self.starts.append(self.starts[-1] + len(ln))
+        self.quiet = {i + 1 for i, ln in enumerate(source.splitlines())
+                      if b"pragma: no mutate" in ln}
+        self.mutants: list[Mutant] = []
+
+    def offset(self, line: int, col: int) -> int:
+        return self.starts[line - 1] + col  # ast columns are UTF-8 byte offsets
+
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        return (self.offset(node.lineno, node.col_offset),
+                self.offset(node.end_lineno, node.end_col_offset))
+
+    # The walk keeps the statement, the qualified name and whether the code runs
+    # when a function is called (body) or when the module is imported (def time).
+    def run(self) -> list[Mutant]:
+        self._body(self.tree.body, "<module>", None, ())
+        return self.mutants
+
+    def _body(self, stmts: list[ast.stmt], qual: str, func: str | None,
+              defines: tuple[str, ...]) -> None:
+        for i, s in enumerate(stmts):
+            if i == 0 and _is_docstring(s):
+                continue
+            self._stmt(s, qual, func, defines)
+
+    def _stmt(self, s: ast.stmt, qual: str, func: str | None, defines: tuple[str, ...]) -> None:
+        if isinstance(s, (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal)):
+            return
+        if isinstance(s, ast.If) and _is_type_checking(s.test):
+            return
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            self._definition(s, qual, func, defines)
+            return
+        if isinstance(s, (ast.Assign, ast.AnnAssign)) and func is None:
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            names = tuple(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+            names += tuple(t.attr for t in targets if isinstance(t, ast.Attribute))
+            if "__all__" in names:
+                return
+            defines = defines + names
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
+            return  # a bare string: documentation
+        if isinstance(s, ast.Return) and func is not None:
+            self._return(s, qual)
+        lines = _selection_lines(s) if func is not None else (0, 0)
+        for name, value in ast.iter_fields(s):
+            if name in ("body", "orelse", "finalbody", "handlers", "annotation"):
+                continue
+            for node in value if isinstance(value, list) else [value]:
+                if isinstance(node, ast.AST):
+                    self._expr(node, qual, lines, defines)
+        for name in ("body", "orelse", "finalbody"):
+            for x in getattr(s, name, None) or []:
+                self._stmt(x, qual, func, defines)
+        for h in getattr(s, "handlers", None) or []:
+            hl = _selection_lines(h) if func is not None else (0, 0)
+            if h.type is not None:
+                self._expr(h.type, qual, hl, defines)
+            for x in h.body:
+                self._stmt(x, qual, func, defines)
+
+    def _definition(self, s: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, qual: str,
+                    func: str | None, defines: tuple[str, ...]) -> None:
+        inner = s.name if qual == "<module>" else f"{qual}.{s.name}"
+        # Decorators, defaults and bases run at def time: select by the name defined.
+        first = min([s.lineno, *(d.lineno for d in s.decorator_list)])
+        at_def = (0, 0) if func is None else (first, s.lineno)
+        for d in s.decorator_list:
+            self._expr(d, qual, at_def, (*defines, s.name))
+        if isinstance(s, ast.ClassDef):
+            for b in [*s.bases, *s.keywords]:
+                self._expr(b, qual, at_def, (*defines, s.name))
+            self._body(s.body, inner, func, (*defines, s.name) if func is None else defines)
+            return
+        for d in [*s.args.defaults, *(k for k in s.args.kw_defaults if k is not None)]:
+            self._expr(d, qual, at_def, (*defines, s.name))
+        self._body(s.body, inner, inner, ())
+
+    def _return(self, s: ast.Return, qual: str) -> None:
+        if s.value is None or (isinstance(s.value, ast.Constant) and s.value.value is None):
+            return
+        start, end = self.span(s)
+        self._add(s.lineno, qual, "`return ...` -> `return None`", start, end, "return None",
+                  (s.lineno, s.end_lineno), (), "return")
+
+    def _expr(self, node: ast.AST, qual: str, lines: tuple[int, int],
+              defines: tuple[str, ...]) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.stmt)):
+            return
+        for start, end, new, desc, kind in self._mutations(node):
+            self._add(node.lineno, qual, desc, start, end, new, lines, defines, kind)
+        if isinstance(node, ast.JoinedStr):
+            children: Iterable[ast.AST] = [v.value for v in node.values
+                                           if isinstance(v, ast.FormattedValue)]
+        elif isinstance(node, ast.Lambda):
+            children = [node.body]
+        else:
+            children = ast.iter_child_nodes(node)
+        for child in children:
+            self._expr(child, qual, lines, defines)
+
+    def _add(self, line: int, qual: str, desc: str, start: int, end: int, new: str,
+             lines: tuple[int, int], defines: tuple[str, ...], kind: str) -> None:
+        if line in self.quiet:
+            return
+        self.mutants.append(Mutant(self.path, line, qual, desc, start, end, new, lines,
+                                   defines, kind))
+
+    def _mutations(self, node: ast.AST) -> Iterator[tuple[int, int, str, str, str]]:
+        if isinstance(node, ast.Compare):
+            left = node.left
+            for op, right in zip(node.ops, node.comparators, strict=True):
+                yield from self._swap(left, right, type(op), _COMPARE_SWAP, "compare")
+                left = right
+        elif isinstance(node, ast.BinOp):
+            yield from self._swap(node.left, node.right, type(node.op), _ARITH_SWAP, "arith")
+        elif isinstance(node, ast.BoolOp):
+            other = ast.Or if isinstance(node.op, ast.And) else ast.And
+            for left, right in zip(node.values, node.values[1:], strict=False):
+                yield from self._swap(left, right, type(node.op), {type(node.op): other}, "bool")
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            start, end = self.span(node)
+            o0, o1 = self.span(node.operand)
+            yield start, end, f"({self.source[o0:o1].decode()})", "drop `not`", "not"
+        elif isinstance(node, ast.Constant):
+            yield from self._constant(node)
+        elif isinstance(node, ast.JoinedStr):
+            yield from self._string(node)
+
+    def _swap(self, left: ast.AST, right: ast.AST, op: type, table: dict, kind: str
+              ) -> Iterator[tuple[int, int, str, str, str]]:
+        if op not in table:
+            return
+        lo, hi = self.span(left)[1], self.span(right)[0]
+        gap = self.source[lo:hi].decode()
+        pattern = _SYMBOL_RE.get(op, re.escape(_SYMBOL[op]))
+        # The operator is the first token after the left operand, past closing
+        # parentheses, white space, line continuations and comments.
+        m = re.match(rf"(?:[\s)\\]|#[^\n]*)*({pattern})", gap)
+        if m is None:
+            return
+        new = _SYMBOL[table[op]]
+        yield (lo + m.start(1), lo + m.end(1), new,
+               f"`{_SYMBOL[op]}` -> `{new}`", kind)
+
+    def _constant(self, node: ast.Constant) -> Iterator[tuple[int, int, str, str, str]]:
+        start, end = self.span(node)
+        v = node.value
+        if isinstance(v, bool):
+            yield start, end, str(not v), f"`{v}` -> `{not v}`", "bool"
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            text = self.source[start:end].decode()
+            for new in ([v + 1, v - 1] if v >= 1 else [v + 1]):
+                yield start, end, repr(new), f"`{text}` -> `{new!r}`", "const"
+        elif isinstance(v, (str, bytes)):
+            yield from self._string(node)
+
+    def _string(self, node: ast.AST) -> Iterator[tuple[int, int, str, str, str]]:
+        start, end = self.span(node)
+        text = self.source[start:end]
+        m = _STRING_PREFIX.match(text)
+        if m is None or not text.endswith(m.group(1)):
+            return  # parenthesised implicit concatenation or the like: leave it
+        quote = m.group(1)
+        inner = text[m.end():len(text) - len(quote)]
+        new = text[:m.end()] + b"XX" + inner + b"XX" + quote
+        shown = inner.decode()
+        shown = shown if len(shown) <= 30 else shown[:27] + "..."
+        yield start, end, new.decode(), f"string {shown!r} -> 'XX...XX'", "string"
+
+
+def _is_docstring(s: ast.stmt) -> bool:
+    return (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+            and isinstance(s.value.value, str))
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def mutants_of(path: str, source: bytes, kinds: set[str] | None = None) -> list[Mutant]:
+    """Every mutant of one module, with a stable id: the same code gives the same ids."""
+    collector = _Collector(path, source)
+    found = [m for m in collector.run() if kinds is None or m.kind in kinds]
+    # Syntax is checked on the top-level statement a mutant is in: the whole
+    # file for each would take longer than the rest of the listing together.
+    tops = [(collector.offset(min([t.lineno, *(d.lineno for d in
+                                               getattr(t, "decorator_list", []))]), 0),
+             collector.offset(t.end_lineno, t.end_col_offset)) for t in collector.tree.body]
+    lines = source.splitlines()
+    seen: dict[str, int] = defaultdict(int)
+    out = []
+    for m in sorted(found, key=lambda m: (m.start, m.end, m.desc)):
+        lo, hi = next(t for t in tops if t[0] <= m.start and m.end <= t[1])
+        try:
+            ast.parse(source[lo:m.start] + m.replacement.encode() + source[m.end:hi])
+        except SyntaxError:
+            continue
+        # The id hangs on the line's text, not its number: an edit elsewhere keeps it.
+        text = lines[m.line - 1].strip().decode(errors="replace")
+        base = f"{m.path}\0{m.qualname}\0{text}\0{m.desc}\0{m.replacement}"
+        seen[base] += 1
+        m.id = hashlib.sha1(f"{base}\0{seen[base]}".encode()).hexdigest()[:8]
+        out.append(m)
+    return out
+
+
+def module_path(name: str) -> str | None:
+    """``row``, ``row.py``, ``commands/report`` or ``ezpz_amsc/row.py`` -> the repository path."""
+    name = name.removeprefix(f"{PACKAGE}/").removesuffix(".py").replace(".", "/")
+    p = f"{PACKAGE}/{name}.py"
+    return p if (REPO / p).is_file() else None
+
+
+# --- which tests run a line: per-test coverage, cached per test file --------------------------
+
+def _digest(paths: Iterable[Path]) -> str:
+    h = hashlib.sha256(CACHE_VERSION.encode())
+    for p in sorted(paths):
+        h.update(str(p.relative_to(REPO)).encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()
+
+
+def _coverage_keys(max_examples: int) -> dict[str, str]:
+    """Per test file, the key its cached coverage is valid for: its text, helpers, the package."""
+    common = _digest([*REPO.glob(f"{PACKAGE}/**/*.py"),
+                      *(p for p in REPO.glob("tests/*.py") if not p.name.startswith("test_"))])
+    common += str(max_examples)
+    return {f"tests/{p.name}": hashlib.sha256((common + p.read_text()).encode()).hexdigest()
+            for p in sorted(REPO.glob("tests/test_*.py"))}
+
+
+@dataclass
+class TestInfo:
+    duration: float
+    lines: dict[str, list[int]]  # path -> lines it executed (in-process and in subprocesses)
+
+
+def load_coverage(pool: Pool, log: Log, max_examples: int) -> dict[str, TestInfo]:
+    """Every test's duration and lines; test files whose key changed are measured again."""
+    keys = _coverage_keys(max_examples)
+    folder = CACHE / "coverage"
+    folder.mkdir(parents=True, exist_ok=True)
+    tests: dict[str, TestInfo] = {}
+    stale = []
+    for test_file, key in keys.items():
+        cached = folder / (Path(test_file).stem + ".json")
+        data = json.loads(cached.read_text()) if cached.is_file() else {}
+        if data.get("key") != key:
+            stale.append(test_file)
+            continue
+        tests.update({t: TestInfo(**info) for t, info in data["tests"].items()})
+    if stale:
+        log.say(f"measuring per-test coverage of {len(stale)} test files "
+                f"(the baseline: every test must pass unmutated)")
+        t0 = time.monotonic()
+        stale.sort(key=lambda f: -(REPO / f).stat().st_size)  # the long ones first
+        results = pool.map([{"mode": "coverage", "files": [f], "max_examples": max_examples}
+                            for f in stale])
+        failed, logs = [], []
+        for test_file, res in zip(stale, results, strict=True):
+            if res.get("error"):
+                raise SystemExit(f"error: coverage run of {test_file} failed: {res['error']}")
+            bad = [t for t, info in res["tests"].items() if info["failed"]]
+            if bad:  # not cached: the next run measures this file again
+                failed += bad
+                logs.append(res["log"])
+                continue
+            infos = {t: {"duration": info["duration"], "lines": info["lines"]}
+                     for t, info in res["tests"].items()}
+            (folder / (Path(test_file).stem + ".json")).write_text(
+                json.dumps({"key": keys[test_file], "tests": infos}))
+            tests.update({t: TestInfo(**i) for t, i in infos.items()})
+        if failed:
+            raise SystemExit("\n".join(logs) + "\nerror: these tests fail unmutated; fix them "
+                             "first:\n  " + "\n  ".join(failed))
+        log.say(f"coverage measured in {time.monotonic() - t0:.0f}s")
+    return tests
+
+
+class Selector:
+    """Orders the tests for a mutant: past killers nearby first, then the fastest."""
+
+    def __init__(self, tests: dict[str, TestInfo], sources: dict[str, bytes]) -> None:
+        self.tests = tests
+        self.by_line: dict[str, dict[int, set[str]]] = defaultdict(lambda: defaultdict(set))
+        for t, info in tests.items():
+            for path, lines in info.lines.items():
+                for ln in lines:
+                    self.by_line[path][ln].add(t)
+        self.users = _users_of_names(sources)
+        self.killers: dict[tuple[str, str], list[str]] = defaultdict(list)
+        self.lock = threading.Lock()
+
+    def select(self, m: Mutant) -> list[str]:
+        chosen: set[str] = set()
+        if not m.def_time:
+            for ln in range(m.lines[0], m.lines[1] + 1):
+                chosen |= self.by_line.get(m.path, {}).get(ln, set())
+        else:
+            for name in m.defines:
+                for path, first, last in self.users.get(name, ()):
+                    for ln in range(first, last + 1):
+                        chosen |= self.by_line.get(path, {}).get(ln, set())
+            if not chosen:  # used by nothing found: every test that runs this module
+                chosen = set().union(*self.by_line.get(m.path, {}).values())
+        with self.lock:
+            near = (self.killers[(m.path, str(m.line))] + self.killers[(m.path, m.qualname)])
+        first = list(dict.fromkeys(t for t in reversed(near) if t in chosen))
+        rest = sorted(chosen - set(first), key=lambda t: (self.tests[t].duration, t))
+        return first + rest
+
+    def killed_by(self, m: Mutant, test: str) -> None:
+        with self.lock:
+            for key in ((m.path, str(m.line)), (m.path, m.qualname)):
+                if test in self.killers[key]:
+                    self.killers[key].remove(test)
+                self.killers[key].append(test)
+
+
+def _users_of_names(sources: dict[str, bytes]) -> dict[str, list[tuple[str, int, int]]]:
+    """Name -> the lines of every statement in a package function that refers to it.
+
+    A function's own name maps to its whole body: its defaults and decorators
+    act on every call.
+    """
+    users: dict[str, list[tuple[str, int, int]]] = defaultdict(list)
+    for path, source in sources.items():
+        for fn in ast.walk(ast.parse(source)):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.body:
+                continue
+            users[fn.name].append((path, fn.body[0].lineno, fn.body[-1].end_lineno))
+            for s in ast.walk(fn):
+                if not isinstance(s, (ast.stmt, ast.ExceptHandler)) or s is fn:
+                    continue
+                own = [v for k, v in ast.iter_fields(s)
+                       if k not in ("body", "orelse", "finalbody", "handlers")]
+                names = {n.id if isinstance(n, ast.Name) else n.attr
+                         for v in own for x in (v if isinstance(v, list) else [v])
+                         if isinstance(x, ast.AST) for n in ast.walk(x)
+                         if isinstance(n, (ast.Name, ast.Attribute))}
+                span = (path, *_selection_lines(s))
+                for name in names:
+                    users[name].append(span)
+    return users
+
+
+def _selection_lines(s: ast.stmt | ast.ExceptHandler) -> tuple[int, int]:
+    """The lines coverage marks when ``s`` itself runs: a compound statement's header only."""
+    if isinstance(s, _COMPOUND) and getattr(s, "body", None):
+        return s.lineno, max(s.lineno, s.body[0].lineno - 1)
+    return s.lineno, s.end_lineno
+
+
+# --- workers: a private copy of the repository each, a forked pytest per mutant ---------------
+
+class Log:
+    def __init__(self, quiet: bool = False) -> None:
+        self.quiet = quiet
+        self.lock = threading.Lock()
+
+    def say(self, text: str) -> None:
+        if not self.quiet:
+            with self.lock:
+                print(text, file=sys.stderr, flush=True)
+
+
+class Pool:
+    """``jobs`` worker processes; each job is one JSON line in, one JSON line out."""
+
+    def __init__(self, jobs: int, workdir: Path) -> None:
+        self.workers = []
+        self.stopping = threading.Event()
+        workdir.chmod(0o755)  # tests that act as a second user read the copy too
+        for i in range(jobs):
+            tree = workdir / f"w{i}" / "repo"
+            shutil.copytree(REPO, tree, ignore=_NOT_COPIED, symlinks=True)
+            (tree / "sitecustomize.py").write_text(_SITECUSTOMIZE)
+            env = {**os.environ, "CI": "1", "OPENBLAS_NUM_THREADS": "1",
+                   "PYTHONPATH": os.pathsep.join(
+                       [str(tree), *filter(None, [os.environ.get("PYTHONPATH")])])}
+            env.pop("PYTHONDONTWRITEBYTECODE", None)  # private copy: cache what it compiles
+            env.pop("HYPOTHESIS_PROFILE", None)
+            env.pop("EZPZ_AMSC_JSON", None)
+            self.workers.append(subprocess.Popen(
+                [sys.executable, str(tree / "tools" / "mutate.py"), "--worker", str(tree)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=tree, env=env))
+
+    def ask(self, i: int, job: dict) -> dict:
+        w = self.workers[i]
+        w.stdin.write(json.dumps(job) + "\n")
+        w.stdin.flush()
+        line = w.stdout.readline()
+        if not line:
+            raise RuntimeError(f"worker {i} died")
+        return json.loads(line)
+
+    def each(self, items: Sequence[T], fn: Callable[[int, T], None]) -> None:
+        """``fn(worker, item)`` for every item, each worker taking the next one left."""
+        todo: queue.Queue[T] = queue.Queue()
+        for x in items:
+            todo.put(x)
+
+        def drain(i: int) -> None:
+            while not self.stopping.is_set():
+                try:
+                    x = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    fn(i, x)
+                except (RuntimeError, OSError, ValueError):
+                    if not self.stopping.is_set():  # a worker ended because we stop
+                        raise
+
+        threads = [threading.Thread(target=drain, args=(i,), daemon=True)
+                   for i in range(len(self.workers))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            while t.is_alive():  # a timed join lets Ctrl-C (and SIGTERM) through
+                t.join(0.5)
+
+    def map(self, jobs: list[dict]) -> list[dict]:
+        """Run ``jobs`` spread over the workers; results in the order given."""
+        out: list[dict] = [{} for _ in jobs]
+
+        def one(i: int, k: int) -> None:
+            out[k] = self.ask(i, jobs[k])
+
+        self.each(range(len(jobs)), one)
+        return out
+
+    def stop(self) -> None:
+        """Stop now: no new job, and each worker kills the mutant it is running."""
+        self.stopping.set()
+        for w in self.workers:
+            w.terminate()
+        for w in self.workers:
+            w.wait()
+
+    def close(self) -> None:
+        for w in self.workers:
+            with contextlib.suppress(OSError):
+                w.stdin.close()
+        for w in self.workers:
+            try:
+                w.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                w.terminate()
+                w.wait()
+
+
+def worker_main(tree: Path) -> None:
+    """Serve jobs from stdin. Single-threaded, so forking a child per job is safe."""
+    for name in _PRELOAD:
+        with contextlib.suppress(ImportError):
+            __import__(name)
+    os.chdir(tree)
+    sys.path.insert(0, str(tree))
+    state = {"child": 0, "mtime": int(time.time()) + 10}
+
+    def stop(signum: int, frame: object) -> None:
+        if state["child"]:
+            with contextlib.suppress(OSError):
+                os.killpg(state["child"], signal.SIGKILL)
+        os._exit(1)
+
+    signal.signal(signal.SIGTERM, stop)
+    for line in sys.stdin:
+        job = json.loads(line)
+        result = _serve(tree, job, state)
+        sys.stdout.write(json.dumps(result) + "\n")
+        sys.stdout.flush()
+
+
+def _serve(tree: Path, job: dict, state: dict) -> dict:
+    target = tree / job["path"] if job.get("source") is not None else None
+    original = target.read_bytes() if target else b""
+    try:
+        if target:
+            _write(target, job["source"].encode(), state)
+        return _fork(tree, job, state)
+    finally:
+        if target:
+            _write(target, original, state)
+
+
+def _write(path: Path, data: bytes, state: dict) -> None:
+    # A .pyc is trusted while the source's size and whole-second mtime match it:
+    # every version of the file gets an mtime of its own, so none is ever stale.
+    path.write_bytes(data)
+    state["mtime"] += 1
+    os.utime(path, (state["mtime"], state["mtime"]))
+
+
+def _fork(tree: Path, job: dict, state: dict) -> dict:
+    out = tree.parent / "result.json"
+    with contextlib.suppress(FileNotFoundError):
+        out.unlink()
+    t0 = time.monotonic()
+    pid = os.fork()
+    if pid == 0:  # the child: run pytest, never return
+        code = 3
+        try:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.setpgid(0, 0)
+            log = os.open(tree.parent / "pytest.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+            os.dup2(log, 1)
+            os.dup2(log, 2)
+            code = _child(tree, job, out)
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    state["child"] = pid
+    status, timed_out = _wait(pid, job.get("timeout"))
+    state["child"] = 0
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)  # whatever a test left running
+    result = json.loads(out.read_text()) if out.is_file() else {}
+    if any(t["failed"] for t in result.get("tests", {}).values()):
+        result["log"] = (tree.parent / "pytest.log").read_text()[-6000:]
+    result.update(secs=round(time.monotonic() - t0, 2), timed_out=timed_out,
+                  exit=os.waitstatus_to_exitcode(status) if not timed_out else None)
+    # In a run, 2 is a collection error the mutant caused (the baseline collected
+    # clean), so selected tests are missing for a reason: a kill. Tests missing
+    # from a passing run mean the coverage map no longer matches the tests.
+    fine = (0, 1, 2) if job["mode"] == "run" else (0, 1)
+    if not timed_out and (result["exit"] not in fine
+                          or (result["exit"] == 0 and result.get("missing"))):
+        result["error"] = (f"pytest exit {result['exit']}, missing {result.get('missing')}: "
+                           + (tree.parent / "pytest.log").read_text()[-2000:])
+    return result
+
+
+def _wait(pid: int, timeout: float | None) -> tuple[int, bool]:
+    fd = os.pidfd_open(pid)
+    try:
+        ready, _, _ = select.select([fd], [], [], timeout)
+    finally:
+        os.close(fd)
+    if not ready:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+        return os.waitpid(pid, 0)[1], True
+    return os.waitpid(pid, 0)[1], False
+
+
+def _child(tree: Path, job: dict, out: Path) -> int:
+    import pytest
+
+    plugin = _Plugin(job, out, tree)
+    files = job.get("files") or list(dict.fromkeys(t.split("::")[0] for t in job["tests"]))
+    args = [*files, "-q", "-p", "no:cacheprovider", "--tb=short",
+            f"--basetemp={tree.parent / 't'}"]
+    if job["mode"] == "run":
+        args.append("-x")
+    return int(pytest.main(args, plugins=[plugin]))
+
+
+class _Plugin:
+    """Inside the child: keeps only the chosen tests, in order; records outcomes and coverage."""
+
+    def __init__(self, job: dict, out: Path, tree: Path) -> None:
+        self.job, self.out, self.tree = job, out, tree
+        self.tests: dict[str, dict] = {}
+        self.killer: str | None = None
+        self.missing: list[str] = []
+        self.cov = None
+        if job["mode"] == "coverage":
+            import coverage
+
+            self.subdir = tree.parent / "subcov"
+            shutil.rmtree(self.subdir, ignore_errors=True)
+            self.subdir.mkdir()
+            self.subdir.chmod(0o1777)  # a test may run the CLI as another user
+            os.environ["MUTATE_COV_DIR"] = str(self.subdir)
+            self.cov = coverage.Coverage(data_file=None, config_file=False,
+                                         source=[str(tree / PACKAGE)])
+            self.cov.start()
+
+    def pytest_configure(self, config: object) -> None:
+        # A failing example is a kill as found: shrinking it to the smallest only
+        # costs time. The fuzz tests would take most of every survivor's time at
+        # their full count; the first examples find what a one-token bug breaks.
+        from hypothesis import Phase, settings
+
+        cap = min(settings.default.max_examples, self.job["max_examples"])
+        settings.register_profile("mutate", settings.default, max_examples=cap,
+                                  phases=(Phase.explicit, Phase.reuse, Phase.generate))
+        settings.load_profile("mutate")
+
+    def pytest_collection_modifyitems(self, session: object, config: object,
+                                      items: list) -> None:
+        if self.job["mode"] != "run":
+            return
+        by_id = {it.nodeid: it for it in items}
+        self.missing = [t for t in self.job["tests"] if t not in by_id]
+        keep = [by_id[t] for t in self.job["tests"] if t in by_id]
+        chosen = set(self.job["tests"])
+        config.hook.pytest_deselected(items=[it for it in items if it.nodeid not in chosen])
+        items[:] = keep
+
+    def pytest_runtest_protocol(self, item: object, nextitem: object) -> None:
+        if self.cov is not None:
+            self.cov.switch_context(item.nodeid)
+            os.environ["MUTATE_COV_CONTEXT"] = item.nodeid
+
+    def pytest_runtest_logreport(self, report: object) -> None:
+        t = self.tests.setdefault(report.nodeid, {"duration": 0.0, "failed": False})
+        t["duration"] += report.duration
+        if report.failed:
+            t["failed"] = True
+            self.killer = self.killer or report.nodeid
+
+    def pytest_sessionfinish(self, session: object, exitstatus: int) -> None:
+        result = {"killer": self.killer, "ran": len(self.tests), "missing": self.missing}
+        if self.cov is not None:
+            self.cov.stop()
+            lines = self._lines([self.cov.get_data()])
+            import coverage
+
+            subs = []
+            for f in self.subdir.glob("sub.*"):
+                d = coverage.CoverageData(basename=str(f))
+                d.read()
+                subs.append(d)
+            for t, extra in self._lines(subs).items():
+                for path, ls in extra.items():
+                    lines.setdefault(t, {}).setdefault(path, set()).update(ls)
+            for t, info in self.tests.items():
+                info["duration"] = round(info["duration"], 4)
+                info["lines"] = {p: sorted(ls) for p, ls in lines.get(t, {}).items()}
+            result["tests"] = self.tests
+        self.out.write_text(json.dumps(result))
+
+    def _lines(self, datas: list) -> dict[str, dict[str, set[int]]]:
+        per_test: dict[str, dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
+        for data in datas:
+            for f in data.measured_files():
+                path = os.path.relpath(f, self.tree)
+                for ln, contexts in data.contexts_by_lineno(f).items():
+                    for c in contexts:
+                        if c:
+                            per_test[c][path].add(ln)
+        return per_test
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    mutant: Mutant
+    status: str  # killed, timeout, survived, no-tests, equivalent (survived, listed), error
+    killer: str | None = None
+    tests_run: int = 0
+    secs: float = 0.0
+    detail: str = ""
+    cached: bool = False  # the outcome of an earlier run that still holds
+
+
+@dataclass
+class Equivalents:
+    reasons: dict[str, str] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)
+
+
+def read_equivalents(path: Path) -> Equivalents:
+    """``ID  where and what -- why no observable behaviour changes``, one a line."""
+    eq = Equivalents()
+    if not path.is_file():
+        return eq
+    for n, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        ident = line.split()[0]
+        reason = line.rpartition(" -- ")[2].strip() if " -- " in line else ""
+        if not re.fullmatch(r"[0-9a-f]{8}", ident) or not reason:
+            raise SystemExit(f"error: {path.name}:{n}: expected 'ID  where: mutation -- reason'")
+        if ident in eq.reasons:
+            raise SystemExit(f"error: {path.name}:{n}: {ident} is listed twice")
+        eq.reasons[ident], eq.lines[ident] = reason, n
+    return eq
+
+
+def run_mutants(pool: Pool, selector: Selector, mutants: list[Mutant], sources: dict[str, bytes],
+                log: Log, max_examples: int, cache: OutcomeCache) -> list[Outcome]:
+    outcomes: list[Outcome] = []
+    lock = threading.Lock()
+    t0 = time.monotonic()
+    shown = [t0]
+
+    def one(i: int, m: Mutant) -> None:
+        key = cache.key(m, selector.select(m))
+        hit = cache.get(key)
+        if hit:
+            o = Outcome(m, hit["status"], killer=hit["killer"], cached=True)
+        else:
+            o = _one(pool, i, selector, m, sources[m.path], max_examples)
+            cache.put(key, o)
+        with lock:
+            outcomes.append(o)
+            now = time.monotonic()
+            if now - shown[0] > 30 or len(outcomes) == len(mutants):
+                shown[0] = now
+                cache.save()  # an interrupted run keeps what it found
+                done = len(outcomes)
+                left = (now - t0) / done * (len(mutants) - done)
+                alive = sum(x.status in ("survived", "no-tests") for x in outcomes)
+                log.say(f"  {done}/{len(mutants)} mutants, {alive} not killed, "
+                        f"{now - t0:.0f}s, about {left:.0f}s left")
+
+    try:
+        pool.each(mutants, one)
+    except KeyboardInterrupt:
+        log.say(f"interrupted: reporting the {len(outcomes)} mutants run so far")
+        pool.stop()
+    with lock:
+        return sorted(outcomes, key=lambda o: (o.mutant.path, o.mutant.start, o.mutant.desc))
+
+
+def _one(pool: Pool, i: int, selector: Selector, m: Mutant, source: bytes,
+         max_examples: int) -> Outcome:
+    tests = selector.select(m)
+    if not tests:
+        return Outcome(m, "no-tests")
+    ran, secs = 0, 0.0
+    for stage in _stages(tests):
+        expected = sum(selector.tests[t].duration for t in stage)
+        job = {"mode": "run", "path": m.path, "source": m.apply(source).decode(),
+               "tests": stage, "timeout": 3 * expected + 30, "max_examples": max_examples}
+        res = pool.ask(i, job)
+        secs += res["secs"]
+        if res.get("timed_out"):
+            return Outcome(m, "timeout", tests_run=ran + len(stage), secs=secs)
+        if res.get("error"):
+            return Outcome(m, "error", secs=secs, detail=res["error"])
+        ran += res["ran"]
+        if res["exit"] != 0:
+            killer = res.get("killer")
+            if killer:
+                selector.killed_by(m, killer)
+            return Outcome(m, "killed", killer=killer or "(collection)", tests_run=ran,
+                           secs=secs)
+    return Outcome(m, "survived", tests_run=ran, secs=secs)
+
+
+def _stages(tests: list[str], files: int = 2) -> list[list[str]]:
+    """The tests of the first two test files, then the rest.
+
+    Most mutants die in the first few tests: collecting two files for them
+    instead of the twenty a central line needs halves what a kill costs.
+    """
+    first = list(dict.fromkeys(t.split("::")[0] for t in tests))[:files]
+    early = [t for t in tests if t.split("::")[0] in first]
+    late = [t for t in tests if t.split("::")[0] not in first]
+    return [early, late] if late else [early]
+
+
+class OutcomeCache:
+    """Outcomes of earlier runs, valid while the package, the tests run and the helpers match."""
+
+    def __init__(self, sources: dict[str, bytes], max_examples: int, fresh: bool) -> None:
+        self.path = CACHE / "outcomes.json"
+        self.base = _digest(REPO.glob(f"{PACKAGE}/**/*.py")) + _digest(
+            p for p in REPO.glob("tests/*.py") if not p.name.startswith("test_")) + str(
+            max_examples)
+        self.files = {f"tests/{p.name}": hashlib.sha256(p.read_bytes()).hexdigest()
+                      for p in REPO.glob("tests/test_*.py")}
+        self.known = {} if fresh or not self.path.is_file() else json.loads(
+            self.path.read_text())
+        self.lock = threading.Lock()
+
+    def key(self, m: Mutant, tests: list[str]) -> str:
+        files = sorted({t.split("::")[0] for t in tests})
+        text = "\0".join([self.base, m.id, m.replacement, *sorted(tests),
+                          *(self.files.get(f, "") for f in files)])
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def get(self, key: str) -> dict | None:
+        with self.lock:
+            return self.known.get(key)
+
+    def put(self, key: str, o: Outcome) -> None:
+        if o.status in ("killed", "survived"):  # a timeout may be the machine's load
+            with self.lock:
+                self.known[key] = {"status": o.status, "killer": o.killer}
+
+    def save(self) -> None:
+        CACHE.mkdir(exist_ok=True)
+        with self.lock:
+            self.path.write_text(json.dumps(self.known))
+
+
+# --- the report -------------------------------------------------------------------------------
+
+def summarize(outcomes: list[Outcome], eq: Equivalents) -> dict[str, dict[str, int]]:
+    table: dict[str, dict[str, int]] = {}
+    for o in outcomes:
+        row = table.setdefault(o.mutant.path, dict.fromkeys(
+            ("mutants", "killed", "timeout", "survived", "no-tests", "equivalent", "error"), 0))
+        row["mutants"] += 1
+        listed = o.mutant.id in eq.reasons
+        row["equivalent" if listed and o.status in ("survived", "no-tests") else o.status] += 1
+    return table
+
+
+def score_pct(row: dict[str, int]) -> float | None:
+    real = row["mutants"] - row["equivalent"] - row["error"]
+    return 100.0 * (row["killed"] + row["timeout"]) / real if real else None
+
+
+def report(outcomes: list[Outcome], eq: Equivalents, sources: dict[str, bytes],
+           header: str) -> str:
+    table = summarize(outcomes, eq)
+    out = [header, ""]
+    cols = ("mutants", "killed", "timeout", "survived", "no-tests", "equivalent")
+    out.append(f"{'module':<28}" + "".join(f"{c:>11}" for c in cols) + f"{'score':>9}")
+    total = dict.fromkeys((*cols, "error"), 0)
+    for path, row in sorted(table.items()):
+        s = score_pct(row)
+        out.append(f"{path:<28}" + "".join(f"{row[c]:>11}" for c in cols)
+                   + (f"{s:>8.1f}%" if s is not None else f"{'-':>9}"))
+        for c in total:
+            total[c] += row[c]
+    s = score_pct(total)
+    out.append(f"{'total':<28}" + "".join(f"{total[c]:>11}" for c in cols)
+               + (f"{s:>8.1f}%" if s is not None else f"{'-':>9}"))
+    out.append("score = (killed + timeout) / (mutants - equivalent)")
+    groups = (("survivors", ("survived", "no-tests"), False),
+              ("errors (neither killed nor survived: see the detail)", ("error",), None),
+              ("equivalent (listed in tools/mutation-equivalents.txt)", ("survived", "no-tests"),
+               True))
+    for title, statuses, listed in groups:
+        chosen = [o for o in outcomes if o.status in statuses
+                  and (listed is None or (o.mutant.id in eq.reasons) == listed)]
+        if not chosen:
+            continue
+        out += ["", f"{title}: {len(chosen)}"]
+        for o in chosen:
+            m = o.mutant
+            tag = " (no test runs this line)" if o.status == "no-tests" else ""
+            out.append(f"  {m.id}  {m.path}:{m.line}  {m.qualname}: {m.desc}{tag}")
+            text = sources[m.path].splitlines()[m.line - 1].decode().strip()
+            out.append(f"      {text}")
+            if listed:
+                out.append(f"      -- {eq.reasons[m.id]}")
+            if o.detail:
+                out.append("      " + o.detail.strip().splitlines()[-1])
+    killed_listed = [o for o in outcomes if o.mutant.id in eq.reasons
+                     and o.status in ("killed", "timeout")]
+    ran_paths = {o.mutant.path for o in outcomes}
+    stale = [i for i in eq.reasons if i not in {o.mutant.id for o in outcomes}]
+    if killed_listed:
+        out += ["", "listed as equivalent but killed (remove them from the file):"]
+        out += [f"  {o.mutant.id}  {o.mutant.path}:{o.mutant.line}" for o in killed_listed]
+    if stale and ran_paths:
+        out += ["", f"equivalents file ids matching no mutant of these modules: {len(stale)} "
+                "(stale if every module ran; run --list to see current ids)"]
+    return "\n".join(out) + "\n"
+
+
+def _git(*args: str) -> str:
+    with contextlib.suppress(OSError, subprocess.CalledProcessError):
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    return ""
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("modules", nargs="*", help="modules of ezpz_amsc to mutate "
+                    f"(default: {' '.join(DEFAULT_MODULES)})")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes (default 1; use "
+                    "2 on an otherwise idle 2-core machine)")
+    ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    ap.add_argument("--only", default="", help="comma-separated mutant ids to run")
+    ap.add_argument("--kinds", default="", help="comma-separated operator groups "
+                    "(compare,arith,const,bool,not,return,string; default all)")
+    ap.add_argument("--json", type=Path, help="also write every outcome to this file")
+    ap.add_argument("--max-examples", type=int, default=50, help="cap on each hypothesis "
+                    "test's examples (default 50; the suite's own count is 500)")
+    ap.add_argument("--recheck-equivalents", action="store_true", help="run the mutants "
+                    "listed as equivalent too (default: reported apart without running)")
+    ap.add_argument("--min-score", type=float, help="exit 1 if a module scores below this %%")
+    ap.add_argument("--fresh", action="store_true", help="run every mutant again, even "
+                    "when an earlier run's outcome still holds (.mutate/outcomes.json)")
+    ap.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
+    return ap
+
+
+def _module_paths(names: list[str], log: Log) -> list[str] | None:
+    """Repository paths of the modules asked for; None (after an error line) if one is not."""
+    paths = []
+    for name in names or DEFAULT_MODULES:
+        p = module_path(name)
+        if p is None:
+            if names:
+                print(f"error: no module {name!r} in {PACKAGE}/", file=sys.stderr)
+                return None
+            log.say(f"note: no module {name!r} yet; skipped")
+            continue
+        paths.append(p)
+    return paths
+
+
+def _run_all(args: argparse.Namespace, mutants: list[Mutant], eq: Equivalents,
+             sources: dict[str, bytes], log: Log) -> list[Outcome]:
+    """Coverage, then every mutant not listed as equivalent; the copies are removed after."""
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)  # report what ran, remove the copies
+    with tempfile.TemporaryDirectory(prefix="mut") as tmp:
+        pool = Pool(max(1, args.jobs), Path(tmp))
+        try:
+            selector = Selector(load_coverage(pool, log, args.max_examples), sources)
+            listed = [] if args.recheck_equivalents else [m for m in mutants
+                                                          if m.id in eq.reasons]
+            run = [m for m in mutants if m.id not in {x.id for x in listed}]
+            log.say(f"running {len(run)} mutants on {len(pool.workers)} worker(s)"
+                    + (f" ({len(listed)} listed as equivalent: not run)" if listed else ""))
+            cache = OutcomeCache(sources, args.max_examples, args.fresh)
+            try:
+                outcomes = run_mutants(pool, selector, run, sources, log, args.max_examples,
+                                       cache)
+            finally:
+                cache.save()
+        finally:
+            pool.close()
+    outcomes += [Outcome(m, "survived") for m in listed]
+    return sorted(outcomes, key=lambda o: (o.mutant.path, o.mutant.start, o.mutant.desc))
+
+
+def _write_json(path: Path, header: str, secs: float, outcomes: list[Outcome]) -> None:
+    path.write_text(json.dumps(
+        {"header": header, "seconds": round(secs),
+         "outcomes": [{**asdict(o), "mutant": {k: v for k, v in asdict(o.mutant).items()
+                                                if k != "replacement"}}
+                      for o in outcomes]}, indent=1))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.worker:
+        worker_main(args.worker)
+        return 0
+    log = Log()
+    if not args.list and importlib.util.find_spec("coverage") is None:
+        print("error: tools/mutate.py maps tests to lines with coverage: "
+              "pip install -e '.[test,mutate]'", file=sys.stderr)
+        return 2
+    paths = _module_paths(args.modules, log)
+    if paths is None:
+        return 2
+    kinds = set(filter(None, args.kinds.split(","))) or None
+    sources = {str(p.relative_to(REPO)): p.read_bytes() for p in REPO.glob(f"{PACKAGE}/**/*.py")}
+    mutants = [m for p in paths for m in mutants_of(p, sources[p], kinds)]
+    if args.only:
+        wanted = set(args.only.split(","))
+        mutants = [m for m in mutants if m.id in wanted]
+    eq = read_equivalents(EQUIVALENTS)
+    if args.list:
+        for m in mutants:
+            mark = "  (equivalent)" if m.id in eq.reasons else ""
+            print(f"{m.id}  {m.path}:{m.line}  {m.qualname}: {m.desc}{mark}")
+        print(f"{len(mutants)} mutants", file=sys.stderr)
+        return 0
+    commit = _git("rev-parse", "--short", "HEAD") or "unknown"
+    if _git("status", "--porcelain", "--", PACKAGE, "tests", "tools"):
+        commit += " + uncommitted changes"
+    started = time.monotonic()
+    outcomes = _run_all(args, mutants, eq, sources, log)
+    secs = time.monotonic() - started
+    cached = sum(o.cached for o in outcomes)
+    header = (f"mutation run {dt.date.today().isoformat()}, commit {commit}, "
+              f"{len(outcomes)} mutants in {secs / 60:.1f} min with --jobs {args.jobs}"
+              + (f" ({cached} outcomes from earlier runs)" if cached else "")
+              + (f"; INTERRUPTED: {len(mutants) - len(outcomes)} of {len(mutants)} not run"
+                 if len(outcomes) < len(mutants) else ""))
+    print(report(outcomes, eq, sources, header), end="")
+    if args.json:
+        _write_json(args.json, header, secs, outcomes)
+    if args.min_score is not None:
+        low = [p for p, row in summarize(outcomes, eq).items()
+               if (score_pct(row) or 100.0) < args.min_score]
+        if low:
+            print(f"below {args.min_score}%: {', '.join(low)}", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
