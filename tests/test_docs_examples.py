@@ -54,8 +54,6 @@ PLACEHOLDERS = re.compile(r"\b(RUN_DIR|RUNS?|DIR|PATH|LABEL|RESULTS_CSV|RECORD|F
 PROMPT = "$ "
 # The test command of the README's "Install" list, which CI runs (.ci/run).
 TEST_COMMAND = "python -m pip install '.[test]' && python -m pytest -q"
-# Linked from the README but written by parallel work; tolerated while absent.
-PENDING_LINK_TARGETS = {"docs/testing.md"}
 
 
 @dataclass
@@ -267,9 +265,6 @@ def test_relative_links_and_anchors_exist(doc):
             continue  # https:, mailto:
         path, _, anchor = target.partition("#")
         dest = (doc.parent / path).resolve() if path else doc
-        rel = dest.relative_to(REPO).as_posix() if dest.is_relative_to(REPO) else str(dest)
-        if not dest.exists() and rel in PENDING_LINK_TARGETS:
-            continue
         assert dest.exists(), f"{doc.name}: link to {target}: no such file"
         if anchor:
             assert anchor in _anchors(dest), f"{doc.name}: link to {target}: no such heading"
