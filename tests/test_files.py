@@ -1,4 +1,5 @@
-"""A results file shared by a team: modes, owners, no lock file, a second user (issue 15).
+"""Files and folders this tool creates, and who may write them (files.py): modes under a
+umask, owners kept, and a results file shared by two users of one group.
 
 The second-user tests need root (to become ``nobody`` and an unnamed uid in a
 subprocess, through ``os.setuid``); CI runs as root. Everything else runs as
@@ -7,54 +8,47 @@ any user.
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import grp
 import os
-import pwd
 import shutil
 import stat
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, RUNS, error_line, parse_csv, run_cli
+from helpers import (
+    REPO,
+    RUNS,
+    mode_of,
+    names_in,
+    parse_csv,
+    run_cli,
+    umask_of,
+)
 
-from ezpz_amsc import hook, sink
+from ezpz_amsc import hook
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.files import create_file, make_folders
 from ezpz_amsc.row import HEADER
 
 A = RUNS / "fsdp_tp-2rank"
 B = RUNS / "fsdp_tp-1rank-launch"
-ROW = ["2026-08-11T17:11:17Z", "Aurora", "sweep/0", "1", "12", "pass", "1.000", "", "", "", "",
-       "", "10", ""]
+
+
 IS_ROOT = os.geteuid() == 0
+
+
 needs_root = pytest.mark.skipif(
     not IS_ROOT, reason="not running as root: acting as a second user (os.setuid to nobody) "
                         "and giving folders another group need root; CI runs as root")
+
+
 NOBODY = 65534
+
+
 OTHER_UID = 40123  # a second non-root user with no passwd entry: shown by number
-
-
-def mode_of(p: Path) -> int:
-    return stat.S_IMODE(os.stat(p).st_mode)
-
-
-def names_in(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir())
-
-
-@contextlib.contextmanager
-def umask_of(mask: int):
-    old = os.umask(mask)
-    try:
-        yield mask
-    finally:
-        os.umask(old)
 
 
 @pytest.fixture(params=[0o002, 0o022], ids=["umask002", "umask022"])
@@ -63,7 +57,7 @@ def umask(request):
         yield mask
 
 
-# Modes of what the tool creates -------------------------------------------------
+# ------------------------------------------------------ modes of what the tool creates
 
 
 def test_new_results_file_and_folders_follow_the_umask(tmp_path, umask):
@@ -127,9 +121,6 @@ def test_make_folders_returns_only_what_it_made(tmp_path):
     assert make_folders(deep) == []
 
 
-# Appending to a file that exists ------------------------------------------------
-
-
 @pytest.mark.parametrize("mode", [0o600, 0o640, 0o664, 0o660])
 def test_append_keeps_mode_owner_and_group(tmp_path, mode):
     out = tmp_path / "runs.csv"
@@ -147,171 +138,7 @@ def test_append_keeps_mode_owner_and_group(tmp_path, mode):
     assert [r["config"] for r in parse_csv(out.read_text())] == ["a"]
 
 
-def test_no_companion_file_after_appends_and_refusals(tmp_path):
-    out = tmp_path / "runs.csv"
-    assert run_cli(A, "--config", "a", "--append", out).exit_code == 0
-    assert run_cli(A, B, "--config", "b", "--append", out).exit_code == 0
-    error_line(run_cli(A, "--config", "a", "--append", out))  # a duplicate: refused
-    assert names_in(tmp_path) == ["runs.csv"]
-    assert [r["config"] for r in parse_csv(out.read_text())] == ["a", "b", "b"]
-
-
-def test_a_writer_holding_the_lock_keeps_it_while_it_reads_the_file(tmp_path):
-    """Reading the header and the earlier runs must not drop the lock.
-
-    A record lock is dropped when its process closes any descriptor of the
-    file; a reader opened beside the locked one would let a second writer in.
-    """
-    out = tmp_path / "runs.csv"
-    sink.append_rows(out, [ROW])
-    ready, release = tmp_path / "ready", tmp_path / "release"
-    code = (
-        "import os, sys, time\n"
-        "from ezpz_amsc import sink\n"
-        "real = sink._write_all\n"
-        "def slow(fd, path, data):\n"  # header and duplicates already read under the lock
-        "    open(sys.argv[2], 'w').close()\n"
-        "    while not os.path.exists(sys.argv[3]):\n"
-        "        time.sleep(0.01)\n"
-        "    real(fd, path, data)\n"
-        "sink._write_all = slow\n"
-        "row = ['2026-08-11T17:11:17Z', 'Aurora', 'first', '1', '12', 'pass', '1.000'] + [''] * 7\n"
-        "sink.append_rows(sys.argv[1], [row])\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    holder = subprocess.Popen([sys.executable, "-c", code, str(out), str(ready), str(release)],
-                              env=env)
-    try:
-        deadline = time.monotonic() + 30
-        while not ready.exists():
-            assert holder.poll() is None and time.monotonic() < deadline
-            time.sleep(0.01)
-        with pytest.raises(AmscError, match="still locked by another writer after 0.2 s"):
-            sink.append_rows(out, [[*ROW[:2], "second", *ROW[3:]]], lock_timeout_sec=0.2)
-    finally:
-        release.touch()
-        assert holder.wait(timeout=30) == 0
-    assert [r["config"] for r in parse_csv(out.read_text())] == ["sweep/0", "first"]
-
-
-def test_a_writer_that_locked_a_removed_file_starts_over(tmp_path, monkeypatch):
-    """The creator of a file whose first write failed removes it; a writer that
-    had opened it meanwhile must not append to the removed file."""
-    out = tmp_path / "runs.csv"
-    real = sink._wait_for_lock
-    locked_fds = []
-
-    def removed_while_waiting(fd, *args):
-        if not locked_fds:
-            out.unlink()  # as the failed creator does, under its lock
-        locked_fds.append(fd)
-        real(fd, *args)
-
-    monkeypatch.setattr(sink, "_wait_for_lock", removed_while_waiting)
-    sink.append_rows(out, [ROW])
-    assert len(locked_fds) == 2
-    assert parse_csv(out.read_text()) == [dict(zip(HEADER, ROW, strict=True))]
-
-
-def test_failed_first_write_removes_the_new_file_and_folder(tmp_path, monkeypatch):
-    real_fsync = os.fsync
-
-    def quota(fd):
-        raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))
-
-    monkeypatch.setattr(os, "fsync", quota)
-    with pytest.raises(AmscError, match="cannot write results file: Disk quota exceeded"):
-        sink.append_rows(tmp_path / "new" / "runs.csv", [ROW])
-    monkeypatch.setattr(os, "fsync", real_fsync)
-    assert names_in(tmp_path) == []
-
-
-def test_failed_write_keeps_an_empty_file_someone_else_made(tmp_path, monkeypatch):
-    out = tmp_path / "runs.csv"
-    out.touch(mode=0o660)  # set up by hand for the team: not this writer's to remove
-    out.chmod(0o660)
-
-    def io_error(fd):
-        raise OSError(errno.EIO, "EIO")
-
-    monkeypatch.setattr(os, "fsync", io_error)
-    with pytest.raises(AmscError, match="cannot write results file: EIO; file left as it was"):
-        sink.append_rows(out, [ROW])
-    assert out.read_bytes() == b"" and mode_of(out) == 0o660
-
-
-def test_empty_file_left_by_a_writer_counts_as_new(tmp_path):
-    out = tmp_path / "runs.csv"
-    out.touch()
-    sink.append_rows(out, [ROW])
-    assert out.read_text().count("timestamp,system") == 1
-    assert len(parse_csv(out.read_text())) == 1
-
-
-def test_symlink_to_a_missing_file_is_a_clear_error(tmp_path):
-    link = tmp_path / "runs.csv"
-    link.symlink_to(tmp_path / "gone.csv")
-    with pytest.raises(AmscError, match=f"^{link}: a symlink to .*gone.csv, which does not exist"):
-        sink.append_rows(link, [ROW])
-
-
-# --check: can the rest of the group append? ----------------------------------------
-
-
-def _shared(tmp_path, file_mode, folder_mode):
-    folder = tmp_path / "results"
-    folder.mkdir()
-    out = folder / "runs.csv"
-    assert run_cli(A, "--config", "a", "--append", out).exit_code == 0
-    os.chmod(out, file_mode)
-    os.chmod(folder, folder_mode)
-    return folder, out
-
-
-def _described(p: Path) -> str:
-    st = os.stat(p)
-    return (f"owner {pwd.getpwuid(st.st_uid).pw_name}, group {grp.getgrgid(st.st_gid).gr_name}, "
-            f"mode {stat.S_IMODE(st.st_mode):04o}")
-
-
-def test_check_is_quiet_about_a_file_the_group_can_append_to(tmp_path):
-    folder, out = _shared(tmp_path, 0o664, 0o2775)
-    r = run_cli("--check", out)
-    assert r.exit_code == 0 and r.stderr == ""
-    assert r.stdout == f"{out}: 1 row, all readable by the dashboard\n"
-
-
-def test_check_notes_a_file_and_folder_the_group_cannot_write(tmp_path):
-    folder, out = _shared(tmp_path, 0o644, 0o755)
-    group = grp.getgrgid(os.stat(out).st_gid).gr_name
-    r = run_cli("--check", out)
-    assert r.exit_code == 0  # a note, not an error
-    assert r.stdout == f"{out}: 1 row, all readable by the dashboard\n"
-    assert r.stderr.splitlines() == [
-        f"note: {out}: other members of group {group} cannot append to it ({_described(out)}); "
-        f"to share it: chmod g+w {out}",
-        f"note: {folder}: other members of group {group} cannot create results files in it "
-        f"({_described(folder)}); to share it: chmod g+w {folder}",
-    ]
-    assert run_cli("--check", out, "-q").stderr == ""
-
-
-@pytest.mark.parametrize("folder_mode,fragment", [
-    (0o700, "cannot reach the files in it"),
-    (0o750, "cannot create results files in it"),
-    (0o775, "not setgid"),
-    (0o1775, "not setgid"),
-])
-def test_check_notes_what_keeps_the_group_out_of_the_folder(tmp_path, folder_mode, fragment):
-    folder, out = _shared(tmp_path, 0o664, folder_mode)
-    r = run_cli("--check", out)
-    assert r.exit_code == 0
-    (note,) = r.stderr.splitlines()
-    assert note.startswith(f"note: {folder}: ") and fragment in note
-    assert f"mode {folder_mode:04o}" in note
-
-
-# Two users of one group ---------------------------------------------------------
+# -------------------------------------------------------------- two users of one group
 
 
 @pytest.fixture
