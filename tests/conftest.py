@@ -1,30 +1,22 @@
-"""Shared test helpers: the real fixture runs, synthetic runs, and the CLI runner."""
+"""Pytest fixtures and hypothesis profiles shared by every test file.
+
+Plain helpers (the CLI runners, run builders, CSV parsing) are in ``helpers.py``.
+"""
 
 from __future__ import annotations
 
-import builtins
-import csv
-import inspect
-import io
-import json
 import os
-import shutil
-import stat
+import signal
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from helpers import HOOK_ENV, copy_run, sunspot_run
 from hypothesis import HealthCheck, settings
 
-from ezpz_amsc.cli import export_amsc
-from ezpz_amsc.row import HEADER
-
-REPO = Path(__file__).resolve().parents[1]
-RUNS = REPO / "examples" / "runs"  # copies of shared/fixtures/runs, written by real ezpz
-FIXTURE_NAMES = sorted(p.name for p in RUNS.iterdir() if p.is_dir())
-
-# Hypothesis profiles for tests/test_fuzz_*.py:
+# Hypothesis profiles for tests/test_fuzz_*.py (and every other @given):
 # - "ci": derandomized (the same cases every run, no example database), chosen
 #   when CI is set, so that CI never fails at random;
 # - "default": a fresh random search on every local run (failing cases are
@@ -44,93 +36,108 @@ settings.register_profile("long", max_examples=4000, **_FUZZ_SETTINGS)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
                       or ("ci" if os.environ.get("CI") else "default"))
 
-DIST_CPU_1RANK = {
-    "MACHINE": "localhost", "HOSTNAME": "localhost", "NUM_NODES": "1", "NGPUS": "0",
-    "GPUS_PER_NODE": "0", "WORLD_SIZE_IN_USE": "1", "world_size": "1",
-}
-
-
-def _runner() -> CliRunner:
-    if "mix_stderr" in inspect.signature(CliRunner.__init__).parameters:
-        return CliRunner(mix_stderr=False)  # click < 8.2
-    return CliRunner()
-
-
-def run_cli(*args: Any, input: str | None = None):
-    """Invoke the command as a user would; exceptions propagate (no hidden tracebacks)."""
-    return _runner().invoke(export_amsc, [str(a) for a in args], input=input,
-                            catch_exceptions=False)
-
-
-def parse_csv(text: str) -> list[dict[str, str]]:
-    rows = list(csv.reader(io.StringIO(text)))
-    assert rows, "no CSV output"
-    assert tuple(rows[0]) == HEADER, rows[0]
-    return [dict(zip(HEADER, r, strict=True)) for r in rows[1:]]
-
-
-def one_row(result) -> dict[str, str]:
-    assert result.exit_code == 0, result.stderr
-    rows = parse_csv(result.stdout)
-    assert len(rows) == 1
-    return rows[0]
-
-
-def error_line(result) -> str:
-    """The single ``error:`` line of a failed run; asserts the SPEC §2.7 shape."""
-    assert result.exit_code != 0, result.stdout
-    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert "Traceback" not in result.stderr
-    assert result.stdout == ""
-    return lines[0]
-
-
-def copy_run(name: str, dest: Path) -> Path:
-    """A writable copy of a real fixture run (the originals are read-only)."""
-    out = dest / name
-    shutil.copytree(RUNS / name, out, symlinks=True)
-    for p in [out, *out.rglob("*")]:
-        if not p.is_symlink():
-            p.chmod(p.stat().st_mode | stat.S_IWUSR)
-    return out
-
-
-def write_jsonl(path: Path, records: list[Any]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as f:
-        for r in records:
-            f.write((r if isinstance(r, str) else json.dumps(r)) + "\n")
-    return path
-
-
-def write_run_info(folder: Path, **distributed: Any) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    dist = {**DIST_CPU_1RANK, **distributed}
-    dist = {k: v for k, v in dist.items() if v is not None}
-    p = folder / "run_info.json"
-    p.write_text(json.dumps({"Paths": {}, "Distributed": dist}, indent=2))
-    return p
-
-
-def step(i: int, *, rank: int = 0, ts: float = 1795990000.0, **metrics: Any) -> dict:
-    """One ezpz-shaped record: ``train/iter`` plus ``train/<name>`` metrics."""
-    m = {"train/iter": i, **{f"train/{k}": v for k, v in metrics.items()}}
-    return {"timestamp": ts + i, "rank": rank, "metrics": m}
-
 
 @pytest.fixture
-def fixture_run(tmp_path):
+def fixture_run(tmp_path: Path) -> Callable[[str], Path]:
+    """``fixture_run(name)``: a writable copy of a shipped run in ``tmp_path``."""
     return lambda name: copy_run(name, tmp_path)
 
 
-def fail_for(monkeypatch, target: Path, err: int, name: str = "open") -> None:
-    """Make ``builtins.<name>`` fail with ``err`` for ``target`` only."""
-    real = getattr(builtins, name)
+@pytest.fixture
+def clean_hook_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """None of the variables the finalize hook reads: each test sets what it needs."""
+    for name in HOOK_ENV:
+        monkeypatch.delenv(name, raising=False)
 
-    def fake(file, *args, **kwargs):
-        if isinstance(file, (str, os.PathLike)) and Path(file) == target:
-            raise OSError(err, os.strerror(err), str(file))
-        return real(file, *args, **kwargs)
 
-    monkeypatch.setattr(builtins, name, fake)
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder per module for property tests (function-scoped tmp_path cannot serve
+    the many examples of one @given test)."""
+    return tmp_path_factory.mktemp("scratch")
+
+
+@pytest.fixture
+def no_hang() -> Iterator[None]:
+    """Fail, instead of blocking the suite, if the code under test waits on a FIFO."""
+
+    def boom(signum, frame):
+        raise TimeoutError("blocked for 10 s (opened a FIFO?)")
+
+    old = signal.signal(signal.SIGALRM, boom)
+    signal.alarm(10)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+# --------------------------------------------------------------------------- a fake ezpz
+#
+# The real ezpz cannot be installed here (SPEC §1.5), so every test that needs an
+# ``ezpz`` writes one into a temporary folder placed first on ``sys.path``.
+
+# The layout of PyPI's ``ezpz`` 0.1.2 (2016, "Easy pan-zoom crop-resizing"): an
+# empty ``__init__.py`` and a ``main.py`` that needs ImageMagick bindings.
+NAMESAKE = {
+    "ezpz/__init__.py": "",
+    "ezpz/main.py": "from wand.image import Image  # noqa: F401\n",
+}
+
+# An ezpz exposing get_machine the way the real one does (``ezpz.get_machine``).
+WITH_GET_MACHINE = {
+    "ezpz/__init__.py": (
+        "def get_machine(hostname=None):\n"
+        "    return 'Fake-' + hostname\n"
+    ),
+}
+
+# An ezpz whose ``history`` module holds a History like the real one (finalize + update).
+WITH_HISTORY = {
+    "ezpz/__init__.py": "",
+    "ezpz/history.py": (
+        "from standin_history import StandInHistory\n\n\n"
+        "class History(StandInHistory):\n"
+        "    pass\n"
+    ),
+}
+
+LAYOUTS: dict[str, dict[str, str] | None] = {
+    "absent": None, "namesake": NAMESAKE, "get_machine": WITH_GET_MACHINE,
+    "history": WITH_HISTORY,
+}
+
+
+def forget_ezpz() -> None:
+    for name in [n for n in sys.modules if n == "ezpz" or n.startswith("ezpz.")]:
+        del sys.modules[name]
+
+
+@pytest.fixture
+def ezpz_pkg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+             ) -> Iterator[Callable[[str | dict[str, str]], None]]:
+    """``make(layout)`` installs an ``ezpz`` package for this test.
+
+    ``layout`` is ``{path: source}``, or one of :data:`LAYOUTS` by name;
+    ``"absent"`` hides any installed ezpz.
+    """
+
+    def make(layout: str | dict[str, str]) -> None:
+        forget_ezpz()
+        files = LAYOUTS[layout] if isinstance(layout, str) else layout
+        if files is None:
+            monkeypatch.setitem(sys.modules, "ezpz", None)  # import fails, find_spec → None
+            return
+        site = tmp_path / "fake-site"
+        for rel, src in files.items():
+            (site / rel).parent.mkdir(parents=True, exist_ok=True)
+            (site / rel).write_text(src)
+        monkeypatch.syspath_prepend(str(site))
+
+    yield make
+    forget_ezpz()
+
+
+@pytest.fixture
+def sunspot(tmp_path: Path) -> Path:
+    """A SunSpot run of six steps (helpers.SUNSPOT_TPS, helpers.SUNSPOT_DT)."""
+    return sunspot_run(tmp_path / "sunspot")

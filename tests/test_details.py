@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conftest import REPO, run_cli  # noqa: E402
+from helpers import REPO, run_cli  # noqa: E402
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 # golden file -> the export's arguments, run from the repository root

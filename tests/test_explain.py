@@ -1,4 +1,5 @@
-"""``--explain`` (content, not layout), ``--format json`` cross-checked with CSV, colour rules."""
+"""``--explain`` and ``--format json`` (explain.py): what they say, that the JSON is the
+CSV row plus its details, colour rules, and the report fitting 80 columns."""
 
 from __future__ import annotations
 
@@ -7,21 +8,36 @@ import json
 import re
 
 import pytest
-from conftest import (
+from helpers import (
     FIXTURE_NAMES,
+    MFU_NOTE,
+    REPO,
     RUNS,
     one_row,
     parse_csv,
     run_cli,
     step,
+    strip_ansi,
     write_jsonl,
+    write_run,
     write_run_info,
 )
 
-from ezpz_amsc.explain import ABSENT, BARS, WARMUP_MARK, render, sparkline, spread, use_colour
+from ezpz_amsc.explain import (
+    ABSENT,
+    BARS,
+    WARMUP_MARK,
+    WIDTH,
+    render,
+    sparkline,
+    spread,
+    use_colour,
+)
 from ezpz_amsc.export import ExportOptions, export_run
 
 ANSI = "\x1b["
+
+
 SPARK = re.compile(f"^[{BARS}{WARMUP_MARK}{ABSENT}]+$")
 
 
@@ -41,13 +57,8 @@ def _json(stdout: str) -> list[dict]:
     return [json.loads(ln, parse_constant=no_nan) for ln in stdout.splitlines()]
 
 
-def _run(tmp_path, records, **dist):
-    write_jsonl(tmp_path / "run" / "metrics-0.jsonl", records)
-    write_run_info(tmp_path / "run", **dist)
-    return tmp_path / "run"
-
-
 # --- --explain -----------------------------------------------------------------------------
+
 
 def test_explain_real_run_tells_where_numbers_came_from():
     result = run_cli(RUNS / "fsdp_tp-2rank", "--config", "c", "--explain")
@@ -91,7 +102,7 @@ def test_explain_numbers_match_details():
 
 def test_explain_marks_warmup_with_any_count(tmp_path):
     recs = [step(i, dt=1.0, tps=100.0 if i <= 3 else 1000.0 + i) for i in range(1, 11)]
-    run = _run(tmp_path, recs)
+    run = write_run(tmp_path / "run", recs)
     err = run_cli(run, "--config", "c", "--warmup", "3", "--explain").stderr
     (line,) = _sparklines(err)
     warm, used = line.split(WARMUP_MARK)
@@ -101,7 +112,7 @@ def test_explain_marks_warmup_with_any_count(tmp_path):
 
 
 def test_explain_one_step_run(tmp_path):
-    run = _run(tmp_path, [step(1, dt=2.0, tps=500.0, loss=1.0)])
+    run = write_run(tmp_path / "run", [step(1, dt=2.0, tps=500.0, loss=1.0)])
     result = run_cli(run, "--config", "c", "--explain")
     assert one_row(result)["throughput_tokens_per_sec"] == "500.000"
     err = result.stderr
@@ -123,7 +134,7 @@ def test_explain_without_throughput_falls_back_to_step_time(name):
 
 
 def test_explain_with_nothing_to_draw(tmp_path):
-    run = _run(tmp_path, [step(i, loss=1.0 / i) for i in (1, 2, 3)])
+    run = write_run(tmp_path / "run", [step(i, loss=1.0 / i) for i in (1, 2, 3)])
     result = run_cli(run, "--config", "c", "--wall-time-sec", "10", "--explain")
     one_row(result)
     assert "no throughput or step-time series logged; nothing to draw" in flat(result.stderr)
@@ -132,7 +143,7 @@ def test_explain_with_nothing_to_draw(tmp_path):
 
 def test_explain_long_series_is_bucketed(tmp_path):
     recs = [step(i, dt=1.0, tps=float(i)) for i in range(1, 601)]
-    run = _run(tmp_path, recs)
+    run = write_run(tmp_path / "run", recs)
     err = run_cli(run, "--config", "c", "--warmup", "20", "--explain").stderr
     (line,) = _sparklines(err)
     warm, used = line.split(WARMUP_MARK)
@@ -144,7 +155,7 @@ def test_explain_long_series_is_bucketed(tmp_path):
 
 def test_explain_shows_gap_and_provenance_from_two_tiers(tmp_path):
     recs = [step(i, dt=0.5, tps=1000.0) for i in range(10, 301, 10)]
-    run = _run(tmp_path, recs, world_size=None, WORLD_SIZE_IN_USE=None)
+    run = write_run(tmp_path / "run", recs, world_size=None, WORLD_SIZE_IN_USE=None)
     (run / "train").mkdir()
     (run / "train" / "report-train.md").write_text(
         "# r\n\n### Distributed\n\n- **world_size**: 4\n\n### Next\n")
@@ -159,7 +170,7 @@ def test_explain_shows_gap_and_provenance_from_two_tiers(tmp_path):
 
 
 def test_explain_flags_show_as_flags(tmp_path):
-    run = _run(tmp_path, [step(i, dt=1.0, tps=10.0) for i in (1, 2)])
+    run = write_run(tmp_path / "run", [step(i, dt=1.0, tps=10.0) for i in (1, 2)])
     err = run_cli(run, "--config", "c", "--explain", "--system", "Aurora", "--gpus", "24",
                   "--nodes", "2").stderr
     for text in ("system Aurora = --system", "gpus 24 = --gpus", "nodes 2 = --nodes"):
@@ -183,7 +194,70 @@ def test_explain_after_append(tmp_path):
     assert "explain:" in flat(result.stderr)
 
 
+def test_narrow_scale_gets_enough_digits(tmp_path):
+    recs = [step(i, dt=1.0, tps=1003.0 + (i % 2) * 0.01) for i in range(1, 8)]
+    err = run_cli(write_run(tmp_path / "run", recs), "--config", "c", "--explain").stderr
+    assert f"scale {BARS[0]} 1003 .. {BARS[-1]} 1003.01" in flat(err)
+
+
+# --- --explain in 80 columns ------------------------------------------------------------------
+
+
+def _lines_of(text: str) -> list[str]:
+    return strip_ansi(text).splitlines()
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+@pytest.mark.parametrize("args", [[], ["--warmup", "100"], ["--warmup", "3", "--reducer", "mean"]])
+def test_explain_of_every_fixture_fits_80_columns(name, args, monkeypatch):
+    monkeypatch.chdir(REPO)
+    r = run_cli(f"examples/runs/{name}", "--config", "c", "--explain", *args)
+    one_row(r)
+    lines = _lines_of(r.stderr)
+    assert len(lines) > 15
+    assert max(map(len, lines)) <= 80, "\n".join(ln for ln in lines if len(ln) > 80)
+
+
+def test_explain_fits_with_long_keys_tiny_values_and_colour(tmp_path):
+    # hf's key is the longest (train/tokens_per_sec); values near 1e-5 print widest.
+    recs = [{"timestamp": 1795990000.0 + i, "rank": 0,
+             "metrics": {"train/step": i, "train/tokens_per_sec": 1.234567e-5 * i,
+                         "train/dt": 0.000123456 + i * 1e-9, "train/tflops": 9.87654e-5,
+                         "train/mfu": 0.000123456}} for i in range(1, 200)]
+    write_jsonl(tmp_path / "run" / "metrics-0.jsonl", recs)
+    write_run_info(tmp_path / "run", world_size="12", WORLD_SIZE_IN_USE="12")
+    res = export_run(tmp_path / "run", ExportOptions(config="c", wall_time_sec=99.0))
+    for text in (render(res), render(res, colour=True)):
+        lines = _lines_of(text)
+        assert max(map(len, lines)) <= WIDTH, "\n".join(ln for ln in lines if len(ln) > WIDTH)
+    table = next(ln for ln in _lines_of(render(res)) if "train/tokens_per_sec " in ln)
+    assert float(table.split()[1]) == pytest.approx(res.details.series["tps"].value, rel=1e-3)
+
+
+def test_explain_with_a_long_label_fits(tmp_path):
+    # Per-GPU throughput only: the sparkline's label, "throughput per GPU", is wider than
+    # the label column, and the first line of its block wraps shorter to make up for it.
+    recs = [step(i, dt=0.5, tps_per_gpu=500.0 + i) for i in range(1, 40)]
+    write_jsonl(tmp_path / "run" / "metrics-0.jsonl", recs)
+    write_run_info(tmp_path / "run", world_size="12", WORLD_SIZE_IN_USE="12")
+    text = render(export_run(tmp_path / "run", ExportOptions(config="c")))
+    lines = _lines_of(text)
+    assert max(map(len, lines)) <= WIDTH, "\n".join(ln for ln in lines if len(ln) > WIDTH)
+    assert "  throughput per GPU no global throughput logged; showing" in text
+
+
+def test_explain_wraps_words_not_numbers():
+    res = export_run(RUNS / "fsdp_tp-2rank", ExportOptions(config="c"))
+    text = render(res)
+    joined = " ".join(ln.strip() for ln in text.splitlines())
+    # The row line wraps between cells: every cell of the row appears whole.
+    for k in ("wall_time_sec", "throughput_tokens_per_sec", "final_loss"):
+        assert f"{k}={res.row[k]}" in text
+    assert f"note: {MFU_NOTE}" in joined
+
+
 # --- colour --------------------------------------------------------------------------------
+
 
 class _Tty(io.StringIO):
     def isatty(self) -> bool:
@@ -215,6 +289,7 @@ def test_no_ansi_through_cli_even_with_no_color(monkeypatch):
 
 # --- sparkline / spread units --------------------------------------------------------------
 
+
 @pytest.mark.parametrize(("points", "lo", "hi", "want"), [
     ([1.0, 2.0, None], 1.0, 2.0, BARS[0] + BARS[-1] + ABSENT),
     ([5.0, 5.0], 5.0, 5.0, BARS[3] * 2),
@@ -233,6 +308,7 @@ def test_spread(value, p10, p90, want):
 
 
 # --- --format json -------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
 def test_json_matches_csv_row(name):
@@ -273,7 +349,7 @@ def test_json_details_carry_series_and_trend():
 
 def test_json_absent_values_are_null(tmp_path):
     recs = [step(i, dt=1.0, tps=float("nan") if i == 3 else 10.0) for i in range(1, 6)]
-    run = _run(tmp_path, recs)
+    run = write_run(tmp_path / "run", recs)
     res = run_cli(run, "--config", "c", "--format", "json")
     (obj,) = _json(res.stdout)
     assert obj["details"]["trend"]["used"] == [10.0, None, 10.0, 10.0]
@@ -303,10 +379,11 @@ def test_bad_format_is_one_error_line():
     assert res.stderr.startswith("error: ") and len(res.stderr.splitlines()) == 1
 
 
-# --- a failed run with no step, and the reduce helpers behind the report ------------------
+# --- a failed run with no step ---------------------------------------------------------------
+
 
 def test_failed_run_without_steps_explains_and_serialises(tmp_path):
-    run = _run(tmp_path, [])
+    run = write_run(tmp_path / "run", [])
     args = ["--config", "c", "--status", "fail", "--error", "OOM", "--wall-time-sec", "5",
             "--timestamp", "2026-01-01T00:00:00Z"]
     explained = run_cli(run, *args, "--explain")
@@ -317,49 +394,3 @@ def test_failed_run_without_steps_explains_and_serialises(tmp_path):
     d = obj["details"]
     assert d["files_read"] == [str(run / "metrics-0.jsonl")]  # read, and empty
     assert (d["steps"], d["trend"], d["series"]) == (0, None, {})
-
-
-@pytest.mark.parametrize(("steps", "want"), [
-    (range(10, 301, 10), (30, 10, 300, 10, 300)),
-    (range(0, 300, 10), (30, 0, 290, 10, 300)),
-    ([1, 2, 3, 4, 8, 9, 10], (7, 1, 10, 1, 10)),
-    ([5, 15, 10, 15, 20], (4, 5, 20, 5, 20)),  # order and a repeated step do not matter
-    (range(6, 40), None),  # contiguous from a late start
-    ([1, 2, 3, 1, 2, 3], None),  # a restart, no gap
-    ([0.5, 1.0, 5.0], None),  # not step numbers
-    ([7], None),
-    ([], None),
-])
-def test_step_coverage(steps, want):
-    import numpy as np
-
-    from ezpz_amsc.reduce import step_coverage
-
-    got = step_coverage(np.array(list(steps), dtype=float))
-    if want is None:
-        assert got is None
-    else:
-        assert (got.logged, got.first, got.last, got.stride, got.estimated_total) == want
-
-
-def test_trend_buckets_warmup_apart():
-    import numpy as np
-
-    from ezpz_amsc.reduce import trend
-
-    x = np.array([100.0] + [10.0] * 4 + [float("nan")] * 2 + [20.0] * 3)
-    short = trend(x, 1, width=60)
-    assert short["warmup"] == [100.0] and len(short["used"]) == 9
-    assert short["used"][4:6] == [None, None]
-    long = trend(x, 1, width=4)  # 1 warmup glyph + 3 used glyphs of 3 steps
-    assert long["warmup"] == [100.0]
-    assert long["used"] == [10.0, 10.0, 20.0]  # nan-only steps left out of the mean
-    assert long["steps_per_point"] == 3
-    assert trend(x, 0, width=60)["warmup"] == []
-    assert trend(x[:0], 1)["used"] == []
-
-
-def test_narrow_scale_gets_enough_digits(tmp_path):
-    recs = [step(i, dt=1.0, tps=1003.0 + (i % 2) * 0.01) for i in range(1, 8)]
-    err = run_cli(_run(tmp_path, recs), "--config", "c", "--explain").stderr
-    assert f"scale {BARS[0]} 1003 .. {BARS[-1]} 1003.01" in flat(err)

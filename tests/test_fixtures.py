@@ -1,4 +1,5 @@
-"""Every real fixture run, exported through the CLI, every cell checked."""
+"""Every shipped run, exported through the CLI: the exact row and stderr, and an
+independent recomputation of each cell."""
 
 from __future__ import annotations
 
@@ -8,25 +9,9 @@ import statistics
 import time
 
 import pytest
-from conftest import FIXTURE_NAMES, RUNS, one_row, run_cli
+from helpers import EXPECTED, FIXTURE_NAMES, MFU_NOTE, RUNS, one_row, run_cli
 
-from ezpz_amsc.row import HEADER, dashboard_problems
-
-# Expected rows with --config test/cfg and defaults. The two fsdp_tp 2-rank rows are
-# the issue's own figures; the others were checked against the independent
-# recomputation below.
-EXPECTED = {
-    "fsdp_tp-2rank":
-        "2026-11-29T22:18:43Z,localhost,test/cfg,1,2,pass,4.034,3930.349,1965.174,,0.014,7.989204,30,",
-    "fsdp_tp-2rank-torchrun":
-        "2026-11-29T22:20:02Z,localhost,test/cfg,1,2,pass,3.837,4153.832,2076.916,,0.015,7.922108,30,",
-    "fsdp_tp-1rank-launch":
-        "2026-11-29T22:19:13Z,localhost,test/cfg,1,1,pass,1.148,7443.215,7443.215,,0.053,7.871284,30,",
-    "minimal-1rank":
-        "2026-11-29T22:21:30Z,localhost,test/cfg,1,1,pass,0.027,,,,0.022,338.000000,34,",
-    "diffusion-1rank":
-        "2026-11-29T22:22:15Z,localhost,test/cfg,1,1,pass,0.159,,,,0.017,1.000221,40,",
-}
+from ezpz_amsc.row import dashboard_problems
 
 
 def test_every_fixture_has_an_expectation():
@@ -34,10 +19,13 @@ def test_every_fixture_has_an_expectation():
 
 
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
-def test_fixture_row_exact(name):
-    row = one_row(run_cli(RUNS / name, "--config", "test/cfg"))
+def test_fixture_row_and_stderr_are_exact(name):
+    """Every cross-check passes silently on real runs: the row exact, only the mfu note."""
+    r = run_cli(RUNS / name, "--config", "test/cfg")
+    row = one_row(r)
     assert list(row.values()) == EXPECTED[name].split(",")
     assert dashboard_problems(row) == []
+    assert r.stderr == f"note: {MFU_NOTE}\n"
 
 
 def _independent(name: str) -> dict[str, str]:
@@ -97,44 +85,8 @@ def test_torchrun_trap_gives_world_size_not_world_size_in_use():
     assert row["gpus"] == "2"
 
 
-def test_minimal_run_yields_wall_time_tflops_and_loss():
-    # Un-prefixed keys (iter, dt, loss, tflops): the upstream exporter gives an empty row.
-    row = one_row(run_cli(RUNS / "minimal-1rank", "--config", "c"))
-    assert float(row["wall_time_sec"]) > 0
-    assert float(row["tflops"]) > 0
-    assert row["final_loss"] == "338.000000"
-    assert row["steps"] == "34"
-
-
-def test_all_zero_mfu_is_empty_with_a_note():
-    r = run_cli(RUNS / "fsdp_tp-2rank", "--config", "c")
-    assert one_row(r)["mfu"] == ""
-    assert "mfu is 0.0 on every step" in r.stderr
-
-
 def test_precision_record_is_not_a_step():
     # metrics-0.jsonl has 31 lines: 30 steps and one all-strings precision/* record.
     lines = (RUNS / "fsdp_tp-2rank/metrics-0.jsonl").read_text().splitlines()
     assert len(lines) == 31 and any("precision/" in ln for ln in lines)
     assert one_row(run_cli(RUNS / "fsdp_tp-2rank", "--config", "c"))["steps"] == "30"
-
-
-def test_structured_log_is_never_read_as_metrics(tmp_path, fixture_run):
-    run = fixture_run("fsdp_tp-1rank-launch")
-    # Only the structured log left: nothing to export, and it says so.
-    (run / "metrics-0.jsonl").unlink()
-    r = run_cli(run, "--config", "c")
-    assert r.exit_code == 1
-    assert "no metrics found" in r.stderr
-
-
-def test_header_and_order_exact():
-    r = run_cli(RUNS / "fsdp_tp-2rank", "--config", "c")
-    assert r.stdout.splitlines()[0] == ",".join(HEADER)
-
-
-def test_no_header():
-    r = run_cli(RUNS / "fsdp_tp-2rank", "--config", "c", "--no-header")
-    assert r.exit_code == 0
-    assert len(r.stdout.splitlines()) == 1
-    assert r.stdout.startswith("2026-11-29T22:18:43Z,")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from helpers import run_cli
 from hypothesis import event, given, note
 from hypothesis import strategies as st
 
@@ -307,8 +307,6 @@ def _materialize(root: Path, files: dict[str, bytes]) -> Path:
     return run
 
 
-
-
 def _snapshot(root: Path) -> dict[str, str]:
     """Every path under ``root`` with a content digest: a write anywhere shows up."""
     out = {}
@@ -321,7 +319,7 @@ def _snapshot(root: Path) -> dict[str, str]:
 def _check_stderr(stderr: str, failed: bool) -> None:
     # By line shape, not by searching for "Traceback": user text can contain any word.
     lines = [ln for ln in stderr.splitlines() if ln.strip()]
-    if failed:  # exactly one line, no notes before it (SPEC §2.7, conftest.error_line)
+    if failed:  # exactly one line, no notes before it (SPEC §2.7, helpers.error_line)
         assert len(lines) == 1 and lines[0].startswith("error: "), stderr
     else:
         assert all(ln.startswith("note: ") for ln in lines), stderr
@@ -332,11 +330,6 @@ def _error_kind(stderr: str) -> str:
     msg = stderr.strip().splitlines()[-1]
     msg = msg.split(": ", 2)[-1] if "/" in msg.split(": ", 2)[1] else msg[len("error: "):]
     return " ".join(w for w in msg.split()[:6] if not any(c.isdigit() for c in w))
-
-
-@pytest.fixture(scope="module")
-def scratch(tmp_path_factory):
-    return tmp_path_factory.mktemp("fuzz")
 
 
 @pytest.mark.filterwarnings("error")  # a numpy RuntimeWarning would reach the user's stderr

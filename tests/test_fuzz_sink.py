@@ -8,7 +8,6 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
@@ -43,11 +42,6 @@ def results_file(draw: st.DrawFn) -> bytes:
     if draw(st.integers(0, 5)) == 3:
         data += draw(st.binary(max_size=8))  # stray bytes after the last line
     return data
-
-
-@pytest.fixture(scope="module")
-def scratch(tmp_path_factory):
-    return tmp_path_factory.mktemp("fuzz-sink")
 
 
 @given(before=results_file())

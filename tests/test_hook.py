@@ -1,8 +1,13 @@
-"""The ezpz.finalize hook and install(): a row at the end of training, never a dead job."""
+"""The ezpz.finalize hook and install(): a row at the end of training, never a dead job.
+
+Also what the hook writes beside the row (its provenance record) and what it
+does with a retried job.
+"""
 
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 import os
 import subprocess
@@ -10,32 +15,38 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, parse_csv, run_cli, write_run_info
+from helpers import (
+    HOOK_ENV,
+    MFU_NOTE,
+    REPO,
+    one_row,
+    parse_csv,
+    records_in,
+    retried_launch,
+    run_cli,
+    run_group,
+    sha256,
+    write_run_info,
+)
 from standin_history import StandInHistory
 
 import ezpz_amsc
 from ezpz_amsc import hook
+from ezpz_amsc.errors import AmscError, SeveralAttempts
+from ezpz_amsc.export import ExportOptions, export_run
 from ezpz_amsc.hook import finalize_hook, run_dir_of, wrap_finalize
+from ezpz_amsc.records import load_record, record_name
+from ezpz_amsc.row import HEADER
+
+pytestmark = pytest.mark.usefixtures("clean_hook_env")
 
 RUN = "fsdp_tp-1rank-launch"
-# Every shipped run is a CPU run: the export's one note, which the hook logs at WARNING.
-MFU_NOTE = ("ezpz-amsc: note: mfu is 0.0 on every step (ezpz writes 0.0 when it does not know "
-            "the device's peak FLOPS); left empty")
-ENV = ("EZPZ_AMSC_CONFIG", "EZPZ_AMSC_APPEND", "EZPZ_AMSC_STATUS", "EZPZ_AMSC_WALL_TIME_SEC",
-       "EZPZ_AMSC_PROVENANCE",
-       "RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK")
-
-pytest_plugins = ("fake_ezpz",)  # the ezpz_pkg fixture
+# The export's one note on a shipped run, as the hook logs it (at WARNING).
+MFU_WARNING = f"ezpz-amsc: note: {MFU_NOTE}"
 
 
 class Bare:
     """A history object with nothing on it: rank and run dir must come from elsewhere."""
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch):
-    for name in ENV:
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
@@ -57,7 +68,7 @@ def test_writes_header_and_row_next_to_the_run(fixture_run, monkeypatch, warning
     monkeypatch.setenv("EZPZ_AMSC_CONFIG", "fsdp_tp/tp1")
     assert finalize_hook(Bare(), run) is None
     assert parse_csv((run / "amsc.csv").read_text()) == [expected]
-    assert warnings_seen() == [MFU_NOTE]
+    assert warnings_seen() == [MFU_WARNING]
     assert not list(run.glob(".amsc.csv.*"))  # no temp file left behind
 
 
@@ -73,7 +84,7 @@ def test_status_and_wall_time_from_the_environment(fixture_run, monkeypatch, war
     assert (row["status"], row["wall_time_sec"]) == ("fail", "754.250")
     assert warnings_seen() == [
         "ezpz-amsc: note: wall_time_sec from --wall-time-sec; summed step time is 1.148",
-        MFU_NOTE]
+        MFU_WARNING]
 
 
 def test_appends_to_a_results_file(fixture_run, tmp_path, monkeypatch, warnings_seen):
@@ -87,7 +98,7 @@ def test_appends_to_a_results_file(fixture_run, tmp_path, monkeypatch, warnings_
     assert text.count("timestamp,system,config") == 1
     assert [r["steps"] for r in parse_csv(text)] == [_cli_row(r)["steps"] for r in runs]
     assert not any((r / "amsc.csv").exists() for r in runs)
-    assert warnings_seen() == [MFU_NOTE, MFU_NOTE]  # one per run, at WARNING
+    assert warnings_seen() == [MFU_WARNING, MFU_WARNING]  # one per run, at WARNING
 
 
 def test_the_same_history_and_run_is_exported_once(fixture_run, tmp_path, monkeypatch,
@@ -100,12 +111,12 @@ def test_the_same_history_and_run_is_exported_once(fixture_run, tmp_path, monkey
     history = Bare()
     finalize_hook(history, run)
     finalize_hook(history, run)  # remembered on the history: silently skipped
-    assert warnings_seen() == [MFU_NOTE]  # the notes of the one export
+    assert warnings_seen() == [MFU_WARNING]  # the notes of the one export
     # Another History exporting the same run: the results file's duplicate check refuses it.
     finalize_hook(Bare(), run)
     assert len(parse_csv(results.read_text())) == 1
     first, warning = warnings_seen()  # a refused export logs its failure, not its notes
-    assert first == MFU_NOTE
+    assert first == MFU_WARNING
     assert "is already at line 2" in warning
 
 
@@ -213,6 +224,33 @@ def test_every_failure_is_one_warning_and_never_raises(fixture_run, tmp_path, mo
     assert (append.read_bytes() if append.is_file() else None) == before
 
 
+class _LooksLikeOne(Exception):
+    """Has format_message like the old click-based error, but is not an AmscError."""
+
+    def format_message(self) -> str:
+        return "pass --gpus N"
+
+
+@pytest.mark.parametrize("exc, warning", [
+    (AmscError("cannot tell gpus; pass --gpus N"),
+     "cannot tell gpus; pass --gpus N (when exporting by hand: ezpz-amsc RUN_DIR --config "
+     "LABEL ...)"),
+    (_LooksLikeOne("raw text"), "_LooksLikeOne: raw text"),
+])
+def test_hook_recognises_the_error_by_type(fixture_run, monkeypatch, caplog, exc, warning):
+    def boom(run_dir, opts, **_):
+        raise exc
+
+    monkeypatch.setattr("ezpz_amsc.export.export_run", boom)
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+    monkeypatch.delenv("RANK", raising=False)
+    run = fixture_run("minimal-1rank")
+    caplog.set_level(logging.WARNING)
+    finalize_hook(object(), run)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"ezpz-amsc: no row written for {run}: {warning}"]
+
+
 @pytest.mark.parametrize("exc", [KeyboardInterrupt, SystemExit])
 def test_interrupts_from_outside_still_stop_the_job(fixture_run, monkeypatch, exc):
     """Ctrl-C, or a SIGTERM handler calling sys.exit, must not be swallowed by the hook."""
@@ -226,7 +264,7 @@ def test_without_logging_configured_the_warning_is_one_stderr_line(tmp_path):
     code = ("from ezpz_amsc.hook import finalize_hook; "
             f"finalize_hook(object(), {str(tmp_path / 'gone')!r}); print('job goes on')")
     env = {**os.environ, "EZPZ_AMSC_CONFIG": "cfg"}
-    for name in ENV[1:]:
+    for name in HOOK_ENV[1:]:
         env.pop(name, None)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, cwd=REPO)
@@ -256,6 +294,132 @@ def _at(history: Bare, jsonl: str | None, report: str | None) -> Bare:
 ])
 def test_run_dir_is_the_one_finalize_wrote(outdir, jsonl, report, expected):
     assert run_dir_of(_at(Bare(), jsonl, report), outdir) == Path(expected)
+
+
+# ----------------------------------------------------------------------- a retried job
+
+
+def test_several_attempts_is_its_own_error_type(tmp_path):
+    run, _, _ = retried_launch(tmp_path)
+    with pytest.raises(SeveralAttempts) as info:
+        export_run(run, ExportOptions(config="c"))
+    assert info.value.attempts == 2
+    assert "pass --attempt last" in str(info.value)
+
+
+def test_hook_on_a_retried_job_exports_the_last_attempt(tmp_path, monkeypatch, caplog):
+    run, _, _ = retried_launch(tmp_path)
+    expected = one_row(run_cli(run, "--config", "c", "--attempt", "last"))
+    assert expected["steps"] == "30"
+    for name in ("EZPZ_AMSC_APPEND", "EZPZ_AMSC_STATUS", "EZPZ_AMSC_WALL_TIME_SEC", "RANK",
+                 "PMI_RANK", "OMPI_COMM_WORLD_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+    caplog.set_level(logging.INFO, logger="ezpz_amsc")
+    finalize_hook(object(), run)
+    assert parse_csv((run / "amsc.csv").read_text()) == [expected]
+    messages = [r.getMessage() for r in caplog.records]
+    assert [m for m in messages if "no row written" in m] == []
+    assert ("ezpz-amsc: note: the records hold 2 attempts (a retried job); exported the last, "
+            "the one this finalize ended (--attempt last)") in messages
+    # The run's provenance record says how the row was made, so that it can be reproduced.
+    record = json.loads((run / "amsc.json").read_text())
+    assert record["options"]["attempt"] == "last"
+    assert record["row"] == expected
+    again = run_group("reproduce", run / "amsc.json")
+    assert again.exit_code == 0, again.stdout + again.stderr
+
+
+# ------------------------------------------------ the provenance record beside the row
+
+
+def test_hook_writes_amsc_json_beside_amsc_csv(History, fixture_run, tmp_path, monkeypatch,
+                                               caplog):
+    caplog.set_level(logging.INFO, logger="ezpz_amsc")
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "fsdp_tp/tp1")
+    monkeypatch.setenv("EZPZ_AMSC_WALL_TIME_SEC", "99.5")
+    wrap_finalize(History)
+    out = tmp_path / "out"
+    History(fixture_run("fsdp_tp-1rank-launch")).finalize(out)
+    (row,) = parse_csv((out / "amsc.csv").read_text())
+    rec = load_record(out / "amsc.json")
+    assert rec["row"] == row
+    assert row["wall_time_sec"] == "99.500"
+    assert rec["options"]["wall_time_sec"] == 99.5 and rec["options"]["config"] == "fsdp_tp/tp1"
+    assert rec["exported"]["results_file"] == str(out / "amsc.csv")
+    assert [f["path"] for f in rec["files"]] == ["metrics-0.jsonl", "run_info.json"]
+    assert rec["files"][0]["sha256"] == sha256(out / "metrics-0.jsonl")
+    assert rec["run_dir"] == str(out)
+    # What the CLI would record for the same run and options, but for the time of writing.
+    result = run_group("reproduce", out / "amsc.json")
+    assert result.exit_code == 0, result.stdout
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [f"ezpz-amsc: note: {n}" for n in rec["details"]["notes"]]
+    assert len(warnings) == 2
+
+
+def test_hook_appends_and_writes_the_record_into_the_provenance_folder(History, fixture_run,
+                                                                        tmp_path, monkeypatch):
+    results, folder = tmp_path / "res.csv", tmp_path / "records"
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+    monkeypatch.setenv("EZPZ_AMSC_APPEND", str(results))
+    monkeypatch.setenv("EZPZ_AMSC_PROVENANCE", str(folder))
+    wrap_finalize(History)
+    History(fixture_run("fsdp_tp-1rank-launch")).finalize(tmp_path / "out")
+    assert not (tmp_path / "out" / "amsc.json").exists()
+    (path,) = records_in(folder)
+    assert path.name == record_name(load_record(path)["row"])
+    assert run_group("check", results, "--provenance", folder, "-q").exit_code == 0
+    # Without a folder, an appended row has no record anywhere.
+    monkeypatch.delenv("EZPZ_AMSC_PROVENANCE")
+    History(fixture_run("minimal-1rank")).finalize(tmp_path / "out2")
+    assert len(parse_csv(results.read_text())) == 2
+    assert records_in(folder) == [path] and not (tmp_path / "out2" / "amsc.json").exists()
+
+
+def test_hook_provenance_folder_without_append_is_a_note(fixture_run, monkeypatch, caplog,
+                                                         tmp_path):
+    caplog.set_level(logging.WARNING, logger="ezpz_amsc")
+    run = fixture_run("minimal-1rank")
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+    monkeypatch.setenv("EZPZ_AMSC_PROVENANCE", str(tmp_path / "records"))
+    finalize_hook(object(), run)
+    assert (run / "amsc.json").is_file() and not (tmp_path / "records").exists()
+    assert caplog.records[-1].getMessage() == (
+        "ezpz-amsc: note: EZPZ_AMSC_PROVENANCE is used only with EZPZ_AMSC_APPEND; the record "
+        f"is {run / 'amsc.json'}")
+
+
+def test_hook_duplicate_record_is_one_warning_and_no_row(fixture_run, monkeypatch, caplog,
+                                                         tmp_path):
+    caplog.set_level(logging.WARNING, logger="ezpz_amsc")
+    run = fixture_run("minimal-1rank")
+    results, folder = tmp_path / "res.csv", tmp_path / "records"
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+    monkeypatch.setenv("EZPZ_AMSC_APPEND", str(results))
+    monkeypatch.setenv("EZPZ_AMSC_PROVENANCE", str(folder))
+    finalize_hook(object(), run)
+    results.write_text(",".join(HEADER) + "\n")  # the row is gone, its record is not
+    caplog.clear()
+    finalize_hook(object(), run)
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert line.startswith(f"ezpz-amsc: no row written for {run}: {folder}/")
+    assert "already exists; not replacing it" in line
+    assert results.read_text() == ",".join(HEADER) + "\n"
+
+
+def test_hook_notes_reach_a_job_log_without_logging_setup(fixture_run):
+    run = fixture_run("minimal-1rank")
+    code = ("from ezpz_amsc.hook import finalize_hook; "
+            f"finalize_hook(object(), {str(run)!r}); print('job goes on')")
+    env = {k: v for k, v in os.environ.items() if k not in HOOK_ENV} | {"EZPZ_AMSC_CONFIG": "c"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         cwd=REPO)
+    assert (out.returncode, out.stdout) == (0, "job goes on\n")
+    assert out.stderr.splitlines() == [
+        "ezpz-amsc: note: mfu is 0.0 on every step (ezpz writes 0.0 when it does not know the "
+        "device's peak FLOPS); left empty"]
+    assert (run / "amsc.json").is_file()
 
 
 # --- install(): wrapping History.finalize for ezpz releases that call no hooks ---
@@ -293,7 +457,7 @@ def test_wrapped_finalize_exports_the_outdir_it_was_given(History, fixture_run, 
     out = tmp_path / "out"
     call(History(fixture_run(RUN)), out)
     assert len(parse_csv((out / "amsc.csv").read_text())) == 1
-    assert warnings_seen() == [MFU_NOTE]
+    assert warnings_seen() == [MFU_WARNING]
 
 
 @pytest.mark.parametrize("run_name, dataset_fname, where", [
@@ -311,7 +475,7 @@ def test_wrapped_finalize_finds_the_folder_it_chose(History, fixture_run, tmp_pa
     monkeypatch.chdir(work)
     History(src).finalize(run_name=run_name, dataset_fname=dataset_fname)
     assert [p.relative_to(work).as_posix() for p in work.rglob("amsc.csv")] == [f"{where}/amsc.csv"]
-    assert warnings_seen() == [MFU_NOTE]
+    assert warnings_seen() == [MFU_WARNING]
 
 
 def test_wrapping_twice_wraps_once(History, fixture_run, tmp_path, monkeypatch):

@@ -7,7 +7,7 @@ import statistics
 import sys
 
 import pytest
-from conftest import REPO, one_row, run_cli
+from helpers import REPO, one_row, run_cli
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import make_run  # noqa: E402

@@ -13,7 +13,7 @@ import importlib.util
 import sys
 
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 _spec = importlib.util.spec_from_file_location("mutate_tool", REPO / "tools" / "mutate.py")
 mutate = importlib.util.module_from_spec(_spec)

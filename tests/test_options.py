@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import math
 import subprocess
 import sys
 
 import click
 import pytest
-from conftest import REPO, RUNS, _runner, parse_csv
+from helpers import REPO, RUNS, parse_csv, run_group
 
 from ezpz_amsc import options as options_mod
-from ezpz_amsc.cli import cli
 from ezpz_amsc.errors import AmscError, AmscUsageError, about
 from ezpz_amsc.hook import finalize_hook
 from ezpz_amsc.options import (
@@ -126,6 +124,13 @@ def test_names_and_limits_have_one_home():
     assert ExportOptions(config="c").max_line_bytes == steps.MAX_LINE_BYTES
 
 
+def test_cli_reducer_help_lists_the_pipeline_reducers():
+    from ezpz_amsc.cli import REDUCER_NAMES
+    from ezpz_amsc.reduce import REDUCERS
+
+    assert REDUCER_NAMES == REDUCERS
+
+
 def _count_validations(monkeypatch) -> list[object]:
     calls: list[object] = []
     real = options_mod.validate_options
@@ -140,8 +145,7 @@ def _count_validations(monkeypatch) -> list[object]:
 
 def test_cli_validates_once_for_a_batch(monkeypatch):
     calls = _count_validations(monkeypatch)
-    result = _runner().invoke(cli, [str(GOOD), str(RUNS / "minimal-1rank"), "--config", "c"],
-                              catch_exceptions=False)
+    result = run_group(GOOD, RUNS / "minimal-1rank", "--config", "c")
     assert len(parse_csv(result.stdout)) == 2
     assert len(calls) == 1
 
@@ -174,33 +178,6 @@ def test_pipeline_error_is_a_plain_exception():
     assert (str(e), e.format_message(), e.exit_code) == ("x: no such directory",) * 2 + (1,)
     assert AmscUsageError("bad").exit_code == 2
     assert issubclass(OptionError, AmscUsageError)
-
-
-class _LooksLikeOne(Exception):
-    """Has format_message like the old click-based error, but is not an AmscError."""
-
-    def format_message(self) -> str:
-        return "pass --gpus N"
-
-
-@pytest.mark.parametrize("exc, warning", [
-    (AmscError("cannot tell gpus; pass --gpus N"),
-     "cannot tell gpus; pass --gpus N (when exporting by hand: ezpz-amsc RUN_DIR --config "
-     "LABEL ...)"),
-    (_LooksLikeOne("raw text"), "_LooksLikeOne: raw text"),
-])
-def test_hook_recognises_the_error_by_type(fixture_run, monkeypatch, caplog, exc, warning):
-    def boom(run_dir, opts, **_):
-        raise exc
-
-    monkeypatch.setattr("ezpz_amsc.export.export_run", boom)
-    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
-    monkeypatch.delenv("RANK", raising=False)
-    run = fixture_run("minimal-1rank")
-    caplog.set_level(logging.WARNING)
-    finalize_hook(object(), run)
-    assert [r.getMessage() for r in caplog.records] == [
-        f"ezpz-amsc: no row written for {run}: {warning}"]
 
 
 @pytest.mark.parametrize("path, message, shown", [

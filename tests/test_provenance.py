@@ -1,11 +1,37 @@
-"""system/nodes/gpus: the three tiers, the traps of SPEC §1.3, and the flags."""
+"""Stage 3, where the run ran (provenance.py, _ezpz.py): system, nodes and gpus from the
+three tiers, the flags, get_machine, ranks per node, and counts that cannot be right."""
 
 from __future__ import annotations
 
+import errno
 import json
+import statistics
+import sys
 
 import pytest
-from conftest import error_line, one_row, run_cli, step, write_jsonl, write_run_info
+from helpers import (
+    HUGE,
+    MFU_NOTE,
+    PPN_6,
+    aurora_run,
+    edit_dist,
+    error_line,
+    fail_for,
+    good_run,
+    launch,
+    launch_records,
+    notes_of,
+    one_row,
+    run_cli,
+    step,
+    write_jsonl,
+    write_run_info,
+)
+
+from ezpz_amsc._ezpz import get_machine, machine_from_hostname
+from ezpz_amsc.provenance import ranks_per_node
+
+# --------------------------------------------------------------------- the three tiers
 
 
 def _metrics(run):
@@ -62,6 +88,21 @@ def test_tiers_in_order_run_info_beats_config_beats_report(tmp_path):
     assert (row["system"], row["nodes"], row["gpus"]) == ("FromRunInfo", "2", "4")
 
 
+def test_unreadable_run_info_falls_back_to_the_report_with_a_note(tmp_path, monkeypatch):
+    run = good_run(tmp_path / "run")
+    (run / "report-train.md").write_text(
+        "### Distributed\n\n- **MACHINE**: Aurora\n- **world_size**: 24\n"
+        "- **GPUS_PER_NODE**: 12\n")
+    fail_for(monkeypatch, run / "run_info.json", errno.EACCES)
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    assert (row["system"], row["nodes"], row["gpus"]) == ("Aurora", "2", "24")
+    assert "skipped run_info.json: Permission denied" in notes_of(r)
+
+
+# ------------------------------------------------------------ placement, and the flags
+
+
 def _with_run_info(tmp_path, **dist):
     run = tmp_path / "r"
     _metrics(run)
@@ -116,11 +157,96 @@ def test_missing_provenance_satisfied_by_flags(tmp_path):
     assert (row["system"], row["nodes"], row["gpus"]) == ("Sunspot", "1", "12")
 
 
+def test_flags_override_provenance(sunspot):
+    row = one_row(run_cli(sunspot, "--config", "c", "--system", "Aurora", "--nodes", "2",
+                          "--gpus", "24"))
+    assert (row["system"], row["nodes"], row["gpus"]) == ("Aurora", "2", "24")
+
+
 def test_allocation_nodes_exceeding_ranks_is_refused(tmp_path):
     run = _with_run_info(tmp_path, NUM_NODES="4", GPUS_PER_NODE="0", WORLD_SIZE_IN_USE="2",
                          world_size="2")
     line = error_line(run_cli(run, "--config", "c"))
     assert "NUM_NODES 4 exceeds the 2 ranks" in line and "pass --nodes N" in line
+
+
+@pytest.mark.parametrize("extra", [[], ["--nodes", "2"]])
+def test_gpus_not_a_multiple_of_gpus_per_node_is_allowed_but_noted(tmp_path, extra):
+    run = good_run(tmp_path / "run", GPUS_PER_NODE="4", world_size="8", NUM_NODES="2")
+    r = run_cli(run, "--config", "c", "--gpus", "6", *extra)
+    row = one_row(r)
+    assert (row["gpus"], row["nodes"]) == ("6", "2")
+    assert "--gpus 6 is not a multiple of GPUS_PER_NODE 4" in notes_of(r)
+
+
+# ----------------------------------------------------------- nodes from ranks per node
+
+
+@pytest.mark.parametrize("command", [
+    PPN_6,
+    "['mpiexec', '--verbose', '--envall', '--np', '24', '--ppn', '6', 'python3', '-m', 'x']",
+    "mpiexec --np 24 --ppn=6 python3 train.py",
+])
+def test_ranks_per_node_from_the_launch_line(tmp_path, command):
+    r = run_cli(aurora_run(tmp_path, command), "--config", "c")
+    row = one_row(r)
+    assert (row["system"], row["nodes"], row["gpus"]) == ("Aurora", "4", "24")  # not 2
+    tpg = [x["metrics"]["train/tps_per_gpu"] for x in launch_records()[1:]]
+    assert row["throughput_tokens_per_sec"] == f"{statistics.median(t * 24 for t in tpg):.3f}"
+    assert notes_of(r) == [MFU_NOTE]
+
+
+@pytest.mark.parametrize(("command", "want"), [
+    ("mpiexec --np 24 --ppn 6 python3 -m x --ppn 2", (6, "--ppn 6")),  # the script's own flag
+    ("mpiexec -ppn 4 python3 x.py", (4, "-ppn 4")),
+    ("mpirun --npernode 3 python3 x.py", (3, "--npernode 3")),
+    ("mpirun -npernode=8 python3 x.py", (8, "-npernode 8")),
+    ("srun --ntasks-per-node 4 python x.py", (4, "--ntasks-per-node 4")),
+    ("torchrun --nproc_per_node=2 -m ezpz.examples.fsdp_tp", (2, "--nproc_per_node 2")),
+    ("torchrun --nproc-per-node 8 train.py", (8, "--nproc-per-node 8")),
+    ("['srun', '--ntasks-per-node=12', 'python3', 'x.py']", (12, "--ntasks-per-node 12")),
+    ("mpirun -envall -np 2 python3 -m ezpz.examples.fsdp_tp", None),  # the fixtures' line
+    ("/opt/src/ezpz/src/ezpz/examples/fsdp_tp.py", None),  # torchrun fixture: the script
+    ("mpiexec --ppn 0 python3 x.py", None),
+    ("mpiexec --ppn six python3 x.py", None),
+    ('mpiexec "--ppn 6', None),  # unbalanced quote: words split on spaces, no value
+])
+def test_ranks_per_node_parser(command, want):
+    assert ranks_per_node(command) == want
+
+
+def test_no_ranks_per_node_evidence_is_noted_with_the_allocation(tmp_path):
+    r = run_cli(aurora_run(tmp_path, None), "--config", "c")
+    row = one_row(r)
+    assert (row["nodes"], row["gpus"]) == ("2", "24")
+    assert notes_of(r) == [
+        "nodes 2 assumes 12 ranks per node (GPUS_PER_NODE); the job had 4 nodes (NUM_NODES); "
+        "pass --nodes 4 if the ranks were spread thinner", MFU_NOTE]
+
+
+def test_nodes_matching_num_nodes_needs_no_note(tmp_path):
+    r = run_cli(aurora_run(tmp_path, None, NUM_NODES="2"), "--config", "c")
+    assert one_row(r)["nodes"] == "2"
+    assert notes_of(r) == [MFU_NOTE]
+
+
+@pytest.mark.parametrize(("command", "dist", "message"), [
+    (PPN_6.replace("--ppn 6", "--ppn 3"), {},
+     "24 ranks at 3 per node (--ppn 3 in EZPZ_RUN_COMMAND) need 8 nodes, but the job had "
+     "NUM_NODES 4; pass --nodes N"),
+    (None, {"NUM_NODES": "1"},
+     "24 ranks at 12 per node (GPUS_PER_NODE) need 2 nodes, but the job had NUM_NODES 1; "
+     "pass --nodes N"),
+])
+def test_nodes_above_num_nodes_is_refused(tmp_path, command, dist, message):
+    r = run_cli(aurora_run(tmp_path, command, **dist), "--config", "c")
+    assert error_line(r) == f"error: {message}"
+    assert r.exit_code == 1
+    assert one_row(run_cli(aurora_run(tmp_path / "b", command, **dist), "--config", "c",
+                           "--nodes", "4"))["nodes"] == "4"
+
+
+# --------------------------------------------------------- counts that cannot be right
 
 
 @pytest.mark.parametrize("raw", ["1_000", "1e3", "nan", "-4", "1.5", "0x10", "four"])
@@ -134,3 +260,158 @@ def test_counts_must_be_plain_decimal(tmp_path, raw):
 def test_plain_counts_are_read(tmp_path, raw, gpus):
     run = _with_run_info(tmp_path, WORLD_SIZE_IN_USE=raw, world_size=None)
     assert one_row(run_cli(run, "--config", "c"))["gpus"] == gpus
+
+
+@pytest.mark.parametrize("dist,missing", [
+    ({"world_size": "0", "WORLD_SIZE_IN_USE": "-2", "NGPUS": "0"}, "gpus"),
+    ({"world_size": "-8", "WORLD_SIZE_IN_USE": None, "NGPUS": None}, "gpus"),
+    ({"GPUS_PER_NODE": "-4", "NUM_NODES": "0"}, "nodes"),
+    ({"GPUS_PER_NODE": "four", "NUM_NODES": "-1"}, "nodes"),
+])
+def test_counts_below_one_from_provenance_are_refused(tmp_path, dist, missing):
+    run = good_run(tmp_path / "run", **dist)
+    line = error_line(run_cli(run, "--config", "c"))
+    assert f"cannot tell {missing} of this run" in line and f"pass --{missing} N" in line
+
+
+def test_ignored_count_is_noted_when_another_source_answers(tmp_path):
+    run = good_run(tmp_path / "run", world_size="-8", WORLD_SIZE_IN_USE="2")
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["gpus"] == "2"
+    assert "ignored world_size='-8' from run_info.json: not a usable count" in notes_of(r)
+
+
+@pytest.mark.parametrize("key,flag", [("world_size", "--gpus"), ("WORLD_SIZE_IN_USE", "--gpus"),
+                                      ("NUM_NODES", "--nodes"), ("GPUS_PER_NODE", "--nodes")])
+@pytest.mark.parametrize("value", [HUGE, "1000001"])
+def test_absurd_count_from_provenance_is_an_error_naming_the_flag(tmp_path, key, flag, value):
+    dist = {key: value}
+    if key == "NUM_NODES":
+        dist["GPUS_PER_NODE"] = "0"  # so that NUM_NODES is the rule that reads it
+    run = good_run(tmp_path / "run", **dist)
+    line = error_line(run_cli(run, "--config", "c"))
+    shown = value if len(value) <= 20 else "100000000000... (401 digits)"
+    assert line == (f"error: {key}={shown} from run_info.json is not a plausible count "
+                    f"(more than 1,000,000); pass {flag} N")
+
+
+def test_largest_plausible_count_is_accepted(tmp_path):
+    run = good_run(tmp_path / "run", world_size="1000000", WORLD_SIZE_IN_USE="1000000",
+                   GPUS_PER_NODE="12", NUM_NODES=None)
+    row = one_row(run_cli(run, "--config", "c"))
+    assert (row["gpus"], row["nodes"]) == ("1000000", "83334")
+    assert row["throughput_tokens_per_sec_per_gpu"] == "0.001"  # 1002.0 / 1e6, kept non-zero
+
+
+# ---------------- system from HOSTNAME (get_machine), and MACHINE that cannot be right
+
+
+COPY = "a copy of ezpz.get_machine"
+
+
+@pytest.mark.parametrize("hostname, machine", [
+    ("frontier08321", "Frontier"),
+    ("sophia-gpu-14", "Sophia"),
+    ("thetagpu06", "ThetaGPU"),
+    ("sunspot-uan-0010", "SunSpot"),
+    ("x1921c0s3b0n0", "SunSpot"),
+    ("aurora-uan-0012", "Aurora"),
+    ("x4102c5s0b0n0.hostmgmt2102.cm.aurora.alcf.anl.gov", "Aurora"),
+    ("login31", "Perlmutter"),
+    ("nid001234", "Perlmutter"),
+    ("x3006c0s13b1n0", "Polaris"),
+    ("x3006c0s13b1n0.sirius.alcf.anl.gov", "Sirius"),
+    ("localhost", "localhost"),          # unknown hosts come back unchanged, as in ezpz
+    ("my-laptop.local", "my-laptop.local"),
+    ("Aurora-uan-0012", "Aurora-uan-0012"),  # ezpz matches prefixes case-sensitively
+    ("gpu-x4", "gpu-x4"),                    # a prefix, not a substring
+])
+def test_mapping_table(hostname, machine):
+    assert machine_from_hostname(hostname) == machine
+
+
+@pytest.mark.parametrize("pkg", ["absent", "namesake"])
+def test_without_the_real_ezpz_our_copy_answers(ezpz_pkg, pkg):
+    ezpz_pkg(pkg)
+    assert get_machine("x4102c5s0b0n0") == ("Aurora", COPY)
+
+
+def test_the_real_get_machine_is_asked_first(ezpz_pkg):
+    ezpz_pkg("get_machine")
+    assert get_machine("x4102c5s0b0n0") == ("Fake-x4102c5s0b0n0", "ezpz.get_machine")
+
+
+@pytest.mark.parametrize("init", [
+    "get_machine = 'not callable'\n",
+    "def get_machine(hostname=None):\n    raise RuntimeError('no socket')\n",
+    "def get_machine():\n    return 'Aurora'\n",            # takes no hostname
+    "def get_machine(hostname=None):\n    return None\n",
+    "def get_machine(hostname=None):\n    return '  '\n",
+    "def __getattr__(name):\n    raise ImportError('torch')\n",  # lazy attribute that fails
+    "print 'python 2 only'\n",                                  # namesake-era syntax
+], ids=["not-callable", "raises", "no-arg", "returns-none", "returns-blank", "lazy-fails",
+        "syntax-error"])
+def test_an_odd_ezpz_falls_back_to_our_copy(ezpz_pkg, init):
+    ezpz_pkg({"ezpz/__init__.py": init})
+    assert get_machine("nid001234") == ("Perlmutter", COPY)
+
+
+def _run_without_machine(tmp_path, **dist):
+    run = tmp_path / "run"
+    write_run_info(run, MACHINE=None, **dist)
+    write_jsonl(run / "metrics-0.jsonl", [step(i, dt=0.5, loss=2.0 - i / 10) for i in range(1, 5)])
+    return run
+
+
+def test_export_names_the_system_from_hostname(tmp_path, ezpz_pkg):
+    ezpz_pkg("absent")
+    result = run_cli(_run_without_machine(tmp_path, HOSTNAME="x4102c5s0b0n0"), "--config", "c")
+    assert one_row(result)["system"] == "Aurora"
+    assert (f"note: no MACHINE recorded; system 'Aurora' from HOSTNAME 'x4102c5s0b0n0' by {COPY}; "
+            "pass --system to override") in result.stderr.splitlines()
+
+
+def test_export_says_when_the_hostname_names_no_facility(tmp_path, ezpz_pkg):
+    ezpz_pkg("absent")
+    result = run_cli(_run_without_machine(tmp_path, HOSTNAME="localhost"), "--config", "c")
+    assert one_row(result)["system"] == "localhost"
+    assert "which names no known facility" in result.stderr
+
+
+def test_export_uses_the_real_get_machine_when_present(tmp_path, ezpz_pkg):
+    ezpz_pkg("get_machine")
+    result = run_cli(_run_without_machine(tmp_path, HOSTNAME="login31"), "--config", "c")
+    assert one_row(result)["system"] == "Fake-login31"
+    assert "by ezpz.get_machine" in result.stderr
+
+
+def test_system_flag_and_machine_win_without_touching_ezpz(tmp_path, ezpz_pkg):
+    ezpz_pkg("get_machine")
+    run = _run_without_machine(tmp_path, HOSTNAME="login31")
+    assert one_row(run_cli(run, "--config", "c", "--system", "Aurora"))["system"] == "Aurora"
+    write_run_info(run, MACHINE="Polaris", HOSTNAME="login31")
+    assert one_row(run_cli(run, "--config", "c"))["system"] == "Polaris"
+    assert "ezpz" not in sys.modules
+
+
+@pytest.mark.parametrize("machine", ["Aur\nora", "\ud800", "a\x00b", "x\u2028y"])
+def test_unprintable_machine_is_ignored_and_system_asked_for(tmp_path, machine):
+    """Regression (fuzzer): a line break split the row; a lone surrogate crashed the write."""
+    run = good_run(tmp_path / "run", MACHINE=machine, HOSTNAME=None)
+    assert "pass --system NAME" in error_line(run_cli(run, "--config", "c"))
+    assert one_row(run_cli(run, "--config", "c", "--system", "Aurora"))["system"] == "Aurora"
+    # With a HOSTNAME recorded, the bad MACHINE is treated as missing: get_machine(HOSTNAME).
+    run = good_run(tmp_path / "run2", MACHINE=machine, HOSTNAME="x4102c5s0b0n0")
+    result = run_cli(run, "--config", "c")
+    assert one_row(result)["system"] == "Aurora"
+    assert "ignored MACHINE=" in result.stderr
+
+
+@pytest.mark.parametrize("machine", ["=HYPERLINK(\"x\")", "@SUM(1)", "-cmd", "+1"])
+def test_formula_like_machine_asks_for_system(tmp_path, machine):
+    run = launch(tmp_path)
+    edit_dist(run, MACHINE=machine)
+    assert error_line(run_cli(run, "--config", "c")) == (
+        f"error: MACHINE={machine!r} from run_info.json would run as a formula when the CSV is "
+        "opened in a spreadsheet; pass --system NAME")
+    assert one_row(run_cli(run, "--config", "c", "--system", "Aurora"))["system"] == "Aurora"

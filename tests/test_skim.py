@@ -14,10 +14,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import one_row, run_cli, write_run_info
+from helpers import one_row, run_cli, snapshot, write_run_info
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_json_paths import snapshot
 
 from ezpz_amsc import skim as skim_mod
 from ezpz_amsc import steps as steps_mod

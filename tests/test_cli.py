@@ -1,4 +1,9 @@
-"""The CLI as a group: default export, check, first contact, exit codes, completion."""
+"""The command line as a group: the default subcommand, first contact, help, completion.
+
+What each subcommand does is in test_cmd_<name>.py; here, how the group reaches it:
+``ezpz-amsc RUN_DIR ...`` runs export, ``python -m ezpz_amsc`` and the console
+script behave alike, and loading the CLI stays cheap.
+"""
 
 from __future__ import annotations
 
@@ -12,31 +17,19 @@ from pathlib import Path
 import click
 import pytest
 from click.shell_completion import ShellComplete
-from conftest import REPO, RUNS, _runner, error_line, one_row, parse_csv, run_cli
+from helpers import REPO, RUNS, error_line, one_row, outcome, run_cli, run_group, runner
 
 import ezpz_amsc
 from ezpz_amsc.cli import cli, export_amsc
 
 GOOD = RUNS / "fsdp_tp-2rank"
+
+
 USAGE = ["Usage: ezpz-amsc [export] RUN_DIR... --config LABEL [OPTIONS]",
          "       ezpz-amsc check RESULTS_CSV [--provenance DIR]",
          "       ezpz-amsc report RESULTS_CSV... [--plot FILE]",
          "       ezpz-amsc reproduce RECORD.json...",
          "       ezpz-amsc COMMAND [ARGS]..."]
-
-
-# What click gives a terminal of 100 columns or more: --help's max_content_width is 100.
-HELP_WIDTH = 98
-
-
-def run_group(*args: object, prog: str = "ezpz-amsc"):
-    """Invoke the whole group, as the console script does."""
-    return _runner().invoke(cli, [str(a) for a in args], prog_name=prog,
-                            terminal_width=HELP_WIDTH, catch_exceptions=False)
-
-
-def outcome(result) -> tuple[int, str, str]:
-    return result.exit_code, result.stdout, result.stderr
 
 
 # ------------------------------------------------------------------ default subcommand
@@ -66,28 +59,18 @@ def test_python_m_runs_the_group():
     assert (p.returncode, p.stderr) == (1, f"error: {REPO / 'nothing.csv'}: no such file\n")
 
 
-@pytest.fixture
-def results_files(tmp_path):
-    clean = tmp_path / "clean.csv"
-    clean.write_text(run_cli(GOOD, "--config", "c").stdout)
-    bad = tmp_path / "bad.csv"
-    bad.write_text(clean.read_text() + clean.read_text().splitlines()[1] + "\n")
-    return clean, bad
-
-
-def test_check_alias_and_subcommand_agree(results_files):
-    for path in results_files:
-        alias = run_group("--check", path)
-        assert outcome(run_group("check", path)) == outcome(alias) == outcome(
-            run_cli("--check", path))
-    clean, bad = results_files
-    # -q: no notes on who else may append (tmp_path is private to this user)
-    assert outcome(run_group("check", clean, "-q")) == (
-        0, f"{clean}: 1 row, all readable by the dashboard\n", "")
-    code, out, err = outcome(run_group("check", bad, "-q"))
-    assert (code, out) == (1, "")
-    assert err.splitlines() == [f"{bad}:3: same run as line 2",
-                                f"error: {bad}: 1 problem in 2 rows"]
+def test_module_entry_and_console_script_print_one_error_line(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(RUNS.parents[1])}
+    for cmd in ([sys.executable, "-m", "ezpz_amsc"],):
+        p = subprocess.run([*cmd, str(tmp_path), "--config", "c"], capture_output=True,
+                           text=True, env=env)
+        assert p.returncode == 1
+        assert p.stdout == ""
+        assert p.stderr.splitlines() == [p.stderr.strip()]
+        assert p.stderr.startswith("error: ") and "no metrics found" in p.stderr
+        ok = subprocess.run([*cmd, str(GOOD), "--config", "c"], capture_output=True,
+                            text=True, env=env)
+        assert ok.returncode == 0 and ok.stdout.count("\n") == 2
 
 
 @pytest.mark.parametrize("name", ["check", "export"])
@@ -132,7 +115,21 @@ def test_no_folder_no_hint(tmp_path, monkeypatch):
         "error: no such option '--config'.")
 
 
-# ------------------------------------------------------------------ first contact
+def test_missing_config_exits_2():
+    result = run_group(GOOD)
+    assert result.exit_code == 2
+    assert error_line(result) == ("error: missing option '--config'. Pass the benchmark label, "
+                                  "e.g. --config agpt-2b/bs1/seq2048/tp1")
+
+
+@pytest.mark.parametrize("args", [["--check", ""], ["check", ""], ["", "--config", "c"]])
+def test_empty_paths_are_refused(args):
+    result = run_group(*args)
+    assert result.exit_code == 2
+    assert "empty path (is the variable that should hold it unset?)" in error_line(result)
+
+
+# ----------------------------------------------------------------------- first contact
 
 
 @pytest.mark.parametrize("cmd, prog, usage", [
@@ -142,7 +139,7 @@ def test_no_folder_no_hint(tmp_path, monkeypatch):
                                        "       ezpz-amsc export --check RESULTS_CSV"]),
 ])
 def test_no_arguments_prints_usage_and_where_help_is(cmd, prog, usage):
-    result = _runner().invoke(cmd, [], prog_name=prog)
+    result = runner().invoke(cmd, [], prog_name=prog)
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr.splitlines() == [*usage,
                                           f"error: missing RUN_DIR; try '{prog} -h' for help"]
@@ -200,129 +197,7 @@ def test_export_help_shows_check_mode_choices_and_fallbacks():
     assert run_group(GOOD, "--help").stdout == page
 
 
-# ------------------------------------------------------------------ exit codes
-
-
-@pytest.mark.parametrize("args, line", [
-    (["--reducer", "avg"], "invalid value for '--reducer': 'avg' is not one of 'median', "
-                           "'mean', 'max', 'min', 'last'."),
-    (["--nodes", "0"], "invalid value for '--nodes': must be 1 or more, got 0"),
-    (["--gpus", "0"], "invalid value for '--gpus': must be 1 or more, got 0"),
-    (["--nodes", "1000001"], "invalid value for '--nodes': 1000001 is not a plausible count "
-                             "(more than 1,000,000)"),
-    (["--gpus", "1000001"], "invalid value for '--gpus': 1000001 is not a plausible count "
-                            "(more than 1,000,000)"),
-    (["--warmup", "-1"], "invalid value for '--warmup': must be 0 or more, got -1"),
-    (["--wall-time-sec", "-1"], "invalid value for '--wall-time-sec': must be a positive "
-                                "number of seconds, got -1.0"),
-    (["--wall-time-sec", "0"], "invalid value for '--wall-time-sec': must be a positive "
-                               "number of seconds, got 0.0"),
-    (["--wall-time-sec", "inf"], "invalid value for '--wall-time-sec': must be a positive "
-                                 "number of seconds, got inf"),
-    (["--timestamp", "2026-08-11 17:11"], "invalid value for '--timestamp': must look like "
-                                          "2026-08-11T17:11:17Z, got '2026-08-11 17:11'"),
-    (["--lock-timeout", "-1"], "invalid value for '--lock-timeout': must be 0 or more "
-                               "seconds, got -1.0"),
-    (["--lock-timeout", "nan"], "invalid value for '--lock-timeout': must be 0 or more "
-                                "seconds, got nan"),
-    (["--config", ""], "invalid value for '--config': must not be empty; pass the benchmark "
-                       "label, e.g. --config agpt-2b/bs1/seq2048/tp1"),
-    (["--append", ""], "invalid value for '--append': empty path (is the variable that "
-                       "should hold it unset?)"),
-    (["--append", " "], "invalid value for '--append': empty path (is the variable that "
-                        "should hold it unset?)"),
-])
-def test_bad_command_line_values_exit_2(tmp_path, args, line):
-    full = [GOOD, *(["--config", "c"] if "--config" not in args else []), *args]
-    for result in (run_cli(*full), run_group(*full)):
-        assert error_line(result) == f"error: {line}"
-        assert result.exit_code == 2
-    assert not list(tmp_path.iterdir())
-
-
-def test_missing_config_exits_2():
-    result = run_group(GOOD)
-    assert result.exit_code == 2
-    assert error_line(result) == ("error: missing option '--config'. Pass the benchmark label, "
-                                  "e.g. --config agpt-2b/bs1/seq2048/tp1")
-
-
-@pytest.mark.parametrize("args", [["--check", ""], ["check", ""], ["", "--config", "c"]])
-def test_empty_paths_are_refused(args):
-    result = run_group(*args)
-    assert result.exit_code == 2
-    assert "empty path (is the variable that should hold it unset?)" in error_line(result)
-
-
-@pytest.mark.parametrize("value", ["0", "0.5"])
-def test_lock_timeout_edges_are_accepted(tmp_path, value):
-    out = tmp_path / "r.csv"
-    assert run_group(GOOD, "--config", "c", "--append", out, "--lock-timeout", value
-                     ).exit_code == 0
-    assert len(parse_csv(out.read_text())) == 1
-
-
-# ------------------------------------------------------------------ batches and --append
-
-
-def test_batch_errors_name_the_path_once(tmp_path):
-    missing = tmp_path / "gone"
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    for spelled in (str(missing), f"{missing}/"):
-        result = run_group(spelled, empty, GOOD, "--config", "c")
-        assert (result.exit_code, result.stdout) == (1, "")
-        assert result.stderr.splitlines()[:2] == [
-            f"error: {missing}: no such directory; pass the run directory ezpz wrote",
-            f"error: {empty}: no metrics found (looked for metrics-<rank>.jsonl, metrics.jsonl "
-            "or a <run_id>.jsonl with 'metrics' records); if the run failed, pass --status fail",
-        ]
-
-
-def test_batch_error_without_the_path_gets_it(tmp_path):
-    run = tmp_path / "r"
-    shutil.copytree(RUNS / "minimal-1rank", run)
-    (run / "run_info.json").unlink()
-    for report in run.rglob("report-*.md"):
-        report.unlink()
-    result = run_group(run, GOOD, "--config", "c", "--keep-going")
-    assert result.exit_code == 1
-    assert [r["config"] for r in parse_csv(result.stdout)] == ["c"]
-    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("error: ")]
-    assert errors[0].startswith(f"error: {run}: cannot tell system, gpus, nodes of this run")
-    assert errors[1] == "error: 1 run failed; the other rows were written"
-
-
-@pytest.mark.parametrize("runs, said", [([GOOD], "appended 1 row to"),
-                                        ([GOOD, RUNS / "minimal-1rank"], "appended 2 rows to")])
-def test_append_says_what_it_did(tmp_path, runs, said):
-    out = tmp_path / "sub" / "results.csv"
-    result = run_group(*runs, "--config", "c", "--append", out)
-    assert (result.exit_code, result.stdout) == (0, "")
-    assert result.stderr.splitlines()[-1] == f"note: {said} {out}"
-    assert len(parse_csv(out.read_text())) == len(runs)
-    quiet = run_group(*runs, "--config", "d", "--append", out, "-q")
-    assert outcome(quiet) == (0, "", "")
-    assert len(parse_csv(out.read_text())) == 2 * len(runs)
-
-
-def test_append_keep_going_counts_only_written_rows(tmp_path):
-    out = tmp_path / "results.csv"
-    result = run_group(tmp_path / "gone", GOOD, "--config", "c", "--append", out, "--keep-going")
-    assert result.exit_code == 1
-    assert f"note: appended 1 row to {out}" in result.stderr.splitlines()
-    assert len(parse_csv(out.read_text())) == 1
-
-
-def test_json_with_several_runs_is_json_lines():
-    result = run_group(GOOD, RUNS / "minimal-1rank", "--config", "c", "--format", "json")
-    lines = result.stdout.splitlines()
-    assert len(lines) == 2
-    assert [json.loads(ln)["row"]["steps"] for ln in lines] == [
-        one_row(run_cli(r, "--config", "c"))["steps"] for r in (GOOD, RUNS / "minimal-1rank")]
-
-
-# ------------------------------------------------------------------ completion
+# -------------------------------------------------------------------------- completion
 
 
 def complete(cmd: click.Command, args: list[str], incomplete: str,
@@ -365,7 +240,7 @@ def test_bash_completion_through_the_console_script():
         0, ["plain,export", "plain,check", "plain,report", "plain,reproduce", "dir,"])
 
 
-# ------------------------------------------------------------------ lazy loading
+# ------------------------------------------------------------------------ lazy loading
 
 
 _HELP_AND_LIST = """

@@ -1,4 +1,5 @@
-"""``report PATH...``: the scaling study over results files (issue 14)."""
+"""The report subcommand (report.py, report_text.py, plot.py): the scaling study over
+results files, as text, JSON and a plot."""
 
 from __future__ import annotations
 
@@ -13,26 +14,35 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURE_NAMES, RUNS, _runner, error_line, run_cli
+from helpers import (
+    FIXTURE_NAMES,
+    PNG_SIGNATURE,
+    RUNS,
+    error_line,
+    run_cli,
+    run_report,
+    strip_ansi,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ezpz_amsc.commands.report import report_command
 from ezpz_amsc.options import MAX_COUNT
 from ezpz_amsc.report import build_report, read_sweep
 from ezpz_amsc.report_text import render_text
 from ezpz_amsc.row import HEADER
 
 ANSI = "\x1b["
+
+
 CFG = "agpt-2b/bs1/seq2048/tp1"
+
+
 # What a results file can hold in a label (non-blank text) and in a throughput cell.
 _text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=120).filter(
     lambda t: t.strip() != "")
+
+
 _rate = st.floats(min_value=0.001, max_value=1e15, allow_nan=False)
-
-
-def run_report(*args):
-    return _runner().invoke(report_command, [str(a) for a in args], catch_exceptions=False)
 
 
 class Sweep:
@@ -155,8 +165,6 @@ failed runs (1, not in the tables)
 """
 
 
-# --- the exact report -------------------------------------------------------------------------
-
 def test_synthetic_sweep_exact_report(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     scaling_sweep().write(tmp_path / "sweep.csv")
@@ -202,9 +210,14 @@ def test_synthetic_sweep_numbers_and_flags_as_data(tmp_path):
 
 # --- JSON = text ------------------------------------------------------------------------------
 
+
 _NUM = r"[-0-9.,e+]+%?x?"
+
+
 _GROUP_ROW = re.compile(rf"^(!?)\s+(\d+)\s+(\d+)\s+(\d+)\s+({_NUM})\s+({_NUM})\s+({_NUM})"
                         rf"\s+({_NUM}|-)\s+({_NUM}|-)$")
+
+
 _CROSS_ROW = re.compile(rf"^(!?)\s+(\d+)?\s+(\S+)\s+(\d+)\s+({_NUM})\s+({_NUM})\s+({_NUM})"
                         rf"\s+({_NUM}|-)$")
 
@@ -281,8 +294,6 @@ def test_json_has_no_nan_and_round_trips(tmp_path):
 
     assert json.loads(out, parse_constant=no_constant) == _report_of(p)
 
-
-# --- thresholds: each comparison at its edge --------------------------------------------------
 
 @pytest.mark.parametrize("tpg, kind, eff", [
     (10500, None, 1.05), (10510, "superlinear", 1.051),
@@ -367,6 +378,7 @@ def test_mfu_from_some_repeats_only(tmp_path):
 
 
 # --- input that is not clean ------------------------------------------------------------------
+
 
 def _without_sources(report: dict) -> list:
     return [{**g, "points": [{k: v for k, v in p.items() if k != "sources"} for p in g["points"]]}
@@ -492,6 +504,7 @@ def test_no_usable_row(tmp_path):
 
 # --- cross-machine ----------------------------------------------------------------------------
 
+
 def test_cross_machine_three_systems_and_a_missing_reference(tmp_path):
     p = (Sweep().add("aurora", 1, 12, 100).add("polaris", 1, 4, 300).add("sunspot", 1, 12, 90)
          .add("polaris", 2, 8, 290).add("sunspot", 2, 24, 80).add("aurora", 4, 48, 95)
@@ -520,6 +533,7 @@ def test_one_system_per_config_has_no_cross_machine_section(tmp_path):
 
 # --- the shipped runs -------------------------------------------------------------------------
 
+
 def test_report_on_rows_exported_from_the_shipped_runs(tmp_path):
     out = tmp_path / "runs.csv"
     for name in FIXTURE_NAMES:
@@ -542,8 +556,6 @@ def test_report_on_rows_exported_from_the_shipped_runs(tmp_path):
 
 
 # --- --plot -----------------------------------------------------------------------------------
-
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def test_plot_png_written_whole_and_report_unchanged(tmp_path):
@@ -575,7 +587,6 @@ def test_plot_svg_has_the_labels_legend_and_flags(tmp_path):
         assert f"<!-- {label} -->" in text, label
     for tick in (1, 2, 4, 8, 16, 32, 64):  # log2 axis, one tick per node count
         assert f"<!-- {tick} -->" in text
-
 
 
 @pytest.mark.parametrize("name", ["s.png", "s.svg"])
@@ -684,15 +695,13 @@ def test_plot_with_nothing_to_plot(tmp_path):
 
 # --- layout: 80 columns, colour ---------------------------------------------------------------
 
-_ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
-
 
 def test_colour_only_paints(tmp_path):
     p = scaling_sweep().write(tmp_path / "sweep.csv")
     rep = _report_of(p)
     plain, painted = render_text(rep), render_text(rep, colour=True)
     assert ANSI not in plain
-    assert _ANSI_RE.sub("", painted) == plain
+    assert strip_ansi(painted) == plain
     assert f"\x1b[1m{CFG} on aurora\x1b[0m" in painted
     assert "\x1b[33m!     8    96" in painted  # a flagged row
     assert "\x1b[33m!     2    24" not in painted
@@ -750,13 +759,14 @@ def test_every_line_fits_80_columns(tmp_path_factory, rows):
     p = s.write(tmp_path_factory.mktemp("w") / "s.csv")
     rep = _report_of(p)
     text = render_text(rep, colour=True)
-    for line in _ANSI_RE.sub("", text).splitlines():
+    for line in strip_ansi(text).splitlines():
         assert len(line) <= 80, line
         assert line.isprintable(), line
     assert json.loads(json.dumps(rep, allow_nan=False)) == rep
 
 
 # --- cheap to load ----------------------------------------------------------------------------
+
 
 _MODULES = """
 import json, sys
@@ -795,44 +805,6 @@ def test_smallest_and_largest_rates(tmp_path):
     assert "\n      1     1        1     0.001         0.001  1.000      -       -\n" in text
     # too wide for its column: fewer digits, never a cut-off number
     assert "\n      1  1000000        1  1.23457e+12   1,234,567.9  1.000      -       -\n" in text
-
-
-# --- the documented example is what the command prints -------------------------------------
-
-DOCS = Path(__file__).resolve().parents[1] / "docs"
-EXAMPLE = DOCS / "report-example"
-
-
-def _console_block(after: str) -> str:
-    text = (DOCS / "report.md").read_text()
-    start = text.index(after + "\n") + len(after) + 1
-    return text[start:text.index("```", start)]
-
-
-def test_docs_example_output_is_the_real_output(monkeypatch):
-    monkeypatch.chdir(EXAMPLE)
-    shown = _console_block("$ ezpz-amsc report sweep.csv --plot scaling.png")
-    assert run_report("sweep.csv").stdout == shown
-    block = _console_block("$ ezpz-amsc report sweep.csv --format json | jq "
-                           "'.groups[0].points[3], .groups[0].flags[0]'")
-    decoder = json.JSONDecoder()
-    point, end = decoder.raw_decode(block)
-    flag, _ = decoder.raw_decode(block[end:].lstrip())
-    rep = json.loads(run_report("sweep.csv", "--format", "json").stdout)
-    assert (point, flag) == (rep["groups"][0]["points"][3], rep["groups"][0]["flags"][0])
-    assert (EXAMPLE / "scaling.png").read_bytes().startswith(PNG_SIGNATURE)
-
-
-def test_docs_example_real_rows_are_what_the_shipped_runs_export(tmp_path):
-    out = tmp_path / "sweep.csv"
-    for name, config in [("fsdp_tp-1rank-launch", "fsdp_tp/debug"),
-                         ("fsdp_tp-2rank", "fsdp_tp/debug"),
-                         ("fsdp_tp-2rank-torchrun", "fsdp_tp/debug"),
-                         ("minimal-1rank", "minimal"), ("diffusion-1rank", "diffusion/debug")]:
-        assert run_cli(RUNS / name, "--config", config, "--append", out).exit_code == 0
-    documented = (EXAMPLE / "sweep.csv").read_text().splitlines()
-    assert out.read_text().splitlines() == documented[:6]
-    assert run_cli("--check", EXAMPLE / "sweep.csv").exit_code == 0
 
 
 # --- values pinned by mutation testing (tools/mutate.py) ---------------------------------------

@@ -1,4 +1,5 @@
-"""A results file shared by a team: modes, owners, no lock file, a second user (issue 15).
+"""Files and folders this tool creates, and who may write them (files.py): modes under a
+umask, owners kept, and a results file shared by two users of one group.
 
 The second-user tests need root (to become ``nobody`` and an unnamed uid in a
 subprocess, through ``os.setuid``); CI runs as root. Everything else runs as
@@ -7,54 +8,47 @@ any user.
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import grp
 import os
-import pwd
 import shutil
 import stat
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, RUNS, error_line, parse_csv, run_cli
+from helpers import (
+    REPO,
+    RUNS,
+    mode_of,
+    names_in,
+    parse_csv,
+    run_cli,
+    umask_of,
+)
 
-from ezpz_amsc import hook, sink
+from ezpz_amsc import hook
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.files import create_file, make_folders
 from ezpz_amsc.row import HEADER
 
 A = RUNS / "fsdp_tp-2rank"
 B = RUNS / "fsdp_tp-1rank-launch"
-ROW = ["2026-08-11T17:11:17Z", "Aurora", "sweep/0", "1", "12", "pass", "1.000", "", "", "", "",
-       "", "10", ""]
+
+
 IS_ROOT = os.geteuid() == 0
+
+
 needs_root = pytest.mark.skipif(
     not IS_ROOT, reason="not running as root: acting as a second user (os.setuid to nobody) "
                         "and giving folders another group need root; CI runs as root")
+
+
 NOBODY = 65534
+
+
 OTHER_UID = 40123  # a second non-root user with no passwd entry: shown by number
-
-
-def mode_of(p: Path) -> int:
-    return stat.S_IMODE(os.stat(p).st_mode)
-
-
-def names_in(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir())
-
-
-@contextlib.contextmanager
-def umask_of(mask: int):
-    old = os.umask(mask)
-    try:
-        yield mask
-    finally:
-        os.umask(old)
 
 
 @pytest.fixture(params=[0o002, 0o022], ids=["umask002", "umask022"])
@@ -63,7 +57,7 @@ def umask(request):
         yield mask
 
 
-# Modes of what the tool creates -------------------------------------------------
+# ------------------------------------------------------ modes of what the tool creates
 
 
 def test_new_results_file_and_folders_follow_the_umask(tmp_path, umask):
@@ -127,9 +121,6 @@ def test_make_folders_returns_only_what_it_made(tmp_path):
     assert make_folders(deep) == []
 
 
-# Appending to a file that exists ------------------------------------------------
-
-
 @pytest.mark.parametrize("mode", [0o600, 0o640, 0o664, 0o660])
 def test_append_keeps_mode_owner_and_group(tmp_path, mode):
     out = tmp_path / "runs.csv"
@@ -147,171 +138,7 @@ def test_append_keeps_mode_owner_and_group(tmp_path, mode):
     assert [r["config"] for r in parse_csv(out.read_text())] == ["a"]
 
 
-def test_no_companion_file_after_appends_and_refusals(tmp_path):
-    out = tmp_path / "runs.csv"
-    assert run_cli(A, "--config", "a", "--append", out).exit_code == 0
-    assert run_cli(A, B, "--config", "b", "--append", out).exit_code == 0
-    error_line(run_cli(A, "--config", "a", "--append", out))  # a duplicate: refused
-    assert names_in(tmp_path) == ["runs.csv"]
-    assert [r["config"] for r in parse_csv(out.read_text())] == ["a", "b", "b"]
-
-
-def test_a_writer_holding_the_lock_keeps_it_while_it_reads_the_file(tmp_path):
-    """Reading the header and the earlier runs must not drop the lock.
-
-    A record lock is dropped when its process closes any descriptor of the
-    file; a reader opened beside the locked one would let a second writer in.
-    """
-    out = tmp_path / "runs.csv"
-    sink.append_rows(out, [ROW])
-    ready, release = tmp_path / "ready", tmp_path / "release"
-    code = (
-        "import os, sys, time\n"
-        "from ezpz_amsc import sink\n"
-        "real = sink._write_all\n"
-        "def slow(fd, path, data):\n"  # header and duplicates already read under the lock
-        "    open(sys.argv[2], 'w').close()\n"
-        "    while not os.path.exists(sys.argv[3]):\n"
-        "        time.sleep(0.01)\n"
-        "    real(fd, path, data)\n"
-        "sink._write_all = slow\n"
-        "row = ['2026-08-11T17:11:17Z', 'Aurora', 'first', '1', '12', 'pass', '1.000'] + [''] * 7\n"
-        "sink.append_rows(sys.argv[1], [row])\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    holder = subprocess.Popen([sys.executable, "-c", code, str(out), str(ready), str(release)],
-                              env=env)
-    try:
-        deadline = time.monotonic() + 30
-        while not ready.exists():
-            assert holder.poll() is None and time.monotonic() < deadline
-            time.sleep(0.01)
-        with pytest.raises(AmscError, match="still locked by another writer after 0.2 s"):
-            sink.append_rows(out, [[*ROW[:2], "second", *ROW[3:]]], lock_timeout_sec=0.2)
-    finally:
-        release.touch()
-        assert holder.wait(timeout=30) == 0
-    assert [r["config"] for r in parse_csv(out.read_text())] == ["sweep/0", "first"]
-
-
-def test_a_writer_that_locked_a_removed_file_starts_over(tmp_path, monkeypatch):
-    """The creator of a file whose first write failed removes it; a writer that
-    had opened it meanwhile must not append to the removed file."""
-    out = tmp_path / "runs.csv"
-    real = sink._wait_for_lock
-    locked_fds = []
-
-    def removed_while_waiting(fd, *args):
-        if not locked_fds:
-            out.unlink()  # as the failed creator does, under its lock
-        locked_fds.append(fd)
-        real(fd, *args)
-
-    monkeypatch.setattr(sink, "_wait_for_lock", removed_while_waiting)
-    sink.append_rows(out, [ROW])
-    assert len(locked_fds) == 2
-    assert parse_csv(out.read_text()) == [dict(zip(HEADER, ROW, strict=True))]
-
-
-def test_failed_first_write_removes_the_new_file_and_folder(tmp_path, monkeypatch):
-    real_fsync = os.fsync
-
-    def quota(fd):
-        raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))
-
-    monkeypatch.setattr(os, "fsync", quota)
-    with pytest.raises(AmscError, match="cannot write results file: Disk quota exceeded"):
-        sink.append_rows(tmp_path / "new" / "runs.csv", [ROW])
-    monkeypatch.setattr(os, "fsync", real_fsync)
-    assert names_in(tmp_path) == []
-
-
-def test_failed_write_keeps_an_empty_file_someone_else_made(tmp_path, monkeypatch):
-    out = tmp_path / "runs.csv"
-    out.touch(mode=0o660)  # set up by hand for the team: not this writer's to remove
-    out.chmod(0o660)
-
-    def io_error(fd):
-        raise OSError(errno.EIO, "EIO")
-
-    monkeypatch.setattr(os, "fsync", io_error)
-    with pytest.raises(AmscError, match="cannot write results file: EIO; file left as it was"):
-        sink.append_rows(out, [ROW])
-    assert out.read_bytes() == b"" and mode_of(out) == 0o660
-
-
-def test_empty_file_left_by_a_writer_counts_as_new(tmp_path):
-    out = tmp_path / "runs.csv"
-    out.touch()
-    sink.append_rows(out, [ROW])
-    assert out.read_text().count("timestamp,system") == 1
-    assert len(parse_csv(out.read_text())) == 1
-
-
-def test_symlink_to_a_missing_file_is_a_clear_error(tmp_path):
-    link = tmp_path / "runs.csv"
-    link.symlink_to(tmp_path / "gone.csv")
-    with pytest.raises(AmscError, match=f"^{link}: a symlink to .*gone.csv, which does not exist"):
-        sink.append_rows(link, [ROW])
-
-
-# --check: can the rest of the group append? ----------------------------------------
-
-
-def _shared(tmp_path, file_mode, folder_mode):
-    folder = tmp_path / "results"
-    folder.mkdir()
-    out = folder / "runs.csv"
-    assert run_cli(A, "--config", "a", "--append", out).exit_code == 0
-    os.chmod(out, file_mode)
-    os.chmod(folder, folder_mode)
-    return folder, out
-
-
-def _described(p: Path) -> str:
-    st = os.stat(p)
-    return (f"owner {pwd.getpwuid(st.st_uid).pw_name}, group {grp.getgrgid(st.st_gid).gr_name}, "
-            f"mode {stat.S_IMODE(st.st_mode):04o}")
-
-
-def test_check_is_quiet_about_a_file_the_group_can_append_to(tmp_path):
-    folder, out = _shared(tmp_path, 0o664, 0o2775)
-    r = run_cli("--check", out)
-    assert r.exit_code == 0 and r.stderr == ""
-    assert r.stdout == f"{out}: 1 row, all readable by the dashboard\n"
-
-
-def test_check_notes_a_file_and_folder_the_group_cannot_write(tmp_path):
-    folder, out = _shared(tmp_path, 0o644, 0o755)
-    group = grp.getgrgid(os.stat(out).st_gid).gr_name
-    r = run_cli("--check", out)
-    assert r.exit_code == 0  # a note, not an error
-    assert r.stdout == f"{out}: 1 row, all readable by the dashboard\n"
-    assert r.stderr.splitlines() == [
-        f"note: {out}: other members of group {group} cannot append to it ({_described(out)}); "
-        f"to share it: chmod g+w {out}",
-        f"note: {folder}: other members of group {group} cannot create results files in it "
-        f"({_described(folder)}); to share it: chmod g+w {folder}",
-    ]
-    assert run_cli("--check", out, "-q").stderr == ""
-
-
-@pytest.mark.parametrize("folder_mode,fragment", [
-    (0o700, "cannot reach the files in it"),
-    (0o750, "cannot create results files in it"),
-    (0o775, "not setgid"),
-    (0o1775, "not setgid"),
-])
-def test_check_notes_what_keeps_the_group_out_of_the_folder(tmp_path, folder_mode, fragment):
-    folder, out = _shared(tmp_path, 0o664, folder_mode)
-    r = run_cli("--check", out)
-    assert r.exit_code == 0
-    (note,) = r.stderr.splitlines()
-    assert note.startswith(f"note: {folder}: ") and fragment in note
-    assert f"mode {folder_mode:04o}" in note
-
-
-# Two users of one group ---------------------------------------------------------
+# -------------------------------------------------------------- two users of one group
 
 
 @pytest.fixture
@@ -489,3 +316,210 @@ def test_the_append_itself_gives_the_same_reasons_as_the_pre_check(team_folder):
         f"group nogroup, mode 0755; its owner can share it: chmod g+w {shut}",
     ], r.stderr
     assert names_in(shut) == []
+
+
+# --- files.py: folders, files, and who may write them -----------------------------------------
+
+def _no_passwd_id() -> int:
+    """A uid and gid no user or group has: shown by number."""
+    import grp
+    import pwd
+
+    for n in range(3_999_999_999, 3_999_999_900, -1):
+        try:
+            pwd.getpwuid(n)
+            continue
+        except KeyError:
+            pass
+        try:
+            grp.getgrgid(n)
+        except KeyError:
+            return n
+    pytest.skip("no free uid")
+
+
+def test_a_file_in_the_way_of_a_folder_is_named(tmp_path):
+    from ezpz_amsc.errors import AmscError
+    from ezpz_amsc.files import make_folders
+
+    (tmp_path / "f").write_text("")
+    for target in (None, tmp_path / "f" / "sub" / "runs.csv"):
+        with pytest.raises(AmscError) as e:
+            make_folders(tmp_path / "f" / "sub", target)
+        shown = target or tmp_path / "f" / "sub"
+        assert str(e.value) == (f"{tmp_path / 'f'}: exists and is not a folder; "
+                                f"cannot create {shown} there")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f"]
+
+
+def test_a_folder_a_concurrent_writer_made_is_not_ours(tmp_path, monkeypatch):
+    import os
+
+    from ezpz_amsc.files import make_folders
+
+    real = os.mkdir
+
+    def racing(path, mode=0o777):
+        if os.fspath(path) == os.fspath(tmp_path / "a"):
+            real(path, mode)  # the other writer wins ...
+            raise FileExistsError(17, "File exists", os.fspath(path))  # ... and we are told
+        real(path, mode)
+
+    monkeypatch.setattr(os, "mkdir", racing)
+    assert make_folders(tmp_path / "a" / "b") == [tmp_path / "a" / "b"]
+    assert (tmp_path / "a" / "b").is_dir()
+
+
+def test_a_folder_that_cannot_be_made_says_why(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from ezpz_amsc.errors import AmscError
+    from ezpz_amsc.files import make_folders
+
+    def read_only(path, mode=0o777):
+        raise OSError(errno.EROFS, "Read-only file system", os.fspath(path))
+
+    monkeypatch.setattr(os, "mkdir", read_only)
+    with pytest.raises(AmscError) as e:
+        make_folders(tmp_path / "a")
+    assert str(e.value) == f"{tmp_path / 'a'}: cannot create folder: Read-only file system"
+
+
+def test_the_temporary_file_is_hidden_and_a_stale_one_is_never_written_into(tmp_path,
+                                                                           monkeypatch):
+    import os
+
+    from ezpz_amsc.errors import AmscError
+    from ezpz_amsc.files import create_file
+
+    seen = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (seen.append(sorted(os.listdir(tmp_path))),
+                                                 real_fsync(fd)))
+    create_file(tmp_path / "runs.csv", b"new\n")
+    assert seen == [[f".runs.csv.{os.getpid()}.tmp"]]  # only a hidden name while writing
+    assert (tmp_path / "runs.csv").read_bytes() == b"new\n"
+    # A temporary file left by a crashed writer with this pid: not opened, not linked.
+    stale = tmp_path / f".other.csv.{os.getpid()}.tmp"
+    stale.write_bytes(b"a much longer stale content\n")
+    with pytest.raises(AmscError):
+        create_file(tmp_path / "other.csv", b"new\n")
+    assert not (tmp_path / "other.csv").exists()
+
+
+def test_creating_over_a_folder_names_the_folder_whatever_failed(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from ezpz_amsc.errors import AmscError
+    from ezpz_amsc.files import create_file
+
+    (tmp_path / "d").mkdir()
+
+    def refused(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(os, "open", refused)
+    with pytest.raises(AmscError) as e:
+        create_file(tmp_path / "d", b"x", replace=True)
+    assert str(e.value) == f"{tmp_path / 'd'}: is a directory; cannot write a file there"
+
+
+def test_creating_in_a_folder_that_refuses_names_the_folder_and_its_mode(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from ezpz_amsc.errors import AmscError
+    from ezpz_amsc.files import create_file, describe
+
+    tmp_path.chmod(0o755)
+
+    def refused(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(os, "open", refused)
+    with pytest.raises(AmscError) as e:
+        create_file(tmp_path / "runs.csv", b"x")
+    me = _me()
+    assert str(e.value) == (
+        f"{tmp_path}: cannot create runs.csv there: not writable by you ({me}): "
+        f"{describe(os.stat(tmp_path))}; its mode allows it, so an ACL or the file server "
+        "(root squash, read-only export) refuses")
+
+
+def _me() -> str:
+    import os
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return str(os.geteuid())
+
+
+@pytest.mark.parametrize("mode,need,words,fix", [
+    (0o300, "rw", "readable", "u+r"),  # write and search, no read
+    (0o600, "wx", "searchable", "u+x"),
+    (0o400, "wx", "writable and searchable", "u+wx"),
+])
+def test_permission_error_names_what_the_owner_lacks(tmp_path, mode, need, words, fix):
+    import os
+
+    from ezpz_amsc.files import describe, permission_error
+
+    p = tmp_path / "x"
+    p.mkdir() if "x" in need else p.write_text("")
+    p.chmod(mode)
+    try:
+        msg = str(permission_error(p, need))
+        assert msg == (f"{p}: not {words} by you ({_me()}): {describe(os.stat(p))}; "
+                       f"to fix: chmod {fix} {p}")
+    finally:
+        p.chmod(0o700)
+
+
+def test_permission_error_for_a_need_without_write_names_its_first_letter(tmp_path):
+    from ezpz_amsc.files import permission_error
+
+    p = tmp_path / "x"
+    p.write_text("")
+    p.chmod(0o644)
+    assert str(permission_error(p, "r")).startswith(f"{p}: not readable by you")
+
+
+def test_permission_error_on_what_cannot_even_be_seen(tmp_path):
+    from ezpz_amsc.files import permission_error
+
+    gone = tmp_path / "gone"
+    assert str(permission_error(gone, "rw")) == f"{gone}: permission denied"
+    assert str(permission_error(gone, "wx", "cannot create x there")) == (
+        f"{gone}: cannot create x there: permission denied")
+
+
+def test_owner_and_group_without_a_name_are_shown_by_number():
+    import os
+
+    from ezpz_amsc.files import describe
+
+    n = _no_passwd_id()
+    st = os.stat_result((0o100640, 0, 0, 1, n, n, 0, 0, 0, 0))
+    assert describe(st) == f"owner {n}, group {n}, mode 0640"
+
+
+def test_a_file_of_my_group_but_not_mine_is_judged_by_its_group_bits(tmp_path, monkeypatch):
+    import os
+
+    from ezpz_amsc.files import describe, permission_error
+
+    p = tmp_path / "runs.csv"
+    p.write_text("")
+    p.chmod(0o640)
+    n = _no_passwd_id()
+    st = os.stat(p)
+    monkeypatch.setattr(os, "geteuid", lambda: n)  # someone else, of the file's group ...
+    monkeypatch.setattr(os, "getegid", lambda: st.st_gid)
+    monkeypatch.setattr(os, "getgroups", lambda: [])  # ... as their primary group only
+    assert str(permission_error(p, "rw")) == (
+        f"{p}: not writable by you ({n}): {describe(st)}; its owner can share it: "
+        f"chmod g+w {p}")

@@ -1,0 +1,258 @@
+"""The check subcommand (and its ``--check`` alias): a results file read as the dashboard
+reads it, what keeps the group from appending, and ``check --provenance``."""
+
+from __future__ import annotations
+
+import csv
+import grp
+import io
+import os
+import pwd
+import stat
+from pathlib import Path
+
+import pytest
+from helpers import (
+    RUNS,
+    error_line,
+    export_with_records,
+    five_runs,
+    outcome,
+    parse_csv,
+    records_in,
+    run_cli,
+    run_group,
+)
+
+from ezpz_amsc.records import load_record
+from ezpz_amsc.row import HEADER
+
+pytestmark = pytest.mark.usefixtures("clean_hook_env")
+
+A = RUNS / "fsdp_tp-2rank"
+B = RUNS / "fsdp_tp-1rank-launch"
+C = RUNS / "minimal-1rank"
+GOOD = A
+HEADER_LINE = ",".join(HEADER)
+
+
+# -------------------------------------------------------------- reading a results file
+
+
+def _write(tmp_path, *lines, name="runs.csv"):
+    p = tmp_path / name
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+GOOD_ROW = "2026-11-29T22:18:43Z,localhost,c,1,2,pass,4.034,3930.349,1965.174,,0.014,7.989204,30,"
+
+
+def test_check_clean_file(tmp_path):
+    p = _write(tmp_path, HEADER_LINE, GOOD_ROW)
+    r = run_cli("--check", p)
+    assert r.exit_code == 0
+    assert "1 row, all readable" in r.stdout
+
+
+def test_check_file_written_by_append_is_clean(tmp_path):
+    out = tmp_path / "runs.csv"
+    run_cli(A, B, C, "--config", "c", "--append", out)
+    assert run_cli("--check", out).exit_code == 0
+
+
+@pytest.mark.parametrize("bad_row,problem", [
+    (GOOD_ROW.replace(",1,2,", ",one,2,"), "nodes 'one' is not an integer"),
+    (GOOD_ROW.replace(",1,2,", ",1,2.5,"), "gpus '2.5' is not an integer"),
+    (GOOD_ROW.replace(",4.034,", ",,"), "wall_time_sec is empty"),
+    (GOOD_ROW.replace(",4.034,", ",fast,"), "wall_time_sec 'fast' is not a number"),
+    (GOOD_ROW.replace("3930.349", "n/a"), "throughput_tokens_per_sec 'n/a' is not a number"),
+    (GOOD_ROW.replace(",pass,", ",ok,"), "status 'ok' is not pass or fail"),
+    (GOOD_ROW.replace("2026-11-29T22:18:43Z", "29/11/2026"), "timestamp '29/11/2026'"),
+    (GOOD_ROW + ",extra", "15 cells, header has 14"),
+    (GOOD_ROW.replace(",1,2,", ",0,2,"), "nodes '0' is below 1"),
+    (GOOD_ROW.replace(",1,2,", ",1,0,"), "gpus '0' is below 1"),
+    (GOOD_ROW.replace(",0.014,", ",inf,"), "tflops 'inf' is not finite"),
+])
+def test_check_reports_bad_lines_by_number(tmp_path, bad_row, problem):
+    p = _write(tmp_path, HEADER_LINE, GOOD_ROW.replace(",c,", ",other,"), bad_row)
+    r = run_cli("--check", p)
+    assert r.exit_code == 1
+    assert f"{p}:3: {problem}" in r.stderr
+    assert f"{p}:2:" not in r.stderr
+    assert r.stderr.splitlines()[-1].startswith("error: ")
+
+
+def test_check_reads_a_header_without_the_optional_columns(tmp_path):
+    # An older results file: no mfu, tflops or error column. Its rows are read
+    # as they are; a column the header lacks is not a cell to complain about.
+    header = ",".join(c for c in HEADER if c not in ("mfu", "tflops", "error"))
+    p = _write(tmp_path, header, "2026-11-29T22:18:43Z,localhost,c,1,2,pass,4.034,3930.349,"
+               "1965.174,7.989204,30")
+    r = run_cli("--check", p, "-q")  # -q: no notes on who else may append
+    assert r.stderr == (f"{p}:1: header differs from this tool's (order or columns)\n"
+                        f"error: {p}: 1 problem in 1 row\n")
+    assert r.exit_code == 1 and r.stdout == ""
+
+
+def test_check_duplicate_rows(tmp_path):
+    p = _write(tmp_path, HEADER_LINE, GOOD_ROW, GOOD_ROW)
+    r = run_cli("--check", p)
+    assert f"{p}:3: same run as line 2" in r.stderr and r.exit_code == 1
+
+
+def test_check_missing_required_column(tmp_path):
+    p = _write(tmp_path, "timestamp,system,config", "x,y,z")
+    line = error_line(run_cli("--check", p))
+    assert "lacks required columns nodes, gpus, status, wall_time_sec" in line
+
+
+def test_check_takes_no_run_dir(tmp_path):
+    line = error_line(run_cli(A, "--check", tmp_path / "x.csv"))
+    assert "--check takes no RUN_DIR" in line
+
+
+@pytest.fixture
+def results_files(tmp_path):
+    clean = tmp_path / "clean.csv"
+    clean.write_text(run_cli(GOOD, "--config", "c").stdout)
+    bad = tmp_path / "bad.csv"
+    bad.write_text(clean.read_text() + clean.read_text().splitlines()[1] + "\n")
+    return clean, bad
+
+
+def test_check_alias_and_subcommand_agree(results_files):
+    for path in results_files:
+        alias = run_group("--check", path)
+        assert outcome(run_group("check", path)) == outcome(alias) == outcome(
+            run_cli("--check", path))
+    clean, bad = results_files
+    # -q: no notes on who else may append (tmp_path is private to this user)
+    assert outcome(run_group("check", clean, "-q")) == (
+        0, f"{clean}: 1 row, all readable by the dashboard\n", "")
+    code, out, err = outcome(run_group("check", bad, "-q"))
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [f"{bad}:3: same run as line 2",
+                                f"error: {bad}: 1 problem in 2 rows"]
+
+
+# --------------------------------------------------- can the rest of the group append?
+
+
+def _shared(tmp_path, file_mode, folder_mode):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    out = folder / "runs.csv"
+    assert run_cli(A, "--config", "a", "--append", out).exit_code == 0
+    os.chmod(out, file_mode)
+    os.chmod(folder, folder_mode)
+    return folder, out
+
+
+def _described(p: Path) -> str:
+    st = os.stat(p)
+    return (f"owner {pwd.getpwuid(st.st_uid).pw_name}, group {grp.getgrgid(st.st_gid).gr_name}, "
+            f"mode {stat.S_IMODE(st.st_mode):04o}")
+
+
+def test_check_is_quiet_about_a_file_the_group_can_append_to(tmp_path):
+    folder, out = _shared(tmp_path, 0o664, 0o2775)
+    r = run_cli("--check", out)
+    assert r.exit_code == 0 and r.stderr == ""
+    assert r.stdout == f"{out}: 1 row, all readable by the dashboard\n"
+
+
+def test_check_notes_a_file_and_folder_the_group_cannot_write(tmp_path):
+    folder, out = _shared(tmp_path, 0o644, 0o755)
+    group = grp.getgrgid(os.stat(out).st_gid).gr_name
+    r = run_cli("--check", out)
+    assert r.exit_code == 0  # a note, not an error
+    assert r.stdout == f"{out}: 1 row, all readable by the dashboard\n"
+    assert r.stderr.splitlines() == [
+        f"note: {out}: other members of group {group} cannot append to it ({_described(out)}); "
+        f"to share it: chmod g+w {out}",
+        f"note: {folder}: other members of group {group} cannot create results files in it "
+        f"({_described(folder)}); to share it: chmod g+w {folder}",
+    ]
+    assert run_cli("--check", out, "-q").stderr == ""
+
+
+@pytest.mark.parametrize("folder_mode,fragment", [
+    (0o700, "cannot reach the files in it"),
+    (0o750, "cannot create results files in it"),
+    (0o775, "not setgid"),
+    (0o1775, "not setgid"),
+])
+def test_check_notes_what_keeps_the_group_out_of_the_folder(tmp_path, folder_mode, fragment):
+    folder, out = _shared(tmp_path, 0o664, folder_mode)
+    r = run_cli("--check", out)
+    assert r.exit_code == 0
+    (note,) = r.stderr.splitlines()
+    assert note.startswith(f"note: {folder}: ") and fragment in note
+    assert f"mode {folder_mode:04o}" in note
+
+
+# ------------------------------------------------------------------ check --provenance
+
+
+@pytest.fixture
+def published(fixture_run, tmp_path):
+    runs = five_runs(fixture_run)
+    results, folder = tmp_path / "res.csv", tmp_path / "records"
+    assert export_with_records(runs, results, folder, "-q").exit_code == 0
+    return results, folder
+
+
+def test_check_with_records_clean(published):
+    results, folder = published
+    result = run_group("check", results, "--provenance", folder, "-q")
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout == (f"{results}: 5 rows, all readable by the dashboard; "
+                             f"5 records in {folder}, one per row\n")
+    assert run_cli("--check", results, "--provenance", folder, "-q").stdout == result.stdout
+
+
+def _rewrite(results: Path, edit) -> None:
+    rows = list(csv.reader(io.StringIO(results.read_text())))
+    edit(rows)
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)
+    results.write_text(buf.getvalue())
+
+
+def test_check_names_missing_orphan_and_mismatched_records(published):
+    results, folder = published
+    paths = records_in(folder)
+    by_line = {load_record(p)["row"]["timestamp"]: p for p in paths}
+    rows = parse_csv(results.read_text())
+    lines = {r["timestamp"]: i + 2 for i, r in enumerate(rows)}
+    missing, orphan, changed = rows[0], rows[1], rows[2]
+    by_line[missing["timestamp"]].unlink()
+
+    def edit(table):
+        table[lines[changed["timestamp"]] - 1][HEADER.index("tflops")] = "9.999"
+        del table[lines[orphan["timestamp"]] - 1]
+
+    _rewrite(results, edit)
+    stray = folder / "notes.json"
+    stray.write_text("{}")
+    (folder / ".x.json.123.tmp").write_text("half")  # an interrupted write: not a record
+    result = run_group("check", results, "--provenance", folder, "-q")
+    assert result.exit_code == 1
+    orphan_key = ", ".join(orphan[c] for c in ("timestamp", "system", "config", "nodes", "gpus"))
+    changed_line = lines[changed["timestamp"]] - 1  # one line above it was deleted
+    assert sorted(result.stderr.splitlines()) == sorted([
+        f"{stray}: not an ezpz-amsc provenance record (no schema version)",
+        f"{results}:{lines[missing['timestamp']]}: no provenance record in {folder}",
+        f"{results}:{changed_line}: differs from its record {by_line[changed['timestamp']]}: "
+        f"tflops '9.999' in the file, {changed['tflops']!r} in the record",
+        f"{by_line[orphan['timestamp']]}: no row in {results} for its run ({orphan_key})",
+        f"error: {results}: 4 problems in 4 rows and 4 records",
+    ])
+
+
+def test_check_with_a_missing_records_folder(published, tmp_path):
+    results, _ = published
+    assert error_line(run_group("check", results, "--provenance", tmp_path / "nope")) == (
+        f"error: {tmp_path / 'nope'}: no such folder; --provenance needs the folder of the "
+        "records")

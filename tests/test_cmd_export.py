@@ -1,0 +1,535 @@
+"""The export subcommand: option values refused on the command line, batches of runs,
+what ``--append`` says, ``--no-header``, and every note the export prints, each
+silenced by ``--quiet``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from helpers import (
+    HUGE,
+    MFU_NOTE,
+    RUNS,
+    error_line,
+    good_run,
+    launch,
+    notes_of,
+    one_row,
+    outcome,
+    parse_csv,
+    run_cli,
+    run_group,
+    simple_steps,
+    step,
+    write_jsonl,
+    write_run,
+    write_run_info,
+)
+
+from ezpz_amsc.export import batch_notes
+
+A = RUNS / "fsdp_tp-2rank"
+B = RUNS / "fsdp_tp-1rank-launch"
+C = RUNS / "minimal-1rank"
+
+
+# -------------------------------------------------------------- option values (exit 2)
+
+
+@pytest.mark.parametrize("args,fragment", [
+    ([A], "missing option '--config'. Pass the benchmark label"),
+    ([A, "--config", "   "], "invalid value for '--config': must not be empty"),
+    ([A, "--config", "c", "--reducer", "p99"],
+     "invalid value for '--reducer': 'p99' is not one of 'median', 'mean',"),
+    ([A, "--config", "c", "--warmup", "x"], "'x' is not a valid integer"),
+    ([A, "--config", "c", "--status", "ok"], "'ok' is not one of 'pass', 'fail'"),
+    ([A, "--config", "c", "--gpus", "-3"],
+     "invalid value for '--gpus': must be 1 or more, got -3"),
+    ([A, "--config", "c", "--wall-time-sec", "-5"],
+     "invalid value for '--wall-time-sec': must be a positive"),
+    ([A, "--config", "c", "--wall-time-sec", "nan"],
+     "invalid value for '--wall-time-sec': must be a positive"),
+    ([A, "--config", "c", "--timestamp", "yesterday"],
+     "invalid value for '--timestamp': must look like"),
+    ([A, "--config", "a\nb"], "--config must be a single line"),
+    ([A, "--config", "c", "--bogus"], "no such option"),
+    ([RUNS / "does-not-exist", "--config", "c"], "no such directory"),
+    ([A / "run_info.json", "--config", "c"], "not a directory"),
+])
+def test_usage_and_path_errors(args, fragment):
+    line = error_line(run_cli(*args))
+    assert fragment in line
+
+
+def _invalid(flag: str, value: str, reason: str) -> tuple[list[str], str]:
+    """A case of the table below: the flag and value, and the error line's text."""
+    return [flag, value], f"invalid value for '{flag}': {reason}"
+
+
+@pytest.mark.parametrize("args, line", [
+    _invalid("--reducer", "avg", "'avg' is not one of 'median', 'mean', 'max', 'min', 'last'."),
+    _invalid("--nodes", "0", "must be 1 or more, got 0"),
+    _invalid("--gpus", "0", "must be 1 or more, got 0"),
+    _invalid("--nodes", "1000001", "1000001 is not a plausible count (more than 1,000,000)"),
+    _invalid("--gpus", "1000001", "1000001 is not a plausible count (more than 1,000,000)"),
+    _invalid("--warmup", "-1", "must be 0 or more, got -1"),
+    _invalid("--wall-time-sec", "-1", "must be a positive number of seconds, got -1.0"),
+    _invalid("--wall-time-sec", "0", "must be a positive number of seconds, got 0.0"),
+    _invalid("--wall-time-sec", "inf", "must be a positive number of seconds, got inf"),
+    _invalid("--timestamp", "2026-08-11 17:11",
+             "must look like 2026-08-11T17:11:17Z, got '2026-08-11 17:11'"),
+    _invalid("--lock-timeout", "-1", "must be 0 or more seconds, got -1.0"),
+    _invalid("--lock-timeout", "nan", "must be 0 or more seconds, got nan"),
+    _invalid("--config", "",
+             "must not be empty; pass the benchmark label, e.g. --config agpt-2b/bs1/seq2048/tp1"),
+    _invalid("--append", "", "empty path (is the variable that should hold it unset?)"),
+    _invalid("--append", " ", "empty path (is the variable that should hold it unset?)"),
+])
+def test_bad_command_line_values_exit_2(tmp_path, args, line):
+    full = [A, *(["--config", "c"] if "--config" not in args else []), *args]
+    for result in (run_cli(*full), run_group(*full)):
+        assert error_line(result) == f"error: {line}"
+        assert result.exit_code == 2
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("flag,value", [("--gpus", "-1")])
+def test_counts_below_one_from_flags_are_refused(tmp_path, flag, value):
+    run = good_run(tmp_path / "run")
+    result = run_cli(run, "--config", "c", flag, value)
+    assert f"invalid value for '{flag}': must be 1 or more, got {value}" in error_line(result)
+    assert result.exit_code == 2
+
+
+@pytest.mark.parametrize("flag", ["--gpus", "--nodes"])
+@pytest.mark.parametrize("value,shown", [(HUGE, "100000000000... (401 digits)")])
+def test_absurd_count_from_flags_is_refused(tmp_path, flag, value, shown):
+    run = good_run(tmp_path / "run")
+    result = run_cli(run, "--config", "c", flag, value)
+    assert error_line(result) == (f"error: invalid value for '{flag}': {shown} is not a "
+                                  "plausible count (more than 1,000,000)")
+    assert result.exit_code == 2
+
+
+@pytest.mark.parametrize("flag", ["--config", "--system", "--error"])
+@pytest.mark.parametrize("value", ["l1\nl2", "\udcff", "a\tb", "x\u2028"])
+def test_unprintable_flag_text_is_refused(tmp_path, flag, value):
+    run = good_run(tmp_path / "run")
+    args = ["--config", "c", flag, value] if flag != "--config" else [flag, value]
+    line = error_line(run_cli(run, *args))
+    assert f"{flag} must be a single line of printable text" in line
+
+
+@pytest.mark.parametrize("text", ["2026-8-1T1:1:1Z", "1000-1-1T0:0:0Z", "2026-08-11T23:59:61Z",
+                                  "0001-01-01T00:00:00Z", "2026-08-11T17:11:17"])
+def test_timestamp_flag_must_be_exactly_the_row_format(tmp_path, text):
+    """Regression (fuzzer): strptime took non-padded fields and leap seconds verbatim."""
+    run = good_run(tmp_path / "run")
+    result = run_cli(run, "--config", "c", "--timestamp", text)
+    line = error_line(result)
+    assert (f"invalid value for '--timestamp': must look like 2026-08-11T17:11:17Z, "
+            f"got {text!r}") in line
+    assert result.exit_code == 2
+    ok = one_row(run_cli(run, "--config", "c", "--timestamp", "2019-12-31T23:59:59Z"))
+    assert ok["timestamp"] == "2019-12-31T23:59:59Z"
+
+
+@pytest.mark.parametrize("text", ["2014-12-31T23:59:59Z", "2100-01-01T00:00:00Z"])
+def test_timestamp_flag_outside_2015_to_now_is_refused(tmp_path, text):
+    r = run_cli(launch(tmp_path), "--config", "c", "--timestamp", text)
+    assert error_line(r) == (f"error: invalid value for '--timestamp': {text} is before 2015 "
+                             "or later than now")
+    assert r.exit_code == 2
+
+
+@pytest.mark.parametrize("flag", ["--config", "--system", "--error"])
+@pytest.mark.parametrize("value", ["=1+1", "+SUM(A1:A9)", "@cmd", "-x", "-=1"])
+def test_formula_like_flag_is_refused(tmp_path, flag, value):
+    args = ["--config", "c", flag, value] if flag != "--config" else [flag, value]
+    r = run_cli(launch(tmp_path), *args)
+    assert error_line(r) == (f"error: invalid value for '{flag}': {value!r} would run as a formula "
+                             "when the CSV is opened in a spreadsheet (it starts with =, +, @ or "
+                             "- and no digit)")
+    assert r.exit_code == 2
+
+
+@pytest.mark.parametrize("value", ["-5", "-0.5 nodes", "a=b", "x-y", "-"])
+def test_negative_numbers_and_inner_signs_are_fine(tmp_path, value):
+    row = one_row(run_cli(launch(tmp_path), "--config", value, "--error", value))
+    assert (row["config"], row["error"]) == (value, value)
+
+
+# ----------------------------------------------------------------------------- batches
+
+
+def test_batch_rows_in_order_one_header(tmp_path):
+    r = run_cli(C, A, B, "--config", "c")
+    assert r.exit_code == 0, r.stderr
+    rows = parse_csv(r.stdout)
+    assert [x["steps"] for x in rows] == ["34", "30", "30"]
+    assert [x["gpus"] for x in rows] == ["1", "2", "1"]
+    assert r.stdout.count("timestamp,system") == 1
+
+
+def test_batch_append_single_write(tmp_path):
+    out = tmp_path / "runs.csv"
+    assert run_cli(A, B, "--config", "c", "--append", out).exit_code == 0
+    assert len(parse_csv(out.read_text())) == 2
+
+
+def test_batch_with_a_failure_writes_nothing(tmp_path):
+    out = tmp_path / "runs.csv"
+    bad1, bad2 = tmp_path / "missing1", tmp_path / "missing2"
+    r = run_cli(A, bad1, B, bad2, "--config", "c", "--append", out)
+    assert r.exit_code == 1
+    errs = r.stderr.splitlines()
+    assert errs[0].startswith(f"error: {bad1}: ") and errs[1].startswith(f"error: {bad2}: ")
+    assert "2 runs failed; nothing written" in errs[2]
+    assert not out.exists()
+    assert "Traceback" not in r.stderr
+
+
+def test_batch_keep_going_writes_good_rows_and_fails(tmp_path):
+    out = tmp_path / "runs.csv"
+    bad = tmp_path / "missing"
+    r = run_cli(A, bad, B, "--config", "c", "--append", out, "--keep-going")
+    assert r.exit_code == 1
+    assert f"error: {bad}: " in r.stderr
+    assert [x["steps"] for x in parse_csv(out.read_text())] == ["30", "30"]
+
+
+def test_batch_same_dir_twice_is_a_duplicate(tmp_path):
+    out = tmp_path / "runs.csv"
+    line = error_line(run_cli(A, A, "--config", "c", "--append", out))
+    assert "rows 1 and 2 of this export are the same run" in line
+
+
+def test_batch_errors_name_the_path_once(tmp_path):
+    missing = tmp_path / "gone"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for spelled in (str(missing), f"{missing}/"):
+        result = run_group(spelled, empty, A, "--config", "c")
+        assert (result.exit_code, result.stdout) == (1, "")
+        assert result.stderr.splitlines()[:2] == [
+            f"error: {missing}: no such directory; pass the run directory ezpz wrote",
+            f"error: {empty}: no metrics found (looked for metrics-<rank>.jsonl, metrics.jsonl "
+            "or a <run_id>.jsonl with 'metrics' records); if the run failed, pass --status fail",
+        ]
+
+
+def test_batch_error_without_the_path_gets_it(tmp_path):
+    run = tmp_path / "r"
+    shutil.copytree(RUNS / "minimal-1rank", run)
+    (run / "run_info.json").unlink()
+    for report in run.rglob("report-*.md"):
+        report.unlink()
+    result = run_group(run, A, "--config", "c", "--keep-going")
+    assert result.exit_code == 1
+    assert [r["config"] for r in parse_csv(result.stdout)] == ["c"]
+    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("error: ")]
+    assert errors[0].startswith(f"error: {run}: cannot tell system, gpus, nodes of this run")
+    assert errors[1] == "error: 1 run failed; the other rows were written"
+
+
+@pytest.mark.parametrize("runs, said", [([A], "appended 1 row to"),
+                                        ([A, RUNS / "minimal-1rank"], "appended 2 rows to")])
+def test_append_says_what_it_did(tmp_path, runs, said):
+    out = tmp_path / "sub" / "results.csv"
+    result = run_group(*runs, "--config", "c", "--append", out)
+    assert (result.exit_code, result.stdout) == (0, "")
+    assert result.stderr.splitlines()[-1] == f"note: {said} {out}"
+    assert len(parse_csv(out.read_text())) == len(runs)
+    quiet = run_group(*runs, "--config", "d", "--append", out, "-q")
+    assert outcome(quiet) == (0, "", "")
+    assert len(parse_csv(out.read_text())) == 2 * len(runs)
+
+
+def test_append_keep_going_counts_only_written_rows(tmp_path):
+    out = tmp_path / "results.csv"
+    result = run_group(tmp_path / "gone", A, "--config", "c", "--append", out, "--keep-going")
+    assert result.exit_code == 1
+    assert f"note: appended 1 row to {out}" in result.stderr.splitlines()
+    assert len(parse_csv(out.read_text())) == 1
+
+
+def test_json_with_several_runs_is_json_lines():
+    result = run_group(A, RUNS / "minimal-1rank", "--config", "c", "--format", "json")
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2
+    assert [json.loads(ln)["row"]["steps"] for ln in lines] == [
+        one_row(run_cli(r, "--config", "c"))["steps"] for r in (A, RUNS / "minimal-1rank")]
+
+
+def test_batch_says_a_shared_note_once_naming_the_runs(tmp_path):
+    a, b = RUNS / "minimal-1rank", RUNS / "fsdp_tp-2rank"
+    r = run_cli(a, b, "--config", "c", "--warmup", "32")
+    assert len(parse_csv(r.stdout)) == 2
+    assert notes_of(r) == [
+        f"{MFU_NOTE} (all 2 runs)",
+        f"{b}: --warmup 32 leaves no dt, tps, tps_per_gpu, mfu or tflops values; reduced all "
+        "30 steps"]
+    c = RUNS / "fsdp_tp-1rank-launch"
+    r = run_cli(a, b, c, "--config", "c", "--warmup", "32")
+    assert notes_of(r) == [
+        f"{MFU_NOTE} (all 3 runs)",
+        "--warmup 32 leaves no dt, tps, tps_per_gpu, mfu or tflops values; reduced all 30 steps "
+        f"(runs {b}, {c})"]
+
+
+def test_batch_notes_lose_no_run():
+    got = batch_notes([("A", ["x", "only a"]), ("B", ["x", "y"]), ("C", ["y", "x", "x"])], 4)
+    assert got == ["x (runs A, B, C)", "A: only a", "y (runs B, C)"]
+    assert batch_notes([("A", ["x"]), ("B", ["x"])], 2) == ["x (all 2 runs)"]
+    assert batch_notes([("A", ["x"])], 1) == ["A: x"]
+    assert batch_notes([], 0) == []
+
+
+def test_no_header():
+    r = run_cli(RUNS / "fsdp_tp-2rank", "--config", "c", "--no-header")
+    assert r.exit_code == 0
+    assert len(r.stdout.splitlines()) == 1
+    assert r.stdout.startswith("2026-11-29T22:18:43Z,")
+
+
+# ------------------------------------------------------------------ notes, and --quiet
+
+
+def test_error_text_on_a_passing_run_gets_a_note():
+    r = run_cli(RUNS / "minimal-1rank", "--config", "c", "--error", "OOM at step 9")
+    assert one_row(r)["error"] == "OOM at step 9"  # kept as given: only the note is added
+    assert notes_of(r) == [MFU_NOTE, "--error 'OOM at step 9' is set but the status is "
+                                            "pass; pass --status fail if the run failed"]
+    failed = run_cli(RUNS / "minimal-1rank", "--config", "c", "--error", "OOM", "--status",
+                     "fail")
+    assert notes_of(failed) == [MFU_NOTE]
+
+
+@pytest.mark.parametrize(("values", "note"), [
+    ([1.0, float("nan"), 3.0], "dropped 1 non-finite value (tps 1)"),
+    ([float("nan"), float("inf"), 3.0], "dropped 2 non-finite values (tps 2)"),
+])
+def test_counted_notes_agree_with_their_count(tmp_path, values, note):
+    recs = [step(i, dt=1.0, tps=v) for i, v in enumerate(values, 1)]
+    write_jsonl(tmp_path / "run" / "metrics-0.jsonl", recs)
+    write_run_info(tmp_path / "run", world_size="1")
+    r = run_cli(tmp_path / "run", "--config", "c", "--warmup", "0")
+    assert note in notes_of(r)
+    assert "derived as global / 1 gpu (no per-GPU" in r.stderr  # not "1 gpus"
+
+
+Build = Callable[[Path], tuple[Path, list[str]]]
+
+
+def rank0_silent(tmp: Path) -> tuple[Path, list[str]]:
+    run = write_run(tmp / "run", [], metrics_name="metrics-0.jsonl")
+    write_jsonl(run / "metrics-1.jsonl", [step(i, rank=1, dt=0.5, tps=9.0) for i in (1, 2, 3)])
+    return run, []
+
+
+def nonfinite(tmp: Path) -> tuple[Path, list[str]]:
+    recs = simple_steps(4)
+    recs[2]["metrics"]["train/tps"] = float("nan")
+    return write_run(tmp / "run", recs), []
+
+
+def unparsable(tmp: Path) -> tuple[Path, list[str]]:
+    recs: list = simple_steps(4)
+    recs.insert(2, '{"timestamp": 1, "rank": 0, "metrics": {"train/iter": 2')
+    return write_run(tmp / "run", recs), []
+
+
+def truncated(tmp: Path) -> tuple[Path, list[str]]:
+    run = write_run(tmp / "run", simple_steps(4))
+    with open(run / "metrics-0.jsonl", "a") as f:
+        f.write('{"timestamp": 1795990005.0, "rank": 0, "metrics": {"train/it')
+    return run, []
+
+
+def no_finalize(tmp: Path) -> tuple[Path, list[str]]:
+    write_jsonl(tmp / "run" / "metrics-0.jsonl", simple_steps(4))
+    return tmp / "run", ["--system", "Aurora", "--nodes", "1", "--gpus", "1"]
+
+
+def wall_flag(tmp: Path) -> tuple[Path, list[str]]:
+    return write_run(tmp / "run", simple_steps(4)), ["--wall-time-sec", "99"]
+
+
+def per_gpu_only(tmp: Path) -> tuple[Path, list[str]]:
+    recs = [step(i, dt=0.5, tps_per_gpu=500.0) for i in (1, 2, 3)]
+    return write_run(tmp / "run", recs, world_size="2", WORLD_SIZE_IN_USE="2"), []
+
+
+def global_only(tmp: Path) -> tuple[Path, list[str]]:
+    return write_run(tmp / "run", simple_steps(3), world_size="2", WORLD_SIZE_IN_USE="2"), []
+
+
+def mfu_zero(tmp: Path) -> tuple[Path, list[str]]:
+    return write_run(tmp / "run", simple_steps(3, mfu=0.0)), []
+
+
+def one_step(tmp: Path) -> tuple[Path, list[str]]:
+    return write_run(tmp / "run", simple_steps(1)), []
+
+
+def out_of_order(tmp: Path) -> tuple[Path, list[str]]:
+    recs = simple_steps(4)
+    recs[1], recs[2] = recs[2], recs[1]
+    return write_run(tmp / "run", recs), []
+
+
+def no_step_key(tmp: Path) -> tuple[Path, list[str]]:
+    recs = simple_steps(4)
+    del recs[3]["metrics"]["train/iter"]
+    return write_run(tmp / "run", recs), []
+
+
+def restarted(tmp: Path) -> tuple[Path, list[str]]:
+    again = [{**r, "timestamp": r["timestamp"] + 600} for r in simple_steps(2)]
+    return write_run(tmp / "run", simple_steps(3) + again), ["--attempt", "last"]
+
+
+def run_info_bad_json(tmp: Path) -> tuple[Path, list[str]]:
+    run = write_run(tmp / "run", simple_steps(3))
+    (run / "run_info.json").write_text("{not json")
+    return run, ["--system", "Aurora", "--nodes", "1", "--gpus", "1"]
+
+
+def run_info_not_utf8(tmp: Path) -> tuple[Path, list[str]]:
+    run = write_run(tmp / "run", simple_steps(3))
+    (run / "run_info.json").write_bytes(b'{"Distributed": {"MACHINE": "\xff"}}')
+    return run, ["--system", "Aurora", "--nodes", "1", "--gpus", "1"]
+
+
+def run_info_no_section(tmp: Path) -> tuple[Path, list[str]]:
+    run = write_run(tmp / "run", simple_steps(3))
+    (run / "run_info.json").write_text(json.dumps({"Paths": {}}))
+    return run, ["--system", "Aurora", "--nodes", "1", "--gpus", "1"]
+
+
+def odd_count(tmp: Path) -> tuple[Path, list[str]]:
+    return write_run(tmp / "run", simple_steps(3), world_size="two"), []
+
+
+def gpus_not_multiple(tmp: Path) -> tuple[Path, list[str]]:
+    return (write_run(tmp / "run", simple_steps(3), GPUS_PER_NODE="4", NUM_NODES="2"),
+            ["--gpus", "6"])
+
+
+def logged_every_10(tmp: Path) -> tuple[Path, list[str]]:
+    recs = [step(i, dt=0.5, tps=1000.0, loss=1.0) for i in range(10, 301, 10)]
+    return write_run(tmp / "run", recs), []
+
+
+def logged_every_10_flag(tmp: Path) -> tuple[Path, list[str]]:
+    run, _ = logged_every_10(tmp)
+    return run, ["--wall-time-sec", "1234"]
+
+
+def logged_with_holes(tmp: Path) -> tuple[Path, list[str]]:
+    recs = [step(i, dt=0.5, tps=1000.0) for i in (1, 2, 3, 4, 8, 9, 10)]
+    return write_run(tmp / "run", recs), []
+
+
+NOTE_CASES: list[tuple[str, Build, list[str]]] = [
+    ("rank0-silent", rank0_silent, ["rank 0 logged no step; used rank 1"]),
+    ("non-finite", nonfinite, ["dropped 1 non-finite value (tps 1)"]),
+    ("unparsable", unparsable, ["skipped 1 unparsable line"]),
+    ("truncated", truncated,
+     ["last line of metrics-0.jsonl is truncated; ignored it",
+      "run looks unfinished (metrics-0.jsonl ends in a truncated line); status stays 'pass'; "
+      "pass --status fail if the job failed"]),
+    ("no-finalize", no_finalize,
+     ["run looks unfinished (no run_info.json and no report: History.finalize() did not run)"]),
+    ("wall-flag", wall_flag, ["wall_time_sec from --wall-time-sec; summed step time is 2.000"]),
+    ("per-gpu-only", per_gpu_only,
+     ["throughput_tokens_per_sec derived as per-GPU x 2 gpus (no global throughput logged)"]),
+    ("global-only", global_only,
+     ["throughput_tokens_per_sec_per_gpu derived as global / 2 gpus"]),
+    ("mfu-zero", mfu_zero, ["mfu is 0.0 on every step", "left empty"]),
+    ("one-step", one_step, ["--warmup 1 leaves no dt or tps values; reduced all 1 step"]),
+    ("out-of-order", out_of_order, ["records were out of order; sorted 4 steps"]),
+    ("no-step-key", no_step_key,
+     ["left out 1 record without train/iter (eval batches, summaries): not training steps"]),
+    ("restarted", restarted,
+     ["exported attempt #2 steps 1..2 from 2026-11-29T22:16:41Z (2 records) of 2; "
+      "left out 3 records of the others"]),
+    ("run-info-bad-json", run_info_bad_json, ["skipped run_info.json: not valid JSON"]),
+    ("run-info-not-utf8", run_info_not_utf8, ["skipped run_info.json: not UTF-8"]),
+    ("run-info-no-section", run_info_no_section, ["run_info.json has no 'Distributed' section"]),
+    ("odd-count", odd_count, ["ignored world_size='two' from run_info.json: not a usable count"]),
+    ("gpus-not-multiple", gpus_not_multiple, ["--gpus 6 is not a multiple of GPUS_PER_NODE 4"]),
+    ("logged-every-10", logged_every_10,
+     ["wall_time_sec covers 30 of ~300 steps (logged every 10 steps, steps 10..300); "
+      "pass --wall-time-sec"]),
+    ("logged-every-10-flag", logged_every_10_flag,
+     ["wall_time_sec from --wall-time-sec; summed step time is 15.000 and covers 30 of ~300"]),
+    ("logged-with-holes", logged_with_holes,
+     ["wall_time_sec covers 7 of ~10 steps (logged with gaps, steps 1..10)"]),
+]
+
+
+@pytest.mark.parametrize(("build", "expected"), [c[1:] for c in NOTE_CASES],
+                         ids=[c[0] for c in NOTE_CASES])
+def test_note_is_printed(tmp_path, build, expected):
+    run, args = build(tmp_path)
+    result = run_cli(run, "--config", "c", *args)
+    one_row(result)
+    notes = "\n".join(notes_of(result))
+    for fragment in expected:
+        assert fragment in notes, result.stderr
+
+
+@pytest.mark.parametrize(("build", "expected"), [c[1:] for c in NOTE_CASES],
+                         ids=[c[0] for c in NOTE_CASES])
+def test_quiet_silences_note(tmp_path, build, expected):
+    run, args = build(tmp_path)
+    loud = run_cli(run, "--config", "c", *args)
+    quiet = run_cli(run, "--config", "c", *args, "-q")
+    assert notes_of(loud)
+    assert quiet.stderr == ""
+    assert one_row(quiet) == one_row(loud)
+
+
+def test_unfinished_note_keeps_status_fail(tmp_path):
+    run, args = no_finalize(tmp_path)
+    result = run_cli(run, "--config", "c", "--status", "fail", *args)
+    assert one_row(result)["status"] == "fail"
+    (note,) = [n for n in notes_of(result) if "unfinished" in n]
+    assert "status stays 'fail'" in note
+    assert "pass --status fail" not in note
+
+
+def test_unfinished_status_stays_pass(tmp_path):
+    run, args = truncated(tmp_path)
+    assert one_row(run_cli(run, "--config", "c", *args))["status"] == "pass"
+
+
+def test_report_alone_counts_as_finished(tmp_path):
+    run, args = no_finalize(tmp_path)
+    (run / "train").mkdir()
+    (run / "train" / "report-train.md").write_text("# Report\n\nno distributed section\n")
+    result = run_cli(run, "--config", "c", *args)
+    one_row(result)
+    assert "unfinished" not in result.stderr
+
+
+@pytest.mark.parametrize("args", [["--warmup", "-1"], ["--reducer", "mode"]])
+def test_quiet_still_shows_errors(tmp_path, args):
+    run = write_run(tmp_path / "run", simple_steps(3))
+    result = run_cli(run, "--config", "c", "-q", *args)
+    assert result.exit_code != 0
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+
+
+def test_quiet_still_shows_missing_provenance_error(tmp_path):
+    write_jsonl(tmp_path / "run" / "metrics-0.jsonl", simple_steps(3))
+    result = run_cli(tmp_path / "run", "--config", "c", "--quiet")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: cannot tell system, gpus, nodes")
+    assert result.stdout == ""

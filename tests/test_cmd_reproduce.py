@@ -1,0 +1,167 @@
+"""The reproduce subcommand: a provenance record exported again, and what changed since."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import (
+    REPO,
+    error_line,
+    export_with_records,
+    five_runs,
+    records_in,
+    run_cli,
+    run_group,
+    sha256,
+)
+
+from ezpz_amsc.errors import AmscError
+from ezpz_amsc.records import load_record, options_from_record
+
+pytestmark = pytest.mark.usefixtures("clean_hook_env")
+
+RUN = "fsdp_tp-2rank"
+
+
+def test_reproduce_identical(fixture_run, tmp_path, monkeypatch):
+    run = fixture_run(RUN)
+    folder = tmp_path / "records"
+    monkeypatch.chdir(tmp_path)
+    assert run_cli(Path(run.name), "--config", "c", "--reducer", "max", "--provenance",
+                   "records").exit_code == 0
+    (path,) = records_in(folder)
+    monkeypatch.chdir(REPO)  # the record holds the absolute run directory
+    result = run_group("reproduce", path)
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout == f"{path}: identical row (14 cells); 2 source files unchanged\n"
+    # The alias of the one-mode CLI.
+    assert run_cli("--reproduce", path).stdout == result.stdout
+
+
+def test_reproduce_after_a_metrics_file_is_edited(fixture_run, tmp_path):
+    run = fixture_run(RUN)
+    folder = tmp_path / "records"
+    assert run_cli(run, "--config", "c", "--provenance", folder, "-q").exit_code == 0
+    (path,) = records_in(folder)
+    metrics = run / "metrics-0.jsonl"
+    old_sha, old_size = sha256(metrics), metrics.stat().st_size
+    lines = metrics.read_text().splitlines(keepends=True)
+    rec = json.loads(lines[-1])
+    assert rec["metrics"]["train/iter"] == 30
+    rec["metrics"]["train/loss"] = 1.5  # the last step: final_loss changes, nothing else
+    lines[-1] = json.dumps(rec) + "\n"
+    metrics.write_text("".join(lines))
+    new_sha, new_size = sha256(metrics), metrics.stat().st_size
+
+    result = run_group("reproduce", path)
+    assert result.exit_code == 1
+    assert error_line_of(result) == "error: the re-exported row differs from the record"
+    assert result.stdout.splitlines() == [
+        f"{path}: row differs in 1 of 14 cells",
+        "  final_loss: recorded '7.989204', now '1.500000'",
+        "  source files (1 source file unchanged):",
+        f"  metrics-0.jsonl: changed: sha256 {old_sha[:16]}.. -> {new_sha[:16]}.., "
+        f"{old_size} -> {new_size} bytes",
+    ]
+
+
+def error_line_of(result) -> str:
+    (line,) = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    return line
+
+
+def test_reproduce_a_moved_run(fixture_run, tmp_path):
+    run = fixture_run(RUN)
+    folder = tmp_path / "records"
+    assert run_cli(run, "--config", "c", "--provenance", folder, "-q").exit_code == 0
+    (path,) = records_in(folder)
+    moved = tmp_path / "archive" / "run"
+    moved.parent.mkdir()
+    shutil.move(run, moved)
+    result = run_group("reproduce", path)
+    assert error_line(result) == (f"error: {path}: run directory {run} does not exist here; "
+                                  "pass --run-dir DIR where the run is now")
+    result = run_group("reproduce", path, "--run-dir", moved)
+    assert result.exit_code == 0, result.stderr
+    assert "identical row (14 cells); 2 source files unchanged" in result.stdout
+
+
+def test_reproduce_when_a_source_file_is_gone_or_new(fixture_run, tmp_path):
+    run = fixture_run("minimal-1rank")
+    folder = tmp_path / "records"
+    assert run_cli(run, "--config", "c", "--provenance", folder, "-q").exit_code == 0
+    (path,) = records_in(folder)
+    info_sha = sha256(run / "run_info.json")
+    (run / "run_info.json").unlink()  # placement now comes from the report: same row
+    result = run_group("reproduce", path)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        f"{path}: identical row (14 cells); but source files changed:",
+        f"  run_info.json: gone (recorded sha256 {info_sha[:16]}..)",
+        "  train/report-train.md: read now, not in the record (sha256 "
+        f"{sha256(run / 'train' / 'report-train.md')[:16]}..)",
+    ]
+
+
+def test_reproduce_many_records_and_broken_ones(fixture_run, tmp_path):
+    runs = five_runs(fixture_run)
+    folder = tmp_path / "records"
+    assert export_with_records(runs, tmp_path / "res.csv", folder, "-q").exit_code == 0
+    paths = records_in(folder)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": 1}')
+    result = run_group("reproduce", *paths, bad)
+    assert result.exit_code == 1
+    assert [ln.split(": ", 1)[1] for ln in result.stdout.splitlines()] == [
+        "identical row (14 cells); 2 source files unchanged"] * 5
+    assert result.stderr.splitlines() == [
+        f"error: {bad}: not an ezpz-amsc provenance record (no row of the results schema)",
+        "error: 1 of 6 records could not be re-exported"]
+    minimal = next(r for r in runs if r.name == "minimal-1rank")
+    with open(minimal / "metrics.jsonl", "a") as f:  # one more step: steps and wall time move
+        f.write(json.dumps({"timestamp": 1795991000.0, "rank": 0,
+                            "metrics": {"iter": 40, "dt": 1.0, "loss": 300.0}}) + "\n")
+    result = run_group("reproduce", *paths, bad)
+    assert [ln for ln in result.stdout.splitlines() if not ln.startswith(str(folder))] == [
+        "  wall_time_sec: recorded '0.027', now '1.027'",
+        "  final_loss: recorded '338.000000', now '300.000000'",
+        "  steps: recorded '34', now '35'",
+        "  source files (1 source file unchanged):",
+        f"  metrics.jsonl: changed: sha256 {_recorded_sha(paths, 'metrics.jsonl')[:16]}.. -> "
+        f"{sha256(minimal / 'metrics.jsonl')[:16]}.., 7403 -> "
+        f"{(minimal / 'metrics.jsonl').stat().st_size} bytes"]
+    assert result.stderr.splitlines()[-1] == (
+        "error: rows differ for 1 of 6 records; 1 of 6 records could not be re-exported")
+    assert "--run-dir takes one" in error_line(run_group("reproduce", *paths[:2], "--run-dir", "x"))
+
+
+def _recorded_sha(paths: list[Path], rel: str) -> str:
+    return next(f["sha256"] for p in paths for f in load_record(p)["files"] if f["path"] == rel)
+
+
+def test_reproduce_refuses_an_option_it_does_not_know():
+    rec = {"options": {"config": "c", "sharding": 2, "future_flag": None},
+           "tool": {"version": "9"}}
+    with pytest.raises(AmscError, match=r"r\.json: made with option sharding that ezpz-amsc "
+                                        r"\S+ does not know; reproduce it with ezpz-amsc 9"):
+        options_from_record(rec, "r.json")
+    rec["options"]["sharding"] = None  # unset: nothing lost by not knowing it
+    assert options_from_record(rec, "r.json").config == "c"
+    rec["options"]["warmup"] = -1
+    with pytest.raises(AmscError, match="its options cannot be used: --warmup must be 0"):
+        options_from_record(rec, "r.json")
+
+
+@pytest.mark.parametrize("content, why", [
+    (b"not json", "not JSON"),
+    (b"[]", "not a JSON object"),
+    (b'{"schema": "1"}', "no schema version"),
+])
+def test_a_file_that_is_no_record_is_one_error_line(tmp_path, content, why):
+    path = tmp_path / "r.json"
+    path.write_bytes(content)
+    assert error_line(run_group("reproduce", path)) == (
+        f"error: {path}: not an ezpz-amsc provenance record ({why})")

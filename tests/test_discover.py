@@ -1,0 +1,330 @@
+"""Stage 1, finding a run's files (discover.py): the metrics file schemes, a wrong folder
+named right, broken and unreadable files, provenance above and beside the metrics,
+and a tree of 100,000 files."""
+
+from __future__ import annotations
+
+import builtins
+import errno
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import (
+    LAUNCH,
+    MFU_NOTE,
+    RUNS,
+    copy_run,
+    error_line,
+    expected_row,
+    fail_for,
+    good_run,
+    launch,
+    notes_of,
+    one_row,
+    parse_csv,
+    run_cli,
+    step,
+    write_jsonl,
+    write_run_info,
+)
+
+from ezpz_amsc.discover import RankFiles, find_run_files
+from ezpz_amsc.export import ExportOptions, export_run
+
+LAUNCH_ROW = expected_row(LAUNCH)
+
+
+# ------------------------------------------------------------------- the metrics files
+
+
+def test_no_metrics_says_what_was_looked_for(tmp_path):
+    run = tmp_path / "r"
+    write_run_info(run)
+    line = error_line(run_cli(run, "--config", "c"))
+    assert "no metrics found (looked for metrics-<rank>.jsonl, metrics.jsonl" in line
+    assert "pass --status fail" in line
+
+
+def test_run_id_named_metrics_file(tmp_path, fixture_run):
+    run = fixture_run("fsdp_tp-1rank-launch")
+    (run / "metrics-0.jsonl").rename(run / "20260811-182837.jsonl")
+    row = one_row(run_cli(run, "--config", "test/cfg"))
+    assert row["throughput_tokens_per_sec"] == "7443.215"
+
+
+def test_structured_log_is_never_read_as_metrics(tmp_path, fixture_run):
+    run = fixture_run("fsdp_tp-1rank-launch")
+    # Only the structured log left: nothing to export, and it says so.
+    (run / "metrics-0.jsonl").unlink()
+    r = run_cli(run, "--config", "c")
+    assert r.exit_code == 1
+    assert "no metrics found" in r.stderr
+
+
+def test_unreadable_run_id_jsonl_is_noted(tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    write_run_info(run)
+    write_jsonl(run / "metrics-0.jsonl", [step(i, dt=1.0) for i in range(1, 3)])
+    write_jsonl(run / "20260811-182837.jsonl", [step(1, dt=1.0)])
+    fail_for(monkeypatch, run / "20260811-182837.jsonl", errno.EACCES)
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["steps"] == "2"
+    assert "note: skipped 20260811-182837.jsonl: cannot be read" in r.stderr
+
+
+def test_rank_files_mapping(tmp_path):
+    for r in (0, 1, 2, 10):
+        write_jsonl(tmp_path / f"metrics-{r}.jsonl", [step(1, loss=1.0, rank=r)])
+    source = find_run_files(tmp_path).metrics
+    files = source.per_rank
+    assert isinstance(files, RankFiles)
+    assert sorted(files) == [0, 1, 2, 10] and len(files) == 4
+    assert files[10] == tmp_path / "metrics-10.jsonl"
+    assert dict(files.items()) == {r: tmp_path / f"metrics-{r}.jsonl" for r in (0, 1, 2, 10)}
+    assert 3 not in files
+    with pytest.raises(KeyError):
+        files[3]
+
+
+def test_only_the_chosen_rank_file_is_opened_among_200(tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    write_run_info(run, WORLD_SIZE_IN_USE="200", world_size="200", GPUS_PER_NODE="12",
+                   NUM_NODES="17")
+    for r in range(200):
+        write_jsonl(run / f"metrics-{r}.jsonl", [step(i, rank=r, dt=1.0) for i in range(1, 4)])
+    opened: list[str] = []
+    real_open = builtins.open
+
+    def counting_open(file, *a, **kw):
+        opened.append(str(file))
+        return real_open(file, *a, **kw)
+
+    monkeypatch.setattr(builtins, "open", counting_open)
+    row = one_row(run_cli(run, "--config", "c"))
+    rank_files = [p for p in opened if "metrics-" in p]
+    assert rank_files == [str(run / "metrics-0.jsonl")]
+    assert (row["gpus"], row["nodes"]) == ("200", "17")
+
+
+def test_run_directory_with_100000_files(tmp_path):
+    """A 100,000-rank run: every per-rank file is named by the walk, only rank 0 is read."""
+    run = tmp_path / "run"
+    good_run(run, GPUS_PER_NODE="12", world_size="100000", WORLD_SIZE_IN_USE="100000",
+             NUM_NODES="8334")
+    for r in range(1, 100_000):
+        os.close(os.open(run / f"metrics-{r}.jsonl", os.O_CREAT | os.O_WRONLY, 0o644))
+    res = export_run(run, ExportOptions(config="c"))
+    assert (res.row["gpus"], res.row["nodes"], res.row["steps"]) == ("100000", "8334", "4")
+    assert res.details.files_read == [str(run / "metrics-0.jsonl")]
+    assert res.details.rank_files_not_read == 99_999
+
+
+def test_metrics_in_two_folders_is_refused(tmp_path):
+    for sub in ("a", "b"):
+        write_run_info(tmp_path / sub)
+        write_jsonl(tmp_path / sub / "metrics-0.jsonl", [step(1, dt=1.0)])
+    line = error_line(run_cli(tmp_path, "--config", "c"))
+    # each in a subfolder of its own: a folder of runs, exported as a batch
+    assert line == (f"error: {tmp_path}: a folder of 2 runs (a, b); pass one of them, or "
+                    f"{tmp_path}/*/ to export each (one row per run)")
+
+
+@pytest.mark.parametrize("layout", [("", "b"), ("a/x", "a/y")])
+def test_metrics_in_two_folders_of_one_run_is_refused(tmp_path, layout):
+    # Not one run per subfolder (metrics at the top too, or two in one subfolder): DIR/*/
+    # would not export them, so the only advice is to pass a single run.
+    for sub in layout:
+        write_run_info(tmp_path / sub)
+        write_jsonl(tmp_path / sub / "metrics-0.jsonl", [step(1, dt=1.0)])
+    line = error_line(run_cli(tmp_path, "--config", "c"))
+    assert "metrics files in 2 folders" in line
+    assert line.endswith("; pass the directory of a single run")
+
+
+# ------------------------------------------------------------------------ broken files
+
+
+def _break(path: Path, fault: str) -> None:
+    """Put something at ``path`` that is not a readable regular file."""
+    if fault == "directory":
+        path.mkdir()
+    elif fault == "dangling-symlink":
+        path.symlink_to(path.parent / "gone.jsonl")
+    elif fault == "symlink-loop":
+        path.symlink_to(path)
+    else:
+        os.mkfifo(path)
+
+
+@pytest.mark.parametrize("fault", ["directory", "dangling-symlink", "symlink-loop", "fifo"])
+def test_broken_rank0_file_is_passed_over_for_the_next_rank(tmp_path, fault, no_hang):
+    run = tmp_path / "run"
+    write_run_info(run)
+    write_jsonl(run / "metrics-1.jsonl", [step(i, rank=1, dt=0.5, tps=1000.0 + i, loss=2.0)
+                                          for i in range(1, 5)])
+    _break(run / "metrics-0.jsonl", fault)
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    assert row["steps"] == "4"
+    assert "rank 0 logged no step; used rank 1" in notes_of(r)
+
+
+@pytest.mark.parametrize("fault", ["directory", "dangling-symlink", "symlink-loop", "fifo"])
+def test_only_metrics_file_broken_is_a_clear_error(tmp_path, fault, no_hang):
+    run = tmp_path / "run"
+    write_run_info(run)
+    bad = run / "metrics.jsonl"
+    _break(bad, fault)
+    for extra in ("run_info.json", "x.jsonl"):  # FIFOs/loops also where others are sniffed
+        p = run / "sub" / extra
+        p.parent.mkdir(exist_ok=True)
+        if fault == "fifo":
+            os.mkfifo(p)
+        elif fault == "symlink-loop":
+            p.symlink_to(p)
+    assert "no metrics found" in error_line(run_cli(run, "--config", "c"))
+
+
+def test_symlinked_folder_loop_is_not_followed(tmp_path, no_hang):
+    run = good_run(tmp_path / "run")
+    (run / "train").mkdir()
+    (run / "train" / "up").symlink_to(run, target_is_directory=True)
+    assert one_row(run_cli(run, "--config", "c"))["steps"] == "4"
+
+
+# ------------------------------------------------------------- the wrong folder, named
+
+
+STATUS_FAIL_HINT = "if the run failed, pass --status fail"
+
+
+@pytest.mark.parametrize("sub", ["train", "train/assets", "plots/train/tplot"])
+def test_subfolder_of_a_run_names_the_run(tmp_path, sub):
+    run = copy_run("diffusion-1rank", tmp_path)
+    line = error_line(run_cli(run / sub, "--config", "c"))
+    assert line == (f"error: {run / sub}: no metrics found; it is inside the run {run} "
+                    "(which holds metrics-0.jsonl): pass that")
+    assert "--status fail" not in line
+
+
+def test_subfolder_given_relative_names_the_run_relative(tmp_path, monkeypatch):
+    copy_run("minimal-1rank", tmp_path)
+    monkeypatch.chdir(tmp_path / "minimal-1rank" / "train")
+    line = error_line(run_cli(".", "--config", "c"))
+    assert line == ("error: .: no metrics found; it is inside the run .. (which holds "
+                    "metrics.jsonl): pass that")
+    monkeypatch.chdir(tmp_path)
+    line = error_line(run_cli("minimal-1rank/train", "--config", "c"))
+    assert "it is inside the run minimal-1rank (which holds metrics.jsonl)" in line
+
+
+def test_subfolder_with_status_fail_exports_with_a_note(tmp_path):
+    run = copy_run("fsdp_tp-2rank", tmp_path)
+    r = run_cli(run / "train", "--config", "c", "--status", "fail", "--timestamp",
+                "2026-01-01T00:00:00Z", "--wall-time-sec", "5")
+    row = one_row(r)
+    assert (row["status"], row["steps"], row["gpus"]) == ("fail", "", "2")  # report's provenance
+    assert (f"no metrics found in {run / 'train'}; it is inside the run {run} (which holds "
+            "metrics-0.jsonl): pass that") in notes_of(r)
+
+
+def test_run_id_metrics_file_in_the_parent_is_found_by_content(tmp_path):
+    run = tmp_path / "run"
+    write_jsonl(run / "20260811-182837.jsonl", [step(1, dt=1.0), step(2, dt=1.0)])
+    (run / "train").mkdir()
+    line = error_line(run_cli(run / "train", "--config", "c"))
+    assert f"it is inside the run {run} (which holds 20260811-182837.jsonl)" in line
+
+
+def test_folder_of_runs_suggests_the_batch_form(tmp_path):
+    runs = tmp_path / "runs"
+    for name in ("minimal-1rank", "fsdp_tp-2rank"):
+        copy_run(name, runs)
+    line = error_line(run_cli(runs, "--config", "c"))
+    assert line == (f"error: {runs}: a folder of 2 runs (fsdp_tp-2rank, minimal-1rank); pass "
+                    f"one of them, or {runs}/*/ to export each (one row per run)")
+    # ... and the suggested form works: one row per run.
+    batch = sorted(str(p) + "/" for p in runs.iterdir())
+    rows = parse_csv(run_cli(*batch, "--config", "c").stdout)
+    assert [r["gpus"] for r in rows] == ["2", "1"]
+
+
+def _diffusion_outputs(tmp_path: Path, *later: str) -> tuple[Path, list[Path]]:
+    """outputs/<name>/<stamp>/: the announced folder left empty, and later stamped folders."""
+    parent = tmp_path / "outputs" / "ezpz.examples.diffusion"
+    announced = parent / "2026-11-29-222210"
+    announced.mkdir(parents=True)
+    made = []
+    for stamp in later:
+        made.append(parent / stamp)
+        shutil.copytree(RUNS / "diffusion-1rank", made[-1], symlinks=True)
+    return announced, made
+
+
+def test_diffusion_announced_folder_names_where_ezpz_put_the_data(tmp_path):
+    announced, (landed, _) = _diffusion_outputs(tmp_path, "2026-11-29-222215",
+                                                "2026-11-30-101010")
+    (tmp_path / "outputs" / "ezpz.examples.diffusion" / "2026-11-28-000000").mkdir()  # earlier
+    line = error_line(run_cli(announced, "--config", "c"))
+    assert line == (f"error: {announced}: no metrics found; ezpz probably put this run's data "
+                    f"in {landed}, the next output folder beside it (History.finalize() without "
+                    "an output dir writes rank 0's metrics and run_info.json into a new "
+                    "timestamped folder): pass that")
+    assert "--status fail" not in line
+    assert one_row(run_cli(landed, "--config", "c"))["steps"] == "40"
+
+
+@pytest.mark.parametrize("case", ["no-run-info", "only-earlier", "not-stamped",
+                                  "announced-has-run-info"])
+def test_no_sibling_advice_without_a_finalized_later_output_folder(tmp_path, case):
+    stamp = "2026-11-29-222215" if case != "only-earlier" else "2026-11-29-222200"
+    announced, (other,) = _diffusion_outputs(tmp_path, stamp)
+    if case == "no-run-info":
+        (other / "run_info.json").unlink()
+    elif case == "not-stamped":
+        announced = announced.rename(announced.parent / "my-run")
+    elif case == "announced-has-run-info":
+        write_run_info(announced)
+    line = error_line(run_cli(announced, "--config", "c"))
+    assert line.startswith(f"error: {announced}: no metrics found (looked for ")
+    assert line.endswith(STATUS_FAIL_HINT)
+
+
+def test_empty_folder_alone_still_suggests_status_fail(tmp_path):
+    (tmp_path / "run").mkdir()
+    assert error_line(run_cli(tmp_path / "run", "--config", "c")).endswith(STATUS_FAIL_HINT)
+
+
+# --------------------------------------- provenance files above and beside the metrics
+
+
+def test_provenance_of_a_sibling_folder_is_not_used(tmp_path):
+    """diffusion's finalize writes into a new timestamped folder beside the announced one."""
+    run = launch(tmp_path)
+    (run / "attempt2").mkdir()
+    (run / "metrics-0.jsonl").rename(run / "attempt2" / "metrics-0.jsonl")
+    (run / "attempt1").mkdir()
+    (run / "run_info.json").rename(run / "attempt1" / "run_info.json")
+    assert error_line(run_cli(run, "--config", "c")).startswith(
+        "error: cannot tell system, gpus, nodes of this run (provenance: no run_info.json")
+    r = run_cli(run, "--config", "c", "--system", "S", "--nodes", "1", "--gpus", "1")
+    assert one_row(r)["system"] == "S"
+    assert notes_of(r) == [
+        "ignored attempt1/run_info.json: not in the metrics folder or a folder above it "
+        "(another run's or attempt's?)",
+        "ignored train/report-train.md: not in the metrics folder or a folder above it "
+        "(another run's or attempt's?)",
+        "run looks unfinished (no run_info.json and no report: History.finalize() did not run); "
+        "status stays 'pass'; pass --status fail if the job failed",
+        MFU_NOTE]
+
+
+def test_provenance_of_a_parent_folder_is_used(tmp_path):
+    run = launch(tmp_path)
+    (run / "attempt2").mkdir()
+    (run / "metrics-0.jsonl").rename(run / "attempt2" / "metrics-0.jsonl")
+    r = run_cli(run, "--config", "test/cfg")
+    assert one_row(r) == {**LAUNCH_ROW, "config": "test/cfg"}
+    assert notes_of(r)[-1] == MFU_NOTE

@@ -1,0 +1,366 @@
+"""Provenance records (records.py): what a record holds, its name, all or nothing with the
+row, and secrets redacted."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import socket
+import time
+from pathlib import Path
+
+import pytest
+from helpers import (
+    error_line,
+    export_with_records,
+    five_runs,
+    one_row,
+    parse_csv,
+    records_in,
+    run_cli,
+    run_group,
+    sha256,
+    step,
+    write_jsonl,
+    write_run_info,
+)
+
+import ezpz_amsc
+from ezpz_amsc import records as records_mod
+from ezpz_amsc.discover import find_run_files
+from ezpz_amsc.errors import AmscError
+from ezpz_amsc.records import REDACTED, SCHEMA, load_record, record_name
+from ezpz_amsc.row import HEADER
+from ezpz_amsc.steps import read_steps
+
+pytestmark = pytest.mark.usefixtures("clean_hook_env")
+
+RUN = "fsdp_tp-2rank"
+
+
+# ---------------------------------------------------------------- the record's content
+
+
+def test_record_of_a_shipped_run_field_by_field(fixture_run, tmp_path):
+    run = fixture_run(RUN)
+    results, folder = tmp_path / "res.csv", tmp_path / "records"
+    before = time.time()
+    result = export_with_records([run], results, folder, "--warmup", "2")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.splitlines()[-1] == f"note: wrote 1 provenance record to {folder}"
+    (path,) = records_in(folder)
+    assert path.name == "20261129T221843Z_localhost_agpt-x_1n-2g_" + hashlib.sha256(
+        b"2026-11-29T22:18:43Z\0localhost\0agpt/x\x001\x002").hexdigest()[:8] + ".json"
+    rec = json.loads(path.read_text())
+    (row,) = parse_csv(results.read_text())
+    as_json = json.loads(run_cli(run, "--config", "agpt/x", "--warmup", "2", "--format", "json",
+                                 "-q").stdout)
+
+    assert list(rec) == ["schema", "tool", "row", "options", "run_dir", "exported", "files",
+                         "launch_command", "job_ids", "run_info", "details"]
+    assert rec["schema"] == SCHEMA == 1
+    assert rec["tool"] == {"name": "ezpz-amsc", "version": ezpz_amsc.__version__}
+    assert rec["row"] == row == as_json["row"]
+    assert list(rec["row"]) == list(HEADER)
+    assert rec["row"]["throughput_tokens_per_sec"] == "3931.999"  # 3930.349 with --warmup 1
+    assert rec["options"] == {
+        "config": "agpt/x", "system": None, "nodes": None, "gpus": None, "status": "pass",
+        "error": "", "warmup": 2, "reducer": "median", "wall_time_sec": None, "timestamp": None,
+        "attempt": None, "max_line_bytes": 64 << 20}
+    assert rec["run_dir"] == str(run) and Path(rec["run_dir"]).is_absolute()
+    exported = rec["exported"]
+    assert set(exported) == {"at", "host", "user", "results_file"}
+    assert exported["results_file"] == str(results)
+    assert exported["host"] == socket.gethostname()
+    at = time.mktime(time.strptime(exported["at"], "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+    assert before - 1 <= at <= time.time() + 1
+    assert rec["files"] == [
+        {"path": "metrics-0.jsonl", "role": "metrics", "size": 204276,
+         "sha256": sha256(run / "metrics-0.jsonl")},
+        {"path": "run_info.json", "role": "run_info",
+         "size": (run / "run_info.json").stat().st_size, "sha256": sha256(run / "run_info.json")},
+    ]
+    run_info = json.loads((run / "run_info.json").read_text())
+    assert rec["run_info"] == {k: run_info[k] for k in ("Python", "Torch", "Distributed",
+                                                         "Environment Variables")}
+    assert "Paths" not in rec["run_info"]
+    assert rec["launch_command"] == run_info["Distributed"]["EZPZ_RUN_COMMAND"]
+    assert rec["launch_command"].startswith("mpirun -envall -np 2 python3 -m ezpz.examples")
+    assert rec["job_ids"] == {}
+    # The details are exactly what --format json prints: notes, placement, series stats.
+    assert rec["details"] == as_json["details"] | {"run_dir": str(run)}
+    assert rec["details"]["placement"]["gpus"] == "gpus 2 = max(WORLD_SIZE_IN_USE 2, world_size 2)"
+    assert rec["details"]["series"]["tps"]["used"] == 28
+    assert rec["details"]["notes"] == [
+        "mfu is 0.0 on every step (ezpz writes 0.0 when it does not know the device's peak "
+        "FLOPS); left empty"]
+
+
+def test_record_names_the_report_when_placement_came_from_it(fixture_run, tmp_path):
+    run = fixture_run("minimal-1rank")
+    (run / "run_info.json").unlink()
+    folder = tmp_path / "records"
+    result = run_cli(run, "--config", "c", "--provenance", folder)
+    row = one_row(result)
+    (path,) = records_in(folder)
+    rec = load_record(path)
+    report = run / "train" / "report-train.md"
+    assert rec["row"] == row
+    assert rec["files"] == [
+        {"path": "metrics.jsonl", "role": "metrics", "size": 7403,
+         "sha256": sha256(run / "metrics.jsonl")},
+        {"path": "train/report-train.md", "role": "report", "size": report.stat().st_size,
+         "sha256": sha256(report)},
+    ]
+    assert rec["run_info"] is None and rec["launch_command"] is None
+    assert rec["exported"]["results_file"] is None  # the row went to stdout
+
+
+def test_job_id_and_launch_command_from_the_environment_section(tmp_path):
+    run = tmp_path / "run"
+    write_jsonl(run / "metrics.jsonl", [step(i, tps=100.0 + i, dt=0.5) for i in range(1, 6)])
+    info = write_run_info(run, EZPZ_RUN_COMMAND="['mpiexec', '--np', '1', 'python3']",
+                          PBS_JOBID="not the environment's", COBALT_JOBID="5")
+    doc = json.loads(info.read_text())
+    doc["Environment Variables"] = {"PBS_JOBID": "8123.aurora-pbs", "SLURM_JOB_ID": "77"}
+    doc["Python"] = {"Version": "3.12.1"}
+    info.write_text(json.dumps(doc))
+    rec = _record_of(run, tmp_path)
+    # The environment's own value first, then what ezpz's Distributed section adds.
+    assert rec["job_ids"] == {"PBS_JOBID": "8123.aurora-pbs", "SLURM_JOB_ID": "77",
+                              "COBALT_JOBID": "5"}
+    assert rec["launch_command"] == "['mpiexec', '--np', '1', 'python3']"
+    assert rec["run_info"]["Python"] == {"Version": "3.12.1"}
+    assert "Torch" not in rec["run_info"]
+
+
+def _record_of(run: Path, tmp_path: Path, *args: object) -> dict:
+    folder = tmp_path / f"records-{run.name}"
+    result = run_cli(run, "--config", "c", "--provenance", folder, "-q", *args)
+    assert result.exit_code == 0, result.stderr
+    (path,) = records_in(folder)
+    return load_record(path)
+
+
+def test_the_metrics_digest_covers_every_byte_read_in_one_pass(tmp_path):
+    """Long lines skipped unread, a truncated tail, a second pass for rank 1: all hashed."""
+    run = tmp_path / "run"
+    lines = [json.dumps(step(i, rank=1, tps=10.0 * i, dt=0.1)) for i in range(1, 5)]
+    lines.insert(2, json.dumps({"metrics": {"x": "y" * 5000}, "rank": 1}))  # over the limit
+    (run).mkdir()
+    (run / "metrics.jsonl").write_text("\n".join(lines) + "\n{\"rank\": 1, \"metr")
+    write_run_info(run)
+    digests: dict = {}
+    steps = read_steps(find_run_files(run).metrics, 4096, digests)
+    assert (steps.rank, len(steps), steps.long_lines) == (1, 4, 1)  # read twice, hashed once
+    data = (run / "metrics.jsonl").read_bytes()
+    assert digests == {run / "metrics.jsonl": (len(data), hashlib.sha256(data).hexdigest())}
+
+
+def test_per_rank_files_read_before_the_chosen_one_are_recorded_too(tmp_path):
+    run = tmp_path / "run"
+    write_jsonl(run / "metrics-0.jsonl", ["not json"])
+    write_jsonl(run / "metrics-1.jsonl", [step(i, rank=1, tps=5.0, dt=0.2) for i in (1, 2, 3)])
+    write_run_info(run, WORLD_SIZE_IN_USE="2", world_size="2")
+    rec = _record_of(run, tmp_path)
+    assert [(f["path"], f["role"], f["sha256"]) for f in rec["files"][:2]] == [
+        ("metrics-0.jsonl", "metrics", sha256(run / "metrics-0.jsonl")),
+        ("metrics-1.jsonl", "metrics", sha256(run / "metrics-1.jsonl"))]
+
+
+# ------------------------------------------------------------------------------- names
+
+
+def test_record_names_are_safe_readable_and_unique():
+    row = dict.fromkeys(HEADER, "")
+    row |= {"timestamp": "2026-08-11T17:11:17Z", "system": "Aurora", "nodes": "2", "gpus": "24"}
+    names = {cfg: record_name(row | {"config": cfg})
+             for cfg in ("agpt/bs1", "agpt bs1", "agpt-bs1", "AGPT/bs1", "../../etc", "", "√")}
+    assert names["agpt/bs1"].startswith("20260811T171117Z_Aurora_agpt-bs1_2n-24g_")
+    assert len(set(names.values())) == len(names)  # same slug, other identity: other name
+    assert len({n.lower() for n in names.values()}) == len(names)  # case-insensitive disks too
+    for name in names.values():
+        assert name.endswith(".json") and "/" not in name and not name.startswith((".", "-"))
+        assert re.fullmatch(r"[A-Za-z0-9._+-]+", name)
+    long_name = record_name(row | {"config": "x" * 1000, "system": "s" * 1000})
+    assert len(long_name) < 200
+    assert record_name(row | {"config": "agpt/bs1"}) == names["agpt/bs1"]  # stable
+
+
+# ---------------------------------------------------------------------- all or nothing
+
+
+def test_a_failed_record_write_leaves_no_row_and_no_record(fixture_run, tmp_path, monkeypatch):
+    runs = five_runs(fixture_run)
+    results, folder = tmp_path / "res.csv", tmp_path / "sub" / "records"
+    real = records_mod.create_file
+    calls = []
+
+    def create_file(path, data, **kw):
+        calls.append(path)
+        if len(calls) == 3:
+            raise AmscError(f"{path}: cannot write: No space left on device")
+        return real(path, data, **kw)
+
+    monkeypatch.setattr(records_mod, "create_file", create_file)
+    result = export_with_records(runs, results, folder)
+    assert error_line(result) == f"error: {calls[2]}: cannot write: No space left on device"
+    assert result.exit_code == 1
+    assert not results.exists()  # created under the lock, removed again while still held
+    assert not (tmp_path / "sub").exists()  # the records' folders made for it, too
+    # An existing results file is left byte for byte; the records folder stays as it was.
+    results.write_text(",".join(HEADER) + "\n")
+    folder.mkdir(parents=True)
+    calls.clear()
+    assert export_with_records(runs, results, folder).exit_code == 1
+    assert results.read_text() == ",".join(HEADER) + "\n"
+    assert records_in(folder) == [] and list(folder.iterdir()) == []
+
+
+def test_a_failed_row_write_leaves_no_record(fixture_run, tmp_path, monkeypatch):
+    runs = five_runs(fixture_run)
+    results, folder = tmp_path / "res.csv", tmp_path / "records"
+    results.write_text(",".join(HEADER) + "\n")
+
+    def write_all(fd, data):
+        os.write(fd, data[:10])  # part of the rows, then the disk is full
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("ezpz_amsc.sink.write_all", write_all)
+    result = export_with_records(runs, results, folder)
+    assert error_line(result) == (f"error: {results}: cannot write results file: No space left "
+                                  "on device; file left as it was")
+    assert results.read_text() == ",".join(HEADER) + "\n"
+    assert not folder.exists()  # the records written under the lock were taken back
+
+
+def test_a_duplicate_refusal_writes_neither(fixture_run, tmp_path):
+    runs = five_runs(fixture_run)
+    results, folder = tmp_path / "res.csv", tmp_path / "records"
+    assert export_with_records(runs[:2], results, folder).exit_code == 0
+    before = (results.read_bytes(), {p: p.read_bytes() for p in records_in(folder)})
+    result = export_with_records(runs[1:], results, folder)  # runs[1] is already there
+    assert "is already at line 3 of" in error_line(result)
+    assert (results.read_bytes(), {p: p.read_bytes() for p in records_in(folder)}) == before
+
+
+@pytest.fixture
+def one_published(fixture_run, tmp_path):
+    """RUN appended to res.csv with its record: (run, results, records folder, record)."""
+    run = fixture_run(RUN)
+    results, folder = tmp_path / "res.csv", tmp_path / "records"
+    assert export_with_records([run], results, folder).exit_code == 0
+    (path,) = records_in(folder)
+    return run, results, folder, path
+
+
+def test_a_record_without_its_row_is_never_replaced(one_published):
+    """The row was removed from the results file by hand: its record still blocks a rewrite."""
+    run, results, folder, path = one_published
+    old = path.read_bytes()
+    results.unlink()
+    result = export_with_records([run], results, folder)
+    assert error_line(result) == (
+        f"error: {path}: a record of this run (2026-11-29T22:18:43Z, localhost, agpt/x, 1, 2) "
+        "already exists; not replacing it (pass --allow-duplicate to keep both)")
+    assert not results.exists() and path.read_bytes() == old
+
+
+def test_allow_duplicate_writes_a_second_record_beside_the_first(one_published):
+    run, results, folder, first = one_published
+    old = first.read_bytes()
+    result = export_with_records([run, run], results, folder, "--allow-duplicate",
+                                 "--reducer", "mean")
+    assert result.exit_code == 0, result.stderr
+    names = [first.name, first.name.replace(".json", "-2.json"),
+             first.name.replace(".json", "-3.json")]
+    assert sorted(p.name for p in records_in(folder)) == sorted(names)
+    assert first.read_bytes() == old
+    rows = parse_csv(results.read_text())
+    assert [load_record(folder / n)["row"] for n in names] == rows
+    assert rows[0]["throughput_tokens_per_sec"] != rows[1]["throughput_tokens_per_sec"]
+    # The same run three times: check says so, and pairs each row with its equal record.
+    result = run_group("check", results, "--provenance", folder, "-q")
+    assert result.stderr.splitlines() == [
+        f"{results}:3: same run as line 2", f"{results}:4: same run as line 2",
+        f"error: {results}: 2 problems in 3 rows and 3 records"]
+
+
+def test_records_follow_the_umask(fixture_run, tmp_path):
+    run = fixture_run(RUN)
+    old = os.umask(0o002)
+    try:
+        assert run_cli(run, "--config", "c", "--provenance", tmp_path / "r", "-q").exit_code == 0
+    finally:
+        os.umask(old)
+    (path,) = records_in(tmp_path / "r")
+    assert (path.stat().st_mode & 0o777, (tmp_path / "r").stat().st_mode & 0o777) == (0o664,
+                                                                                       0o775)
+
+
+def test_keep_going_records_the_rows_that_were_written(fixture_run, tmp_path):
+    good = fixture_run(RUN)
+    results, folder = tmp_path / "res.csv", tmp_path / "records"
+    result = export_with_records([good, tmp_path / "missing"], results, folder, "--keep-going")
+    assert result.exit_code == 1
+    (path,) = records_in(folder)
+    assert load_record(path)["row"] == parse_csv(results.read_text())[0]
+
+
+@pytest.mark.parametrize("where, fragment", [
+    ("file", "not a folder; --provenance needs a folder for the records"),
+    ("under-file", "exists and is not a folder"),
+])
+def test_a_bad_records_folder_fails_before_any_work(fixture_run, tmp_path, where, fragment):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    folder = blocker if where == "file" else blocker / "records"
+    results = tmp_path / "res.csv"
+    result = export_with_records([fixture_run(RUN)], results, folder)
+    assert fragment in error_line(result)
+    assert not results.exists()
+
+
+# --------------------------------------------------------------------------- redaction
+
+
+def test_secrets_are_redacted_in_every_copied_section(fixture_run, tmp_path):
+    run = fixture_run(RUN)
+    info = json.loads((run / "run_info.json").read_text())
+    secrets = ["hf_abcdef123456", "AKIAEXAMPLE", "hunter2", "s3cr3t", "ghp_tok", "wdb_0xfeed"]
+    info["Environment Variables"] |= {
+        "HF_TOKEN": secrets[0], "aws_secret_access_key": secrets[1],
+        "DB": {"Password": secrets[2], "host": "db.example"},
+        "Credentials": [secrets[3]], "TOKENIZERS_PARALLELISM": "false"}
+    info["Python"]["plugins"] = [{"name": "x", "api_key": secrets[4]}]
+    info["Distributed"]["EZPZ_RUN_COMMAND"] = (
+        f"GITHUB_TOKEN={secrets[4]} mpiexec --np 2 python3 -m train --tokenizer gpt2 "
+        f"--max-tokens 4096 --wandb-key {secrets[5]} --hf_token={secrets[0]}")
+    (run / "run_info.json").write_text(json.dumps(info))
+    row = one_row(run_cli(run, "--config", "c"))
+    rec_path_dir = tmp_path / "records"
+    assert one_row(run_cli(run, "--config", "c", "--provenance", rec_path_dir)) == row
+    (path,) = records_in(rec_path_dir)
+    text = path.read_text()
+    for secret in secrets:
+        assert secret not in text
+    rec = json.loads(text)
+    env = rec["run_info"]["Environment Variables"]
+    assert env["HF_TOKEN"] == env["aws_secret_access_key"] == env["Credentials"] == REDACTED
+    assert env["TOKENIZERS_PARALLELISM"] == REDACTED  # the key holds TOKEN: the rule is the rule
+    assert env["DB"] == {"Password": REDACTED, "host": "db.example"}
+    assert env["MASTER_ADDR"] == "vm"
+    assert rec["run_info"]["Python"]["plugins"] == [{"name": "x", "api_key": REDACTED}]
+    launch = ("GITHUB_TOKEN=<redacted> mpiexec --np 2 python3 -m train --tokenizer gpt2 "
+              "--max-tokens 4096 --wandb-key <redacted> --hf_token=<redacted>")
+    assert rec["launch_command"] == rec["run_info"]["Distributed"]["EZPZ_RUN_COMMAND"] == launch
+    assert rec["run_info"]["Distributed"]["WORLD_SIZE_IN_USE"] == "2"
+
+
+def test_secrets_in_a_launch_command_written_as_a_list():
+    got = records_mod.redact({"cmd": "['mpiexec', '--api-key', 'abc', '--np', '4', '-v']",
+                              "argv": ["--token", "abc"], "n": 3, "ok": None})
+    assert got == {"cmd": "['mpiexec', '--api-key', '<redacted>', '--np', '4', '-v']",
+                   "argv": ["--token", "abc"], "n": 3, "ok": None}

@@ -1,0 +1,245 @@
+"""Stage 4, reducing the steps (reduce.py): order and attempts, warmup, the reducers,
+impossible values, step coverage and the trend."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from helpers import (
+    MFU_NOTE,
+    RUNS,
+    SUNSPOT_DT,
+    SUNSPOT_TPS,
+    error_line,
+    notes_of,
+    one_row,
+    run_cli,
+    step,
+    write_run,
+)
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from ezpz_amsc.reduce import median_sorted, percentile_sorted, reduce_steps, step_coverage, trend
+from ezpz_amsc.row import dashboard_problems
+from ezpz_amsc.steps import SERIES, Steps
+
+# ------------------------------------------------------------- the reducers and warmup
+
+
+def test_sunspot_default_row_drops_warmup_and_takes_median(sunspot):
+    row = one_row(run_cli(sunspot, "--config", "agpt-2b/bs1/seq2048/tp1"))
+    assert float(row["throughput_tokens_per_sec"]) > 34_000
+    assert row["throughput_tokens_per_sec"] == "34686.400"
+    # No train/tps_per_gpu logged: derived as global / gpus.
+    assert row["throughput_tokens_per_sec_per_gpu"] == f"{34686.4 / 12:.3f}"
+    assert (row["system"], row["nodes"], row["gpus"]) == ("SunSpot", "1", "12")
+
+
+def test_sunspot_mean_without_warmup_is_dragged_down(sunspot):
+    row = one_row(run_cli(sunspot, "--config", "c", "--reducer", "mean", "--warmup", "0"))
+    assert float(row["throughput_tokens_per_sec"]) < 30_000
+    assert row["throughput_tokens_per_sec"] == f"{sum(SUNSPOT_TPS) / 6:.3f}"
+
+
+def test_wall_time_is_sum_of_all_dt_including_warmup(sunspot):
+    row = one_row(run_cli(sunspot, "--config", "c", "--warmup", "3"))
+    assert row["wall_time_sec"] == f"{math.fsum(SUNSPOT_DT):.3f}"
+    assert row["steps"] == "6"
+
+
+@pytest.mark.parametrize("reducer,expected", [
+    ("median", 34686.4), ("mean", sum(SUNSPOT_TPS[1:]) / 5), ("max", 34832.8),
+    ("min", 34600.8), ("last", 34650.0),
+])
+def test_reducers(sunspot, reducer, expected):
+    row = one_row(run_cli(sunspot, "--config", "c", "--reducer", reducer))
+    assert row["throughput_tokens_per_sec"] == f"{expected:.3f}"
+
+
+def test_warmup_longer_than_series_keeps_whole_series(sunspot):
+    r = run_cli(sunspot, "--config", "c", "--warmup", "50")
+    row = one_row(r)
+    whole = sorted(SUNSPOT_TPS)
+    assert row["throughput_tokens_per_sec"] == f"{(whole[2] + whole[3]) / 2:.3f}"
+    assert "--warmup 50 leaves no dt or tps values; reduced all 6 steps" in r.stderr
+
+
+def test_warmup_longer_than_the_run_is_one_note():
+    r = run_cli(RUNS / "fsdp_tp-2rank", "--config", "c", "--warmup", "100")
+    row = one_row(r)
+    assert notes_of(r) == [
+        MFU_NOTE,
+        "--warmup 100 leaves no dt, tps, tps_per_gpu, mfu or tflops values; reduced all 30 steps"]
+    # the note is true: every logged value was reduced (median of 30 = mean of the middle two)
+    with open(RUNS / "fsdp_tp-2rank" / "metrics-0.jsonl") as f:
+        tps = sorted(m["train/tps"] for ln in f if "train/tps" in (m := json.loads(ln)["metrics"]))
+    assert len(tps) == 30
+    assert row["throughput_tokens_per_sec"] == f"{(tps[14] + tps[15]) / 2:.3f}"
+
+
+def test_warmup_note_names_each_count_when_series_differ(tmp_path):
+    recs = [step(1, dt=1.0, tps=10.0), step(2, dt=1.0), step(3, dt=1.0, tps=30.0)]
+    write_run(tmp_path / "run", recs)
+    r = run_cli(tmp_path / "run", "--config", "c", "--warmup", "5")
+    assert one_row(r)["throughput_tokens_per_sec"] == "20.000"  # median of 10 and 30
+    assert ("--warmup 5 leaves no dt or tps values; reduced all their steps (dt 3, tps 2)"
+            in notes_of(r))
+
+
+_finite = hnp.arrays(np.float64, st.integers(1, 40),
+                     elements=st.floats(allow_nan=False, allow_infinity=False, width=64))
+
+
+@given(x=_finite)
+def test_median_is_numpy_median(x):
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = float(np.median(x))
+    got = median_sorted(np.sort(x))
+    assert got == want or (np.isnan(got) and np.isnan(want))
+
+
+@given(x=_finite, q=st.sampled_from([0, 10, 33.3, 50, 90, 100]))
+def test_percentile_is_numpy_percentile(x, q):
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = float(np.percentile(x, q))
+    got = percentile_sorted(np.sort(x), q)
+    assert got == want or (np.isnan(got) and np.isnan(want))
+
+
+# ------------------------------------------------------------------ order and attempts
+
+
+def test_records_sorted_by_step_then_timestamp(tmp_path):
+    recs = [step(i, dt=1.0, tps=100.0 * i, loss=float(i)) for i in (3, 1, 2, 4)]
+    run = write_run(tmp_path / "run", recs)
+    r = run_cli(run, "--config", "c", "--reducer", "last")
+    row = one_row(r)
+    assert row["final_loss"] == "4.000000"
+    assert row["throughput_tokens_per_sec"] == "400.000"
+    assert row["timestamp"] == "2026-11-29T22:06:41Z"  # step 1's timestamp
+    assert "out of order" in r.stderr
+
+
+def _steps(step_values: list[float], ts: list[float]) -> Steps:
+    s = Steps()
+    for i, (k, t) in enumerate(zip(step_values, ts, strict=True)):
+        s.step.append(k)
+        s.counter.append(0)
+        s.timestamp.append(1795990000.0 + t)
+        for name in SERIES:
+            s.series[name].append(float(i + 1))
+    s.step_key = "train/iter"
+    return s
+
+
+@pytest.mark.parametrize("step_values,ts,order_note,attempts", [
+    ([1, 2, 3, 4], [4, 3, 2, 1], False, 1),  # in order by step; timestamps do not matter
+    ([1, 2, 2, 3], [1, 2, 3, 4], False, 2),  # a repeated step starts a second attempt
+    ([1, 2, 2, 3], [1, 3, 2, 4], True, 2),  # tie broken by timestamp: swapped
+    ([3, 1, 2], [1, 2, 3], True, 1),  # out of order, no repeat: one attempt, sorted
+    ([1, float("nan"), 2], [1, 2, 3], True, 1),  # missing step sorts last
+    ([1, 2, float("nan")], [1, 2, 3], False, 1),
+])
+def test_order_notes_and_attempts(step_values, ts, order_note, attempts):
+    red = reduce_steps(_steps(step_values, ts), 0, "last")
+    assert any("out of order" in n for n in red.notes) == order_note
+    assert len(red.segments) == attempts
+    finite = [k for k in step_values if k == k]
+    assert [v for v in red.step_values if v == v] == sorted(finite)
+
+
+# ------------------------------------------------------------------- impossible values
+
+
+@pytest.mark.parametrize("dts,wall,dropped", [
+    ([0.5, -1.0, 0.5, 0.5], "1.500", "1 impossible value"),
+    ([0.5, 0.0, 0.5, 0.0], "1.000", "2 impossible values"),
+])
+def test_nonpositive_step_times_dropped_with_a_note(tmp_path, dts, wall, dropped):
+    run = write_run(tmp_path / "run", [step(i, dt=d) for i, d in enumerate(dts, 1)])
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["wall_time_sec"] == wall
+    assert any(f"dropped {dropped} (" in n and f"dt {dropped[0]})" in n
+               for n in notes_of(r)), r.stderr
+
+
+def test_all_step_times_nonpositive_is_an_error_naming_the_flag(tmp_path):
+    run = write_run(tmp_path / "run", [step(i, dt=d) for i, d in enumerate([0, -2, 0], 1)])
+    line = error_line(run_cli(run, "--config", "c"))
+    assert "all 3 step times logged are zero or negative" in line
+    assert "pass --wall-time-sec SECONDS" in line
+    row = one_row(run_cli(run, "--config", "c", "--wall-time-sec", "9"))
+    assert row["wall_time_sec"] == "9.000"
+
+
+@pytest.mark.parametrize("name,column", [
+    ("tps", "throughput_tokens_per_sec"), ("tps_per_gpu", "throughput_tokens_per_sec_per_gpu"),
+    ("mfu", "mfu"), ("tflops", "tflops"),
+])
+def test_negative_rates_dropped_with_a_note(tmp_path, name, column):
+    vals = [-5.0, 40.0, -1.0, 44.0, 42.0]
+    run = write_run(tmp_path / "run", [step(i, dt=0.5, **{name: v}) for i, v in enumerate(vals, 1)])
+    r = run_cli(run, "--config", "c", "--warmup", "0")
+    assert one_row(r)[column] == "42.000"  # median of 40, 44, 42
+    assert any("dropped 2 impossible values" in n and f"{name} 2" in n
+               for n in notes_of(r)), r.stderr
+
+
+def test_only_negative_throughput_leaves_the_cell_empty_not_zero(tmp_path):
+    run = write_run(tmp_path / "run", [step(i, dt=0.5, tps=-3.0) for i in range(1, 4)])
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    assert row["throughput_tokens_per_sec"] == row["throughput_tokens_per_sec_per_gpu"] == ""
+
+
+def test_step_times_near_float_max_do_not_warn_or_print_inf(tmp_path, recwarn):
+    run = write_run(tmp_path / "run", [step(i, dt=1.7e308, tps=1.7e308) for i in range(1, 4)])
+    line = error_line(run_cli(run, "--config", "c", "--reducer", "mean"))
+    assert "pass --wall-time-sec SECONDS" in line
+    r = run_cli(run, "--config", "c", "--reducer", "mean", "--wall-time-sec", "5")
+    row = one_row(r)
+    assert row["throughput_tokens_per_sec"] == "" and dashboard_problems(row) == []
+    assert "tps reduces to a value too large for a float; left empty" in notes_of(r)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+# --------------------------------------------------------- step coverage and the trend
+
+
+@pytest.mark.parametrize(("steps", "want"), [
+    (range(10, 301, 10), (30, 10, 300, 10, 300)),
+    (range(0, 300, 10), (30, 0, 290, 10, 300)),
+    ([*range(0, 100, 10), 99], (11, 0, 99, 10, 100)),  # the stride survives a final
+    ([*range(10, 100, 10), 95], (10, 10, 95, 10, 95)),  # off-stride step (the last one)
+    ([1, 2, 3, 4, 8, 9, 10], (7, 1, 10, 1, 10)),
+    ([5, 15, 10, 15, 20], (4, 5, 20, 5, 20)),  # order and a repeated step do not matter
+    (range(6, 40), None),  # contiguous from a late start
+    ([1, 2, 3, 1, 2, 3], None),  # a restart, no gap
+    ([0.5, 1.0, 5.0], None),  # not step numbers
+    ([7], None),
+    ([], None),
+])
+def test_step_coverage(steps, want):
+    got = step_coverage(np.array(list(steps), dtype=float))
+    if want is None:
+        assert got is None
+    else:
+        assert (got.logged, got.first, got.last, got.stride, got.estimated_total) == want
+
+
+def test_trend_buckets_warmup_apart():
+    x = np.array([100.0] + [10.0] * 4 + [float("nan")] * 2 + [20.0] * 3)
+    short = trend(x, 1, width=60)
+    assert short["warmup"] == [100.0] and len(short["used"]) == 9
+    assert short["used"][4:6] == [None, None]
+    long = trend(x, 1, width=4)  # 1 warmup glyph + 3 used glyphs of 3 steps
+    assert long["warmup"] == [100.0]
+    assert long["used"] == [10.0, 10.0, 20.0]  # nan-only steps left out of the mean
+    assert long["steps_per_point"] == 3
+    assert trend(x, 0, width=60)["warmup"] == []
+    assert trend(x[:0], 1)["used"] == []

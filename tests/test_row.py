@@ -1,0 +1,182 @@
+"""Stage 5, the row (row.py and the column rules of export.py): status, error and wall
+time resolved, numbers formatted, a failed run's row, cells as CSV."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import pytest
+from helpers import (
+    LAUNCH,
+    RUNS,
+    error_line,
+    expected_row,
+    launch,
+    launch_records,
+    one_row,
+    run_cli,
+    set_metric,
+    step,
+    write_jsonl,
+    write_run,
+    write_run_info,
+)
+
+from ezpz_amsc.row import HEADER, build_row, dashboard_problems, fmt
+
+GOOD = RUNS / "fsdp_tp-2rank"
+LAUNCH_ROW = expected_row(LAUNCH)
+
+
+# -------------------------------------------------------------------- status and error
+
+
+def test_status_and_error_columns(sunspot):
+    row = one_row(run_cli(sunspot, "--config", "c", "--status", "fail", "--error", "NCCL timeout"))
+    assert (row["status"], row["error"]) == ("fail", "NCCL timeout")
+    assert row["throughput_tokens_per_sec"] == "34686.400"
+
+
+def test_failed_run_without_steps_still_gives_a_row(tmp_path):
+    run = tmp_path / "r"
+    write_run_info(run, MACHINE="Aurora", NUM_NODES="8", GPUS_PER_NODE="12",
+                   WORLD_SIZE_IN_USE="96", world_size="96")
+    write_jsonl(run / "metrics-0.jsonl", [])
+    r = run_cli(run, "--config", "c", "--status", "fail", "--error", "OOM in init",
+                "--wall-time-sec", "61", "--timestamp", "2026-08-11T17:11:17Z")
+    row = one_row(r)
+    assert row == {
+        "timestamp": "2026-08-11T17:11:17Z", "system": "Aurora", "config": "c", "nodes": "8",
+        "gpus": "96", "status": "fail", "wall_time_sec": "61.000",
+        "throughput_tokens_per_sec": "", "throughput_tokens_per_sec_per_gpu": "", "mfu": "",
+        "tflops": "", "final_loss": "", "steps": "", "error": "OOM in init",
+    }
+
+
+def test_failed_run_without_steps_names_the_flags_it_needs(tmp_path):
+    run = tmp_path / "r"
+    write_run_info(run)
+    line = error_line(run_cli(run, "--config", "c", "--status", "fail"))
+    assert "no step was logged" in line
+    assert line.endswith("pass --timestamp YYYY-MM-DDTHH:MM:SSZ --wall-time-sec SECONDS")
+
+
+# --------------------------------------------------------------------------- wall time
+
+
+def test_wall_time_flag_wins_and_is_noted(sunspot):
+    r = run_cli(sunspot, "--config", "c", "--wall-time-sec", "812.5")
+    assert one_row(r)["wall_time_sec"] == "812.500"
+    assert "summed step time is" in r.stderr
+
+
+def test_logging_gap_does_not_touch_the_number(tmp_path):
+    run = write_run(tmp_path / "run", [step(i, dt=0.5, tps=1000.0, loss=1.0)
+                                        for i in range(10, 301, 10)])
+    row = one_row(run_cli(run, "--config", "c"))
+    assert row["wall_time_sec"] == "15.000"  # 30 logged steps x 0.5 s, not scaled to ~300
+    assert row["steps"] == "30"
+
+
+# ----------------------------------------------------------------------------- numbers
+
+
+def test_tiny_positive_value_is_not_published_as_zero(tmp_path):
+    run = launch(tmp_path)
+    set_metric(run, "train/tflops", lambda i, v: v * 1e-4)
+    tflops = [r["metrics"]["train/tflops"] * 1e-4 for r in launch_records()[1:]]
+    want = statistics.median(tflops)
+    row = one_row(run_cli(run, "--config", "c"))
+    assert row["tflops"] == f"{want:.{2 - math.floor(math.log10(want))}f}"
+    assert float(row["tflops"]) > 0 and abs(float(row["tflops"]) / want - 1) < 0.01
+
+
+@pytest.mark.parametrize(("value", "decimals", "cell"), [
+    (0.0004999, 3, "0.000500"), (1.234e-5, 3, "0.0000123"), (-1.234e-5, 3, "-0.0000123"),
+    (1e-300, 3, "1.00e-300"), (0.0, 3, "0.000"), (-0.0, 3, "0.000"), (0.0005, 3, "0.001"),
+    (1.5e-7, 6, "0.000000150"), (7.871283531, 6, "7.871284"),
+])
+def test_fmt_keeps_non_zero_values_non_zero(value, decimals, cell):
+    assert fmt(value, decimals) == cell
+
+
+# ------------------------------------------------------------------------------- cells
+
+
+def test_row_cells_survive_commas_and_quotes(tmp_path):
+    r = run_cli(GOOD, "--config", 'a,b "c"', "--status", "fail", "--error", "x, y")
+    row = one_row(r)
+    assert (row["config"], row["error"]) == ('a,b "c"', "x, y")
+
+
+# --- row.py: the cell formatter ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value,decimals,cell", [
+    (0.0, 3, "0.000"),  # a median of exactly zero: the zero branch
+    (0.0, 6, "0.000000"),
+    (-0.0, 3, "0.000"),
+    (-0.0004, 3, "-0.000400"),  # measured but below the rounding: 3 significant digits
+    (0.0004, 3, "0.000400"),
+    (1.234e-25, 3, "1.23e-25"),  # more than 20 decimals: exponent form
+    (-1.5, 1, "-1.5"),
+    (10.0, 3, "10.000"),  # zeros around a non-zero digit are kept
+    (0.05, 1, "0.1"),
+    (1234.5678, 3, "1234.568"),
+])
+def test_fmt_rounds_and_writes_zero_one_way(value, decimals, cell):
+    assert fmt(value, decimals) == cell
+
+
+@pytest.mark.parametrize("value", [None, math.nan, math.inf, -math.inf])
+def test_fmt_leaves_an_unmeasured_value_empty_as_a_string(value):
+    assert fmt(value, 3) == ""
+
+
+def test_build_row_refuses_a_column_outside_the_schema():
+    with pytest.raises(KeyError) as e:
+        build_row({"tps": 1, "mfu_pct": 2, "nodes": 1})
+    assert e.value.args == ("not in the schema: ['mfu_pct', 'tps']",)
+
+
+def test_build_row_orders_and_stringifies_every_column():
+    row = build_row({"nodes": 2, "config": "c", "mfu": None})
+    assert list(row) == list(HEADER)
+    assert row["nodes"] == "2" and row["config"] == "c"
+    assert all(row[c] == "" for c in HEADER if c not in ("nodes", "config"))
+
+
+# --- row.py: the dashboard's own reading ------------------------------------------------------
+
+GOOD_CELLS = ["2026-11-29T22:18:43Z", "localhost", "c", "1", "2", "pass", "4.034", "3930.349",
+        "1965.174", "", "0.014", "7.989204", "30", ""]
+
+
+def test_a_short_row_lacks_its_last_required_cells_and_nothing_else():
+    # Read as the dashboard reads a line with too few cells: the missing ones are
+    # empty, not an error, and only the required ones are problems.
+    assert dashboard_problems(GOOD_CELLS[:4]) == ["gpus is empty", "status is empty",
+                                            "wall_time_sec is empty"]
+    assert dashboard_problems(GOOD_CELLS[:7]) == []
+    assert dashboard_problems([]) == [f"{c} is empty" for c in HEADER[:7]]
+
+
+def test_a_row_as_a_mapping_may_lack_optional_columns():
+    row = dict(zip(HEADER[:7], GOOD_CELLS[:7], strict=True))
+    assert dashboard_problems(row) == []
+    assert dashboard_problems({k: v for k, v in row.items() if k != "nodes"}) == [
+        "nodes is empty"]
+
+
+@pytest.mark.parametrize("column,cell,problem", [
+    ("nodes", "0", "nodes '0' is below 1"),
+    ("gpus", "-3", "gpus '-3' is below 1"),
+    ("nodes", "1", None),  # 1 is the smallest count there is
+    ("tflops", "inf", "tflops 'inf' is not finite"),
+    ("mfu", "nan", "mfu 'nan' is not finite"),
+    ("final_loss", "-0.5", None),
+])
+def test_dashboard_problems_counts_and_numbers(column, cell, problem):
+    row = dict(zip(HEADER, GOOD_CELLS, strict=True)) | {column: cell}
+    assert dashboard_problems(row) == ([problem] if problem else [])

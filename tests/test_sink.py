@@ -1,0 +1,431 @@
+"""Writing rows to a results file (sink.py): the header, appending, locking, duplicates,
+and every fault leaving the file as it was."""
+
+from __future__ import annotations
+
+import csv
+import errno
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from helpers import (
+    REPO,
+    RUNS,
+    error_line,
+    good_run,
+    mode_of,
+    names_in,
+    parse_csv,
+    run_cli,
+    run_group,
+)
+
+from ezpz_amsc import sink
+from ezpz_amsc.errors import AmscError
+from ezpz_amsc.row import HEADER
+
+A = RUNS / "fsdp_tp-2rank"
+B = RUNS / "fsdp_tp-1rank-launch"
+HEADER_LINE = ",".join(HEADER)
+ROW = ["2026-08-11T17:11:17Z", "Aurora", "sweep/0", "1", "12", "pass", "1.000", "", "", "", "",
+       "", "10", ""]
+
+
+# ----------------------------------------------------------- the header, and appending
+
+
+def test_append_creates_file_and_folders(tmp_path):
+    out = tmp_path / "results" / "deep" / "runs.csv"
+    r = run_cli(A, "--config", "c", "--append", out)
+    assert r.exit_code == 0 and r.stdout == ""
+    rows = parse_csv(out.read_text())
+    assert len(rows) == 1 and rows[0]["throughput_tokens_per_sec"] == "3930.349"
+
+
+def test_append_twice_one_header(tmp_path):
+    out = tmp_path / "runs.csv"
+    run_cli(A, "--config", "a", "--append", out)
+    run_cli(B, "--config", "b", "--append", out)
+    text = out.read_text()
+    assert text.count("timestamp,system") == 1
+    assert [r["config"] for r in parse_csv(text)] == ["a", "b"]
+
+
+def test_empty_existing_file_gets_header(tmp_path):
+    out = tmp_path / "runs.csv"
+    out.write_text("")
+    assert run_cli(A, "--config", "c", "--append", out).exit_code == 0
+    assert len(parse_csv(out.read_text())) == 1
+
+
+@pytest.mark.parametrize("header", [
+    ",".join(reversed(HEADER)),  # same columns, other order
+    ",".join(HEADER[:-1]),  # one column short
+    ",".join(HEADER) + ",extra",
+    "system,timestamp," + ",".join(HEADER[2:]),
+    "model,tokens_per_sec,nodes",
+])
+def test_foreign_header_refused_and_file_untouched(tmp_path, header):
+    out = tmp_path / "runs.csv"
+    before = (header + "\n1,2,3\n").encode()
+    out.write_bytes(before)
+    line = error_line(run_cli(A, "--config", "c", "--append", out))
+    assert "existing header differs" in line and "refusing to append" in line
+    assert out.read_bytes() == before
+
+
+def test_appended_rows_parse_with_csv_module(tmp_path):
+    out = tmp_path / "runs.csv"
+    run_cli(A, "--config", 'label, with "quotes"', "--append", out)
+    with open(out, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert rows[0]["config"] == 'label, with "quotes"'
+
+
+def test_file_without_trailing_newline_gets_one(tmp_path):
+    out = tmp_path / "runs.csv"
+    run_cli(A, "--config", "a", "--append", out)
+    out.write_bytes(out.read_bytes().rstrip(b"\n"))  # hand-edited
+    assert run_cli(B, "--config", "b", "--append", out).exit_code == 0
+    rows = parse_csv(out.read_text())
+    assert [r["config"] for r in rows] == ["a", "b"]
+    assert all(len(r) == len(HEADER) for r in rows)
+
+
+def test_bom_and_crlf_header_is_the_same_header_and_crlf_is_kept(tmp_path):
+    out = tmp_path / "runs.csv"
+    out.write_bytes(b"\xef\xbb\xbf" + HEADER_LINE.encode() + b"\r\n")
+    r = run_cli(A, "--config", "c", "--append", out)
+    assert r.exit_code == 0, r.stderr
+    data = out.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf" + HEADER_LINE.encode() + b"\r\n")
+    assert data.count(b"\r\n") == 2 and data.count(b"\n") == 2
+
+
+def test_append_bare_cr_file_keeps_its_line_endings(tmp_path):
+    """Regression (fuzzer): a CR-only results file crashed the header check with csv.Error."""
+    run = good_run(tmp_path / "run")
+    target = tmp_path / "results.csv"
+    old = EXISTING.replace(b"\n", b"\r")
+    target.write_bytes(old)
+    r = run_cli(run, "--config", "c", "--append", target)
+    assert r.exit_code == 0, r.stderr
+    new = target.read_bytes()
+    assert new.startswith(old) and new.endswith(b"\r") and b"\n" not in new
+    rows = parse_csv(new.decode().replace("\r", "\n"))
+    assert [x["config"] for x in rows] == ["old", "c"]
+
+
+def test_empty_file_left_by_a_writer_counts_as_new(tmp_path):
+    out = tmp_path / "runs.csv"
+    out.touch()
+    sink.append_rows(out, [ROW])
+    assert out.read_text().count("timestamp,system") == 1
+    assert len(parse_csv(out.read_text())) == 1
+
+
+def test_no_companion_file_after_appends_and_refusals(tmp_path):
+    out = tmp_path / "runs.csv"
+    assert run_cli(A, "--config", "a", "--append", out).exit_code == 0
+    assert run_cli(A, B, "--config", "b", "--append", out).exit_code == 0
+    error_line(run_cli(A, "--config", "a", "--append", out))  # a duplicate: refused
+    assert names_in(tmp_path) == ["runs.csv"]
+    assert [r["config"] for r in parse_csv(out.read_text())] == ["a", "b", "b"]
+
+
+# -------------------------------------------------------------------------- duplicates
+
+
+def test_duplicate_run_refused_with_its_line_number(tmp_path):
+    out = tmp_path / "runs.csv"
+    run_cli(A, "--config", "a", "--append", out)
+    run_cli(B, "--config", "b", "--append", out)
+    before = out.read_bytes()
+    line = error_line(run_cli(B, "--config", "b", "--append", out))
+    assert f"is already at line 3 of {out}" in line
+    assert "--allow-duplicate" in line
+    assert out.read_bytes() == before
+
+
+def test_allow_duplicate(tmp_path):
+    out = tmp_path / "runs.csv"
+    run_cli(A, "--config", "a", "--append", out)
+    r = run_cli(A, "--config", "a", "--append", out, "--allow-duplicate")
+    assert r.exit_code == 0
+    assert len(parse_csv(out.read_text())) == 2
+
+
+def test_same_run_under_another_config_is_not_a_duplicate(tmp_path):
+    out = tmp_path / "runs.csv"
+    run_cli(A, "--config", "a", "--append", out)
+    assert run_cli(A, "--config", "a2", "--append", out).exit_code == 0
+
+
+# ----------------------------------------------------------------------------- locking
+
+
+def _load_bench():
+    spec = importlib.util.spec_from_file_location(
+        "concurrent_append", REPO / "benchmarks" / "concurrent_append.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_32_processes_append_at_once(tmp_path):
+    ok, report = _load_bench().run(32, tmp_path)
+    assert ok, report
+
+
+def _hold_lock(results, ready):
+    """Another process holding the results file's lock (and creating the file if missing)."""
+    code = (
+        "import sys, time\n"
+        "from ezpz_amsc.sink import locked\n"
+        "with locked(sys.argv[1], 5):\n"
+        "    open(sys.argv[2], 'w').close()\n"
+        "    time.sleep(60)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    p = subprocess.Popen([sys.executable, "-c", code, str(results), str(ready)], env=env)
+    deadline = time.monotonic() + 30
+    while not ready.exists():
+        assert p.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    return p
+
+
+def test_lock_timeout_names_the_results_file(tmp_path):
+    out = tmp_path / "results" / "runs.csv"
+    assert run_cli(B, "--config", "b", "--append", out).exit_code == 0
+    before = out.read_bytes()
+    holder = _hold_lock(out, tmp_path / "ready")
+    try:
+        line = error_line(run_cli(A, "--config", "c", "--append", out, "--lock-timeout", "0.3"))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert line == (f"error: {out}: still locked by another writer after 0.3 s; retry, "
+                    "or raise --lock-timeout")
+    assert out.read_bytes() == before
+    assert [p.name for p in out.parent.iterdir()] == ["runs.csv"]
+
+
+def test_appender_killed_while_holding_lock_does_not_block_the_next(tmp_path):
+    # The killed writer had created the file and written nothing: an empty file
+    # is a new file, so the next append writes the header.
+    out = tmp_path / "runs.csv"
+    holder = _hold_lock(out, tmp_path / "ready")
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait()
+    assert out.read_bytes() == b""
+    r = run_cli(A, "--config", "c", "--append", out, "--lock-timeout", "5")
+    assert r.exit_code == 0, r.stderr
+    assert out.read_text().count("timestamp,system") == 1
+    assert [x["config"] for x in parse_csv(out.read_text())] == ["c"]
+
+
+@pytest.mark.parametrize("value", ["0", "0.5"])
+def test_lock_timeout_edges_are_accepted(tmp_path, value):
+    out = tmp_path / "r.csv"
+    assert run_group(A, "--config", "c", "--append", out, "--lock-timeout", value
+                     ).exit_code == 0
+    assert len(parse_csv(out.read_text())) == 1
+
+
+def test_a_writer_holding_the_lock_keeps_it_while_it_reads_the_file(tmp_path):
+    """Reading the header and the earlier runs must not drop the lock.
+
+    A record lock is dropped when its process closes any descriptor of the
+    file; a reader opened beside the locked one would let a second writer in.
+    """
+    out = tmp_path / "runs.csv"
+    sink.append_rows(out, [ROW])
+    ready, release = tmp_path / "ready", tmp_path / "release"
+    code = (
+        "import os, sys, time\n"
+        "from ezpz_amsc import sink\n"
+        "real = sink._write_all\n"
+        "def slow(fd, path, data):\n"  # header and duplicates already read under the lock
+        "    open(sys.argv[2], 'w').close()\n"
+        "    while not os.path.exists(sys.argv[3]):\n"
+        "        time.sleep(0.01)\n"
+        "    real(fd, path, data)\n"
+        "sink._write_all = slow\n"
+        "row = ['2026-08-11T17:11:17Z', 'Aurora', 'first', '1', '12', 'pass', '1.000'] + [''] * 7\n"
+        "sink.append_rows(sys.argv[1], [row])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    holder = subprocess.Popen([sys.executable, "-c", code, str(out), str(ready), str(release)],
+                              env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert holder.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+        with pytest.raises(AmscError, match="still locked by another writer after 0.2 s"):
+            sink.append_rows(out, [[*ROW[:2], "second", *ROW[3:]]], lock_timeout_sec=0.2)
+    finally:
+        release.touch()
+        assert holder.wait(timeout=30) == 0
+    assert [r["config"] for r in parse_csv(out.read_text())] == ["sweep/0", "first"]
+
+
+def test_a_writer_that_locked_a_removed_file_starts_over(tmp_path, monkeypatch):
+    """The creator of a file whose first write failed removes it; a writer that
+    had opened it meanwhile must not append to the removed file."""
+    out = tmp_path / "runs.csv"
+    real = sink._wait_for_lock
+    locked_fds = []
+
+    def removed_while_waiting(fd, *args):
+        if not locked_fds:
+            out.unlink()  # as the failed creator does, under its lock
+        locked_fds.append(fd)
+        real(fd, *args)
+
+    monkeypatch.setattr(sink, "_wait_for_lock", removed_while_waiting)
+    sink.append_rows(out, [ROW])
+    assert len(locked_fds) == 2
+    assert parse_csv(out.read_text()) == [dict(zip(HEADER, ROW, strict=True))]
+
+
+# ------------------------------------------------------------------------------ faults
+
+
+EXISTING = b"timestamp,system,config,nodes,gpus,status,wall_time_sec," \
+           b"throughput_tokens_per_sec,throughput_tokens_per_sec_per_gpu,mfu,tflops," \
+           b"final_loss,steps,error\n2026-01-01T00:00:00Z,Aurora,old,1,1,pass,1.0,,,,,,,\n"
+
+
+def _fail_os_call(monkeypatch, name: str, target: Path, err: int, partial: bool = False):
+    """Make ``os.<name>`` fail with ``err`` on ``target`` (by path or by open fd).
+
+    An ``open`` the kernel would refuse with ENOENT first (a missing file without
+    ``O_CREAT``, or a missing folder) still gets ENOENT.
+    """
+    real = getattr(os, name)
+
+    def hits(arg) -> bool:
+        if isinstance(arg, int):
+            try:
+                return Path(os.readlink(f"/proc/self/fd/{arg}")) == target.resolve()
+            except OSError:
+                return False
+        return Path(arg) == target
+
+    def kernel_says_enoent_first(arg, *args) -> bool:
+        if name != "open" or isinstance(arg, int) or os.path.exists(arg):
+            return False
+        return not (args[0] & os.O_CREAT and os.path.isdir(os.path.dirname(arg)))
+
+    def fake(arg, *args, **kwargs):
+        if hits(arg) and not kernel_says_enoent_first(arg, *args):
+            if partial:  # the kernel took some bytes before the disk filled up
+                real(arg, args[0][: max(1, len(args[0]) // 2)])
+            raise OSError(err, os.strerror(err), None if isinstance(arg, int) else str(arg))
+        return real(arg, *args, **kwargs)
+
+    monkeypatch.setattr(sink.os, name, fake)
+
+
+def _tree(root: Path) -> dict[str, bytes | None]:
+    return {str(p.relative_to(root)): (None if p.is_dir() else p.read_bytes())
+            for p in sorted(root.rglob("*"))}
+
+
+@pytest.mark.parametrize("fault,call,err,message", [
+    # (message for an existing file, message for a new one)
+    ("permission denied", "open", errno.EACCES,
+     ("results.csv: not writable by you (root): owner root, group root, mode 0644; its mode "
+      "allows it", "deeper: cannot create results.csv there: not writable by you (root): "
+      "owner root, group root, mode 0755")),
+    ("read-only file system", "open", errno.EROFS,
+     ("cannot open results file: Read-only file system",
+      "cannot create results file: Read-only file system")),
+    ("disk full", "write", errno.ENOSPC,
+     ("cannot write results file: No space left on device",) * 2),
+    ("quota at fsync", "fsync", errno.EDQUOT,
+     ("cannot write results file: Disk quota exceeded",) * 2),
+])
+@pytest.mark.parametrize("existing", [True, False], ids=["existing", "new"])
+def test_append_fault_leaves_results_as_they_were(tmp_path, monkeypatch, fault, call, err,
+                                                  message, existing):
+    run = good_run(tmp_path / "run")
+    out = tmp_path / "out"
+    target = out / "deeper" / "results.csv"
+    if existing:
+        target.parent.mkdir(parents=True)
+        target.write_bytes(EXISTING)
+    before = _tree(tmp_path)
+    _fail_os_call(monkeypatch, call, target, err, partial=call == "write")
+    assert message[not existing] in error_line(run_cli(run, "--config", "c", "--append", target))
+    # Byte-identical when it existed; when new, no results file and no folder made
+    # for it. Nothing else either: no lock file.
+    assert _tree(tmp_path) == before
+
+
+def test_append_target_is_a_directory(tmp_path):
+    run = good_run(tmp_path / "run")
+    for target in (tmp_path / "results.csv", tmp_path / "link.csv"):
+        if target.name == "results.csv":
+            target.mkdir()
+        else:
+            target.symlink_to(tmp_path / "results.csv", target_is_directory=True)
+        line = error_line(run_cli(run, "--config", "c", "--append", target))
+        assert "is a directory; --append needs a CSV file path" in line
+
+
+def test_append_target_is_a_fifo(tmp_path, no_hang):
+    run = good_run(tmp_path / "run")
+    os.mkfifo(tmp_path / "results.csv")
+    line = error_line(run_cli(run, "--config", "c", "--append", tmp_path / "results.csv"))
+    assert "not a regular file" in line
+
+
+def test_append_under_a_file_is_a_clear_error(tmp_path):
+    run = good_run(tmp_path / "run")
+    (tmp_path / "plain").write_text("x")
+    line = error_line(run_cli(run, "--config", "c", "--append", tmp_path / "plain" / "r.csv"))
+    assert f"{tmp_path / 'plain'}: exists and is not a folder" in line
+    assert (tmp_path / "plain").read_text() == "x"
+
+
+def test_failed_first_write_removes_the_new_file_and_folder(tmp_path, monkeypatch):
+    real_fsync = os.fsync
+
+    def quota(fd):
+        raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))
+
+    monkeypatch.setattr(os, "fsync", quota)
+    with pytest.raises(AmscError, match="cannot write results file: Disk quota exceeded"):
+        sink.append_rows(tmp_path / "new" / "runs.csv", [ROW])
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert names_in(tmp_path) == []
+
+
+def test_failed_write_keeps_an_empty_file_someone_else_made(tmp_path, monkeypatch):
+    out = tmp_path / "runs.csv"
+    out.touch(mode=0o660)  # set up by hand for the team: not this writer's to remove
+    out.chmod(0o660)
+
+    def io_error(fd):
+        raise OSError(errno.EIO, "EIO")
+
+    monkeypatch.setattr(os, "fsync", io_error)
+    with pytest.raises(AmscError, match="cannot write results file: EIO; file left as it was"):
+        sink.append_rows(out, [ROW])
+    assert out.read_bytes() == b"" and mode_of(out) == 0o660
+
+
+def test_symlink_to_a_missing_file_is_a_clear_error(tmp_path):
+    link = tmp_path / "runs.csv"
+    link.symlink_to(tmp_path / "gone.csv")
+    with pytest.raises(AmscError, match=f"^{link}: a symlink to .*gone.csv, which does not exist"):
+        sink.append_rows(link, [ROW])

@@ -1,0 +1,472 @@
+"""Stage 2, reading the steps (steps.py): both JSON paths held to ``json.loads``, hostile
+and broken lines, which rank is read, long lines and the memory they cost.
+
+The skim of other ranks' lines in a shared file has its own file, test_skim.py.
+"""
+
+from __future__ import annotations
+
+import builtins
+import errno
+import io
+import json
+import math
+import os
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from helpers import (
+    FIXTURE_NAMES,
+    RUNS,
+    error_line,
+    fail_for,
+    good_run,
+    notes_of,
+    one_row,
+    run_cli,
+    simple_steps,
+    snapshot,
+    step,
+    write_jsonl,
+    write_run,
+    write_run_info,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ezpz_amsc import steps as steps_mod
+from ezpz_amsc.discover import MetricsSource, find_run_files
+from ezpz_amsc.export import ExportOptions, export_run
+from ezpz_amsc.steps import MAX_LINE_BYTES, SERIES, read_steps
+
+try:
+    import orjson
+except ImportError:  # the tool works without it; so must its tests
+    orjson = None
+
+
+# --------------------------------------------------------------------- both JSON paths
+
+
+# orjson (the ``fast`` extra) is used when importable; the stdlib path is the
+# scanner fast path with ``json.loads`` as the authority. The tests below run on
+# each available path via the ``json_path`` fixture, and the differential tests
+# hold both to ``json.loads`` itself.
+
+
+PATHS = ["stdlib", pytest.param("orjson", marks=pytest.mark.skipif(
+    orjson is None, reason="orjson not installed (extra 'fast')"))]
+
+
+def _only_json_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference: every line through json.loads (scanner fast path and skim off)."""
+    def refuse(text: str, idx: int):
+        raise StopIteration(idx)
+
+    monkeypatch.setattr(steps_mod, "FAST_LOADS", None)
+    monkeypatch.setattr(steps_mod, "_scan_once", refuse)
+    monkeypatch.setattr(steps_mod, "SKIM", False)  # and other ranks' lines parsed too
+
+
+@pytest.fixture(params=PATHS)
+def json_path(request, monkeypatch):
+    monkeypatch.setattr(steps_mod, "FAST_LOADS", orjson.loads if request.param == "orjson"
+                        else None)
+    return request.param
+
+
+def read_bytes_file(tmp_path: Path, data: bytes, interleaved: bool) -> steps_mod.Steps:
+    if interleaved:
+        p = tmp_path / "metrics.jsonl"
+        p.write_bytes(data)
+        return read_steps(MetricsSource("interleaved", tmp_path, single=p), max_line=1 << 16)
+    p = tmp_path / "metrics-0.jsonl"
+    p.write_bytes(data)
+    return read_steps(MetricsSource("per-rank", tmp_path, per_rank={0: p}), max_line=1 << 16)
+
+
+def test_env_var_forces_stdlib(monkeypatch):
+    monkeypatch.setenv("EZPZ_AMSC_JSON", "stdlib")
+    assert steps_mod._fast_loads() is None
+    monkeypatch.setenv("EZPZ_AMSC_JSON", "")
+    assert steps_mod._fast_loads() is (orjson.loads if orjson else None)
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_fixture_runs_read_like_json_loads(json_path, name, monkeypatch):
+    source = find_run_files(RUNS / name).metrics
+    got = snapshot(read_steps(source))
+    _only_json_loads(monkeypatch)
+    assert got == snapshot(read_steps(source))
+    assert got["step"], "fixture has steps"
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_fixture_rows_identical_on_both_paths(name, monkeypatch):
+    rows = []
+    for loads in [None] + ([orjson.loads] if orjson else []):
+        monkeypatch.setattr(steps_mod, "FAST_LOADS", loads)
+        rows.append(one_row(run_cli(RUNS / name, "--config", "c")))
+    assert all(r == rows[0] for r in rows)
+    assert int(rows[0]["steps"]) > 0
+
+
+# (line, expected) — expected: step value, loss value (None = NaN), counters.
+HOSTILE = [
+    ('{"metrics": {"train/iter": 1, "train/loss": NaN}}', dict(loss=None, nonfinite=1)),
+    ('{"metrics": {"train/iter": 1, "train/loss": Infinity}}', dict(loss=None, nonfinite=1)),
+    ('{"metrics": {"train/iter": 1, "train/loss": -Infinity}}', dict(loss=None, nonfinite=1)),
+    ('{"metrics": {"train/iter": 1, "train/loss": 1e400}}', dict(loss=None, nonfinite=1)),
+    ('{"metrics": {"train/iter": 1, "train/loss": ' + str(10**400) + '}}',
+     dict(loss=None, nonfinite=1)),
+    ('{"metrics": {"train/iter": 1, "train/loss": ' + str(2**64) + '}}', dict(loss=2.0**64)),
+    ('{"metrics": {"train/iter": 1, "train/loss": true, "loss": 2.5}}', dict(loss=2.5)),
+    ('{"metrics": {"train/iter": 1, "train/loss": "8.0", "loss": 3}}', dict(loss=3.0)),
+    ('{"metrics": {"train/iter": "1", "iter": 4, "train/loss": 1.5}}', dict(step=4.0, loss=1.5)),
+    ('\ufeff{"metrics": {"train/iter": 1, "train/loss": 1.5}}', dict(loss=1.5)),
+    ('  {"metrics": {"train/iter": 1, "train/loss": 1.5}}  ', dict(loss=1.5)),
+    ('{"metrics": {"train/iter": 1, "train/loss": 1.5, "s": "\\ud800"}}', dict(loss=1.5)),
+    ('{"metrics": {"train/iter": 1, "train/loss": 1.5}} trailing', dict(bad=1)),
+    ('{"metrics": {"train/iter": 1, "train/loss": 1.5}, "metrics": 7}', dict(not_steps=1)),
+    ('[1, 2]', dict(bad=1)),
+    ('{"metrics": {"precision/x": "bf16", "flag": true}}', dict(not_steps=1)),
+    ('{"metrics": {"other/x": 1}}', dict(step=None, loss=None)),
+    ("[" * 5000 + "]" * 5000, dict(bad=1)),
+]
+
+
+@pytest.mark.parametrize("line,expected", HOSTILE)
+def test_hostile_lines(json_path, tmp_path, monkeypatch, line, expected):
+    good = json.dumps(step(9, loss=0.5))
+    data = (good + "\n" + line + "\n").encode("utf-8", "surrogatepass")
+    s = read_bytes_file(tmp_path, data, interleaved=False)
+    n_rows = 1 if expected.get("bad") or expected.get("not_steps") else 2
+    assert len(s) == n_rows
+    assert s.bad_lines == expected.get("bad", 0)
+    assert s.not_steps == expected.get("not_steps", 0)
+    assert s.nonfinite["loss"] == expected.get("nonfinite", 0)
+    if n_rows == 2:
+        want_step, want_loss = expected.get("step", 1.0), expected.get("loss")
+        got_step, got_loss = s.step[1], s.series["loss"][1]
+        assert math.isnan(got_step) if want_step is None else got_step == want_step
+        assert math.isnan(got_loss) if want_loss is None else got_loss == want_loss
+    got = snapshot(s)
+    _only_json_loads(monkeypatch)
+    assert got == snapshot(read_bytes_file(tmp_path, data, interleaved=False))
+
+
+def test_utf16_line_is_read_by_json_loads_rules(json_path, tmp_path):
+    # json.loads detects UTF-16 from the BOM; neither fast path does, so both defer.
+    line = json.dumps(step(1, loss=1.5))  # one line, no newline byte to split UTF-16 on
+    s = read_bytes_file(tmp_path, line.encode("utf-16"), interleaved=False)
+    assert len(s) == 1 and s.series["loss"][0] == 1.5 and s.bad_lines == 0
+
+
+@pytest.mark.parametrize("rank", [2**64, -(2**63) - 1, 10**30])
+def test_huge_rank_stays_an_int_rank(json_path, tmp_path, rank):
+    # orjson turns integers beyond 64 bits into floats; json keeps ints.
+    recs = [step(1, loss=1.0), {**step(2, loss=2.0), "rank": rank}]
+    p = write_jsonl(tmp_path / "metrics.jsonl", recs)
+    s = read_steps(MetricsSource("interleaved", tmp_path, single=p))
+    assert len(s) == 1
+    assert s.other_ranks == {rank: 1}
+
+
+def test_truncated_last_line_with_nan(json_path, tmp_path):
+    data = (json.dumps(step(1, loss=1.0)) + '\n{"metrics": {"train/iter": 2, "train/loss": NaN'
+            ).encode()
+    s = read_bytes_file(tmp_path, data, interleaved=False)
+    assert len(s) == 1 and s.truncated_last_line and s.bad_lines == 0
+
+
+def test_cli_row_on_both_paths_with_nan_lines(json_path, tmp_path):
+    run = tmp_path / "run"
+    recs = [step(i, dt=0.5, tps=1000.0 * i, loss=1.0 / i) for i in range(1, 6)]
+    lines = [json.dumps(r) for r in recs]
+    lines.insert(3, '{"timestamp": 1795990003.5, "rank": 0, "metrics": {"train/iter": 3.5, '
+                    '"train/dt": 0.5, "train/tps": NaN, "train/loss": Infinity}}')
+    write_jsonl(run / "metrics-0.jsonl", lines)
+    write_run_info(run)
+    result = run_cli(run, "--config", "c")
+    row = one_row(result)
+    assert row["steps"] == "6"
+    assert row["throughput_tokens_per_sec"] == "3500.000"  # median of 2000..5000, NaN dropped
+    assert row["final_loss"] == "0.200000"
+    assert "dropped 2 non-finite values (tps 1, loss 1)" in result.stderr
+
+
+_scalar = st.one_of(
+    st.integers(min_value=-(2**70), max_value=2**70), st.floats(allow_nan=True),
+    st.booleans(), st.none(), st.text(max_size=3), st.lists(st.integers(), max_size=2))
+
+
+_keys = st.sampled_from(
+    [*steps_mod.STEP_KEYS, *(k for ks in steps_mod.SERIES_KEYS.values() for k in ks), "x/y"])
+
+
+_record = st.fixed_dictionaries(
+    {}, optional={"timestamp": _scalar, "rank": st.one_of(st.integers(0, 2), _scalar),
+                  "metrics": st.one_of(st.dictionaries(_keys, _scalar, max_size=6), _scalar)})
+
+
+_line = st.one_of(_record.map(json.dumps), st.text(max_size=20),
+                  st.sampled_from(["NaN", "{", "[]", "\ufeff{}", "{\"metrics\": {}} x"]))
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(_line, max_size=8), interleaved=st.booleans(), newline=st.booleans())
+def test_random_lines_read_like_json_loads(json_path, tmp_path_factory, lines, interleaved,
+                                           newline):
+    tmp = tmp_path_factory.mktemp("h")
+    data = ("\n".join(lines) + ("\n" if newline else "")).encode("utf-8", "surrogatepass")
+    got = snapshot(read_bytes_file(tmp, data, interleaved))
+    with pytest.MonkeyPatch.context() as mp:
+        _only_json_loads(mp)
+        want = snapshot(read_bytes_file(tmp, data, interleaved))
+    assert got == want
+    assert set(got["series"]) == set(SERIES)
+
+
+# --------------------------------------------------------------- what counts as a step
+
+
+def test_metrics_without_steps_is_an_error_when_pass(tmp_path):
+    run = tmp_path / "r"
+    write_run_info(run)
+    write_jsonl(run / "metrics-0.jsonl", [{"timestamp": 1.0, "rank": 0,
+                                          "metrics": {"precision/x": "bf16"}}])
+    line = error_line(run_cli(run, "--config", "c"))
+    assert "no step records" in line
+
+
+def test_bool_and_list_values_are_not_metrics(tmp_path):
+    run = tmp_path / "run"
+    write_run_info(run)
+    recs = [step(i, dt=1.0, loss=2.0) for i in range(1, 4)]
+    recs.append({"timestamp": 1795990100.0, "rank": 0,
+                 "metrics": {"train/iter": True, "train/dt": False, "opt/iter": [4]}})
+    write_jsonl(run / "metrics-0.jsonl", recs)
+    row = one_row(run_cli(run, "--config", "c"))
+    assert row["steps"] == "3"
+    assert row["wall_time_sec"] == "3.000"
+
+
+def test_non_finite_values_dropped_and_counted(tmp_path):
+    run = tmp_path / "run"
+    write_run_info(run)
+    lines = [json.dumps(step(i, dt=1.0, tps=100.0, loss=1.0)) for i in range(1, 5)]
+    lines.append('{"timestamp": 1795990010.0, "rank": 0, "metrics": {"train/iter": 5, '
+                 '"train/dt": NaN, "train/tps": Infinity, "train/loss": -Infinity}}')
+    write_jsonl(run / "metrics-0.jsonl", lines)
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    assert row["wall_time_sec"] == "4.000"
+    assert row["final_loss"] == ""  # the last loss is -inf: 1.0 would be stale (diverged)
+    assert row["steps"] == "5"
+    assert "dropped 3 non-finite values (dt 1, tps 1, loss 1)" in r.stderr
+    assert "final_loss left empty, not the stale 1 of step 4" in r.stderr
+
+
+def test_bare_keys_and_tokens_per_sec(tmp_path):
+    run = tmp_path / "run"
+    write_run_info(run)
+    recs = [{"timestamp": 1795990000.0 + i, "rank": 0,
+             "metrics": {"train/step": i, "train/tokens_per_sec": 1000.0 * (i + 1),
+                         "dt": 0.5, "loss": 3.0}} for i in range(0, 5)]
+    write_jsonl(run / "metrics.jsonl", recs)
+    row = one_row(run_cli(run, "--config", "c"))
+    assert row["throughput_tokens_per_sec"] == "3500.000"  # median of 2000..5000
+    assert row["wall_time_sec"] == "2.500"
+    assert row["final_loss"] == "3.000000"
+
+
+_GOOD = [json.dumps(step(i, dt=1.0)) for i in range(1, 4)]
+
+
+@pytest.mark.parametrize("files,steps", [
+    ({"metrics-0.jsonl": _GOOD[:1] + ["not json at all", "[1, 2, 3]", ""] + _GOOD[1:]}, "3"),
+    # Rank 0's file held only garbage: its bad lines still count after the fall-back.
+    ({"metrics-0.jsonl": ["garbage", "{not json"],
+      "metrics-1.jsonl": [json.dumps(step(i, rank=1, dt=1.0)) for i in (1, 2)]}, "2"),
+], ids=["between-steps", "empty-rank0"])
+def test_garbage_lines_skipped_with_note(tmp_path, files, steps):
+    run = tmp_path / "run"
+    write_run_info(run, WORLD_SIZE_IN_USE="2", world_size="2")
+    for name, lines in files.items():
+        write_jsonl(run / name, lines)
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["steps"] == steps
+    assert "skipped 2 unparsable lines" in r.stderr
+
+
+def test_blank_final_line_after_a_bad_line_is_not_a_truncation(tmp_path):
+    run = tmp_path / "run"
+    write_run_info(run)
+    p = run / "metrics-0.jsonl"
+    lines = [json.dumps(step(i, dt=1.0)) for i in range(1, 4)]
+    p.write_text("\n".join(lines) + "\n{broken\n   ")
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["steps"] == "3"
+    assert "skipped 1 unparsable line" in r.stderr
+    assert "truncated" not in r.stderr
+
+
+def test_truncated_last_line_is_skipped_with_note(tmp_path, fixture_run):
+    run = fixture_run("fsdp_tp-1rank-launch")
+    p = run / "metrics-0.jsonl"
+    data = p.read_bytes()
+    p.write_bytes(data + data.splitlines(keepends=True)[-1][:300])  # killed mid-write
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["steps"] == "30"
+    assert "last line of metrics-0.jsonl is truncated" in r.stderr
+
+
+# -------------------------------------------------------------------------- which rank
+
+
+def test_interleaved_two_rank_file_uses_rank_0_only(tmp_path):
+    run = tmp_path / "run"
+    write_run_info(run, WORLD_SIZE_IN_USE="2", world_size="2")
+    recs = []
+    for i in range(1, 6):
+        recs.append(step(i, rank=1, dt=9.0, tps=1.0, loss=99.0))
+        recs.append(step(i, rank=0, dt=1.0, tps=500.0 + i, loss=float(i)))
+    write_jsonl(run / "metrics.jsonl", recs)
+    row = one_row(run_cli(run, "--config", "c"))
+    assert row["steps"] == "5"
+    assert row["wall_time_sec"] == "5.000"
+    assert row["throughput_tokens_per_sec"] == "503.500"
+    assert row["final_loss"] == "5.000000"
+    assert row["gpus"] == "2"
+
+
+def test_interleaved_without_rank_0_uses_lowest_rank(tmp_path):
+    run = tmp_path / "run"
+    write_run_info(run, WORLD_SIZE_IN_USE="4", world_size="4")
+    recs = [step(i, rank=r, dt=r / 10) for i in range(1, 4) for r in (3, 2)]
+    write_jsonl(run / "metrics.jsonl", recs)
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["wall_time_sec"] == "0.600"  # rank 2: 3 steps x 0.2
+    assert "rank 0 logged no step; used rank 2" in r.stderr
+
+
+def test_per_rank_empty_rank0_falls_back_to_next(tmp_path):
+    run = tmp_path / "run"
+    write_run_info(run, WORLD_SIZE_IN_USE="2", world_size="2")
+    write_jsonl(run / "metrics-0.jsonl", [])
+    write_jsonl(run / "metrics-1.jsonl", [step(i, rank=1, dt=0.75) for i in range(1, 4)])
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["wall_time_sec"] == "2.250"
+    assert "used rank 1" in r.stderr
+
+
+# ------------------------------------------------------------------------- read faults
+
+
+def test_unreadable_metrics_file(tmp_path, monkeypatch):
+    run = good_run(tmp_path / "run")
+    fail_for(monkeypatch, run / "metrics-0.jsonl", errno.EACCES)
+    line = error_line(run_cli(run, "--config", "c"))
+    assert "metrics-0.jsonl: cannot read metrics file: Permission denied" in line
+
+
+def test_read_error_midway_through_metrics(tmp_path, monkeypatch):
+    run = good_run(tmp_path / "run")
+    target = run / "metrics-0.jsonl"
+    real_open = builtins.open
+
+    class Flaky(io.BufferedReader):
+        def readline(self, *a):
+            if self.tell() > 0:
+                raise OSError(errno.EIO, os.strerror(errno.EIO))
+            return super().readline(*a)
+
+    def fake(file, *args, **kwargs):
+        if isinstance(file, (str, os.PathLike)) and Path(file) == target:
+            return Flaky(io.FileIO(file, "rb"))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", fake)
+    line = error_line(run_cli(run, "--config", "c"))
+    assert "cannot read metrics file: Input/output error" in line
+
+
+# -------------------------------------------------------------------------- long lines
+
+
+def test_long_line_note(tmp_path):
+    # Needs a small line limit (not a CLI flag), so through the pipeline directly.
+    run = write_run(tmp_path / "run", simple_steps(3))
+    with open(run / "metrics-0.jsonl", "a") as f:
+        f.write(json.dumps(step(4, dt=0.5, blob="x" * (1 << 20))) + "\n")
+    result = export_run(run, ExportOptions(config="c", max_line_bytes=1 << 20))
+    assert "skipped 1 line over 1 MiB unread" in result.notes
+    assert result.row["steps"] == "3"
+
+
+def test_long_line_skipped_with_a_note_small_limit(tmp_path):
+    run = tmp_path / "run"
+    recs = [step(1, dt=0.5, loss=3.0),
+            '{"metrics": {"train/iter": 2, "pad": "' + "x" * 50_000 + '"}}',
+            step(3, dt=0.5, loss=2.0)]
+    write_jsonl(run / "metrics-0.jsonl", recs)
+    write_run_info(run)
+    res = export_run(run, ExportOptions(config="c", max_line_bytes=4096))
+    assert res.row["steps"] == "2" and res.row["final_loss"] == "2.000000"
+    assert "skipped 1 line over 4096 bytes unread" in res.notes
+
+
+@pytest.mark.parametrize("kind", ["step", "garbage"])
+def test_50_mb_line_under_the_limit_is_read(tmp_path, kind):
+    run = tmp_path / "run"
+    big = step(2, dt=0.5, loss=2.5)
+    big["metrics"]["pad"] = "x" * (50 << 20)
+    line = json.dumps(big) if kind == "step" else "{" + "x" * (50 << 20)
+    write_jsonl(run / "metrics-0.jsonl", [step(1, dt=0.5, loss=3.0), line,
+                                          step(3, dt=0.5, loss=2.0)])
+    write_run_info(run)
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["steps"] == ("3" if kind == "step" else "2")
+    assert ("skipped 1 unparsable line" in notes_of(r)) == (kind == "garbage")
+
+
+def _write_long_line_run(run: Path, line_bytes: int) -> None:
+    """Step 1, then one line of ``line_bytes`` NULs (a sparse hole: no disk used), step 2."""
+    path = run / "metrics-0.jsonl"
+    write_jsonl(path, [step(1, dt=0.5, loss=3.0)])
+    with open(path, "r+b") as f:
+        f.seek(0, os.SEEK_END)
+        f.truncate(f.tell() + line_bytes)
+        f.seek(0, os.SEEK_END)
+        f.write(b"\n" + json.dumps(step(2, dt=0.5, loss=2.0)).encode() + b"\n")
+    write_run_info(run)
+
+
+def _peak_bytes(run: Path, opts: ExportOptions):
+    tracemalloc.start()
+    try:
+        res = export_run(run, opts)
+        return res, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_long_line_memory_is_bounded_by_the_limit_not_the_line(tmp_path):
+    limit = 1 << 20
+    _write_long_line_run(tmp_path / "run", 64 << 20)
+    res, peak = _peak_bytes(tmp_path / "run", ExportOptions(config="c", max_line_bytes=limit))
+    assert res.row["steps"] == "2" and "skipped 1 line over 1 MiB unread" in res.notes
+    assert peak < 2 * limit + (8 << 20), peak  # the whole line would be 64 MiB
+
+
+def test_line_over_the_real_64_mib_default_is_skipped_without_holding_it(tmp_path):
+    """The default limit end to end, on a 200 MiB line."""
+    _write_long_line_run(tmp_path / "run", 200 << 20)
+    res, peak = _peak_bytes(tmp_path / "run", ExportOptions(config="c"))
+    assert res.row["steps"] == "2" and res.row["final_loss"] == "2.000000"
+    assert "skipped 1 line over 64 MiB unread" in res.notes
+    # readline(limit) builds one limit-sized chunk (briefly twice that while joining its
+    # buffers); reading the line whole would hold all 200 MiB.
+    assert peak < 2 * MAX_LINE_BYTES + (16 << 20), peak
