@@ -8,7 +8,6 @@ present but non-finite are counted, so the caller can say how many it dropped.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import math
@@ -98,6 +97,10 @@ class _HashingRaw(io.RawIOBase):
     """
 
     def __init__(self, raw: io.RawIOBase) -> None:
+        # Imported here: hashlib loads OpenSSL (~3.5 MB resident), which only
+        # a --provenance export needs.
+        import hashlib
+
         super().__init__()
         self.raw = raw
         self.sha256 = hashlib.sha256()
