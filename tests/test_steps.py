@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from helpers import (
     FIXTURE_NAMES,
+    REPO,
     RUNS,
     error_line,
     fail_for,
@@ -470,3 +471,27 @@ def test_line_over_the_real_64_mib_default_is_skipped_without_holding_it(tmp_pat
     # readline(limit) builds one limit-sized chunk (briefly twice that while joining its
     # buffers); reading the line whole would hold all 200 MiB.
     assert peak < 2 * MAX_LINE_BYTES + (16 << 20), peak
+
+
+_MODULES_AFTER_EXPORT = """
+import json, sys
+from ezpz_amsc.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(json.dumps("_hashlib" in sys.modules))
+"""
+
+
+@pytest.mark.parametrize("extra, loaded", [([], False), (["--provenance", "records"], True)])
+def test_only_a_provenance_export_loads_openssl(tmp_path, extra, loaded):
+    # hashlib brings OpenSSL (~3.8 MB resident) into every process that imports it
+    import subprocess
+    import sys
+
+    run = str(REPO / "examples" / "runs" / "minimal-1rank")
+    p = subprocess.run([sys.executable, "-c", _MODULES_AFTER_EXPORT, run, "--config", "c", *extra],
+                       capture_output=True, text=True, cwd=tmp_path, check=True)
+    assert p.stdout.splitlines()[0].startswith("timestamp,")
+    assert json.loads(p.stdout.splitlines()[-1]) is loaded
