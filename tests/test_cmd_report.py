@@ -23,9 +23,10 @@ from helpers import (
     run_report,
     strip_ansi,
 )
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from ezpz_amsc.errors import AmscError
 from ezpz_amsc.options import MAX_COUNT
 from ezpz_amsc.report import build_report, read_sweep
 from ezpz_amsc.report_text import render_text
@@ -660,6 +661,7 @@ def test_plot_draws_labels_as_written(tmp_path):
 @settings(max_examples=25)  # a plot costs ~0.2 s: enough to meet odd labels and numbers
 @given(rows=st.lists(st.tuples(_text, _text, st.integers(1, MAX_COUNT // 4), _rate), min_size=1,
                      max_size=6))  # gpus = 4 x nodes: a row over MAX_COUNT is not used
+@example(rows=[("0", "0\r", 1, 1.0)])  # found by the random profile: a line split by a bare CR
 def test_plot_never_fails_on_what_a_results_file_holds(tmp_path_factory, rows):
     pytest.importorskip("matplotlib")
     s = Sweep()
@@ -668,9 +670,17 @@ def test_plot_never_fails_on_what_a_results_file_holds(tmp_path_factory, rows):
     d = tmp_path_factory.mktemp("plot")
     from ezpz_amsc.plot import write_plot
 
+    report = _report_of(s.write(d / "s.csv"))
+    if not report["groups"]:
+        # a label with a bare CR, which --append refuses to write, splits its line in two:
+        # both halves are bad lines, and the plot is refused cleanly, writing nothing
+        with pytest.raises(AmscError, match=r"nothing to plot \(no pass row with throughput\)$"):
+            write_plot(report, str(d / "s.png"))
+        assert not (d / "s.png").exists()
+        return
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # matplotlib's warnings become notes, never escape
-        notes = write_plot(_report_of(s.write(d / "s.csv")), str(d / "s.png"))
+        notes = write_plot(report, str(d / "s.png"))
     assert (d / "s.png").read_bytes().startswith(PNG_SIGNATURE)
     assert all(n.startswith(f"{d}/s.png: ") for n in notes)
 
