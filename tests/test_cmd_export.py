@@ -495,6 +495,107 @@ def test_quiet_silences_note(tmp_path, build, expected):
     assert one_row(quiet) == one_row(loud)
 
 
+def newest_first(tmp: Path) -> tuple[Path, list[str]]:
+    # Written newest first: sorted, the warmup step is step 1 and the final loss step 4's.
+    recs = [step(i, dt=0.5, tps=1000.0 + i, loss=5.0 - i) for i in (4, 3, 2, 1)]
+    return write_run(tmp / "run", recs), []
+
+
+def one_step_number(tmp: Path) -> tuple[Path, list[str]]:
+    recs = [step(7, ts=1795990000.0 + i, dt=0.5, tps=1000.0 + i) for i in range(3)]
+    return write_run(tmp / "run", recs), ["--attempt", "last"]
+
+
+def nodes_over_gpus(tmp: Path) -> tuple[Path, list[str]]:
+    return write_run(tmp / "run", simple_steps(3)), ["--nodes", "3", "--gpus", "2"]
+
+
+def logged_every_2nd(tmp: Path) -> tuple[Path, list[str]]:
+    return write_run(tmp / "run", [step(i, dt=0.5, tps=1000.0) for i in (2, 4, 6, 8)]), []
+
+
+GLOBAL_1 = ("throughput_tokens_per_sec_per_gpu derived as global / 1 gpu "
+            "(no per-GPU throughput logged)")
+T0 = "2026-11-29T22:06:41Z"  # step 1 of step()'s clock
+# The cells each path derives and every note it prints, in order (nothing spurious):
+# name: (timestamp, system, nodes, gpus, wall_time_sec, tps, tps/gpu, mfu, final_loss, steps)
+VALUE_CASES: dict[str, tuple[Build, tuple[str, ...], list[str]]] = {
+    "rank0-silent": (rank0_silent, (T0, "localhost", "1", "1", "1.500", "9.000", "9.000", "", "",
+                                    "3"), ["rank 0 logged no step; used rank 1", GLOBAL_1]),
+    "non-finite": (nonfinite, (T0, "localhost", "1", "1", "2.000", "1003.000", "1003.000", "",
+                               "2.000000", "4"),
+                   ["dropped 1 non-finite value (tps 1)", GLOBAL_1]),
+    "wall-flag": (wall_flag, (T0, "localhost", "1", "1", "99.000", "1003.000", "1003.000", "",
+                              "2.000000", "4"),
+                  ["wall_time_sec from --wall-time-sec; summed step time is 2.000", GLOBAL_1]),
+    # 500 per GPU on 2 GPUs is 1000 in all, not 250
+    "per-gpu-only": (per_gpu_only, (T0, "localhost", "1", "2", "1.500", "1000.000", "500.000", "",
+                                    "", "3"),
+                     ["throughput_tokens_per_sec derived as per-GPU x 2 gpus "
+                      "(no global throughput logged)"]),
+    "global-only": (global_only, (T0, "localhost", "1", "2", "1.500", "1002.500", "501.250", "",
+                                  "2.000000", "3"),
+                    ["throughput_tokens_per_sec_per_gpu derived as global / 2 gpus "
+                     "(no per-GPU throughput logged)"]),
+    "mfu-zero": (mfu_zero, (T0, "localhost", "1", "1", "1.500", "1002.500", "1002.500", "",
+                            "2.000000", "3"), [GLOBAL_1, MFU_NOTE]),
+    "one-step": (one_step, (T0, "localhost", "1", "1", "0.500", "1001.000", "1001.000", "",
+                            "2.000000", "1"),
+                 [GLOBAL_1, "--warmup 1 leaves no dt or tps values; reduced all 1 step"]),
+    "one-step-number": (one_step_number, ("2026-11-29T22:06:49Z", "localhost", "1", "1", "0.500",
+                                          "1002.000", "1002.000", "", "", "1"),
+                        ["exported attempt #3 steps 7..7 from 2026-11-29T22:06:49Z (1 record) of "
+                         "3; left out 2 records of the others", GLOBAL_1,
+                         "--warmup 1 leaves no dt or tps values; reduced all 1 step"]),
+    "out-of-order": (out_of_order, (T0, "localhost", "1", "1", "2.000", "1003.000", "1003.000",
+                                    "", "2.000000", "4"),
+                     ["records were out of order; sorted 4 steps by step key, then timestamp",
+                      GLOBAL_1]),
+    "newest-first": (newest_first, (T0, "localhost", "1", "1", "2.000", "1003.000", "1003.000",
+                                    "", "1.000000", "4"),
+                     ["records were out of order; sorted 4 steps by step key, then timestamp",
+                      GLOBAL_1]),
+    "gpus-not-multiple": (gpus_not_multiple, (T0, "localhost", "2", "6", "1.500", "1002.500",
+                                              "167.083", "", "2.000000", "3"),
+                          ["--gpus 6 is not a multiple of GPUS_PER_NODE 4",
+                           "throughput_tokens_per_sec_per_gpu derived as global / 6 gpus "
+                           "(no per-GPU throughput logged)"]),
+    "nodes-over-gpus": (nodes_over_gpus, (T0, "localhost", "3", "2", "1.500", "1002.500",
+                                          "501.250", "", "2.000000", "3"),
+                        ["nodes 3 exceeds gpus 2: some nodes ran no rank",
+                         "throughput_tokens_per_sec_per_gpu derived as global / 2 gpus "
+                         "(no per-GPU throughput logged)"]),
+    "logged-every-2nd": (logged_every_2nd, ("2026-11-29T22:06:42Z", "localhost", "1", "1",
+                                            "2.000", "1000.000", "1000.000", "", "", "4"),
+                         ["wall_time_sec covers 4 of ~8 steps (logged every 2 steps, steps "
+                          "2..8); pass --wall-time-sec", GLOBAL_1]),
+    "logged-every-10-flag": (logged_every_10_flag, ("2026-11-29T22:06:50Z", "localhost", "1", "1",
+                                                    "1234.000", "1000.000", "1000.000", "",
+                                                    "1.000000", "30"),
+                             ["wall_time_sec from --wall-time-sec; summed step time is 15.000 "
+                              "and covers 30 of ~300 steps (logged every 10 steps, steps "
+                              "10..300)", GLOBAL_1]),
+    "logged-with-holes": (logged_with_holes, (T0, "localhost", "1", "1", "3.500", "1000.000",
+                                              "1000.000", "", "", "7"),
+                          ["wall_time_sec covers 7 of ~10 steps (logged with gaps, steps 1..10); "
+                           "pass --wall-time-sec", GLOBAL_1]),
+}
+VALUE_COLUMNS = ("timestamp", "system", "nodes", "gpus", "wall_time_sec",
+                 "throughput_tokens_per_sec", "throughput_tokens_per_sec_per_gpu", "mfu",
+                 "final_loss", "steps")
+
+
+@pytest.mark.parametrize("name", list(VALUE_CASES))
+def test_each_path_publishes_its_values_and_only_its_notes(tmp_path, name):
+    build, cells, notes = VALUE_CASES[name]
+    run, args = build(tmp_path)
+    result = run_cli(run, "--config", "c", *args)
+    row = one_row(result)
+    assert tuple(row[k] for k in VALUE_COLUMNS) == cells
+    assert (row["status"], row["tflops"], row["error"]) == ("pass", "", "")
+    assert notes_of(result) == notes
+
+
 def test_unfinished_note_keeps_status_fail(tmp_path):
     run, args = no_finalize(tmp_path)
     result = run_cli(run, "--config", "c", "--status", "fail", *args)
