@@ -264,6 +264,102 @@ class _Tty(io.StringIO):
         return True
 
 
+# --- the whole report, word for word --------------------------------------------------------
+# Every figure checked by hand or against numpy: fsdp_tp-2rank's 29 used steps give median
+# 3930.35, p10 3544.68, p90 4645.22 (numpy.percentile, linear); the built run's attempt #2
+# has per-GPU 808, 810, 812 after 3 warmup steps 802, 804, 806: p10 808.4, p90 811.6.
+
+FSDP_2RANK_REPORT = [
+    '  files read   metrics-0.jsonl (rank 0)',
+    '               1 other rank file not read (ranks log near-identical values)',
+    '  provenance   run_info.json (tier 1 of 3, run_info.json)',
+    '  placement    system localhost = MACHINE from run_info.json',
+    '               gpus 2 = max(WORLD_SIZE_IN_USE 2, world_size 2)',
+    '               nodes 1 = NUM_NODES (GPUS_PER_NODE is 0)',
+    '  steps        30 steps logged, 1 dropped as warmup (--warmup 1), 29 reduced',
+    '               with median',
+    '  throughput   train/tps, 30 steps, 1 glyph per step',
+    '               scale ▁ 3356.6 .. █ 6861.29',
+    '               ▁┊▁▂▂▃▁▁▂▃▂▂▂▂█▅▂▂▂▃▂▄▁▂▂▂▂▄▂▂▃',
+    '               1 warmup step dropped, left of ┊: 1558.31 (below the scale, drawn',
+    '               clipped)',
+    '  reduced (spread = (p90 - p10) / value)',
+    '    key                   median        p10        p90  spread  used  warmup',
+    '    train/tps            3930.35    3544.68    4645.22   28.0%    29       1',
+    '    train/tps_per_gpu    1965.17    1772.34    2322.61   28.0%    29       1',
+    '    train/mfu            unknown          -          -       -    29       1',
+    '    train/tflops       0.0139093  0.0125444  0.0164392   28.0%    29       1',
+    '    train/dt            0.130268   0.110224   0.144442   26.3%    29       1',
+    '  row          wall_time_sec=4.034, throughput_tokens_per_sec=3930.349,',
+    '               throughput_tokens_per_sec_per_gpu=1965.174, mfu=, tflops=0.014,',
+    '               final_loss=7.989204',
+    '  notes        1',
+    '    note: mfu is 0.0 on every step (ezpz writes 0.0 when it does not know the',
+    "          device's peak FLOPS); left empty",
+]
+
+
+GAPPED_RETRY_REPORT = [
+    '  files read   metrics-0.jsonl (rank 0)',
+    '  provenance   run_info.json (tier 1 of 3, run_info.json)',
+    '  placement    system localhost = MACHINE from run_info.json',
+    '               gpus 2 = max(WORLD_SIZE_IN_USE 2, world_size 2)',
+    '               nodes 1 = NUM_NODES (GPUS_PER_NODE is 0)',
+    '  steps        6 steps logged, 3 dropped as warmup (--warmup 3), 3 reduced with',
+    '               median',
+    '               step numbers 2..12 have gaps (stride 2): 6 of ~12 steps logged',
+    '               2 attempts in the records; exported #2',
+    '  throughput per GPU no global throughput logged; showing throughput per GPU',
+    '               (train/tps_per_gpu)',
+    '               train/tps_per_gpu, 6 steps, 1 glyph per step',
+    '               scale ▁ 808 .. █ 812',
+    '               ▁▁▁┊▁▅█',
+    '               3 warmup steps dropped, left of ┊: 802, 804, 806 (below the',
+    '               scale, drawn clipped)',
+    '  reduced (spread = (p90 - p10) / value)',
+    '    key                    median         p10         p90  spread  used  warmup',
+    '    train/tps_per_gpu         810       808.4       811.6    0.4%     3       3',
+    '    train/mfu          1.0000e-05  8.4000e-06  1.1600e-05   32.0%     3       3',
+    '    train/dt                 0.25        0.25        0.25    0.0%     3       3',
+    '  row          wall_time_sec=1.500, throughput_tokens_per_sec=1620.000,',
+    '               throughput_tokens_per_sec_per_gpu=810.000, mfu=0.0000100,',
+    '               tflops=, final_loss=1.000000',
+    '  notes        3',
+    '    note: exported attempt #2 steps 2..12 from 2026-11-29T22:16:42Z (6 records)',
+    '          of 2; left out 10 records of the others',
+    '    note: wall_time_sec covers 6 of ~12 steps (logged every 2 steps, steps',
+    '          2..12); pass --wall-time-sec',
+    '    note: throughput_tokens_per_sec derived as per-GPU x 2 gpus (no global',
+    '          throughput logged)',
+]
+
+
+def _gapped_retry(tmp_path):
+    """Per-GPU throughput only, logged every 2nd step, tiny mfu, a retry: warmup 3, last."""
+    first = [step(i, dt=0.5, tps_per_gpu=500.0 + i, mfu=1e-5 * i, loss=3.0 - i / 10)
+             for i in range(2, 21, 2)]
+    again = [step(i, ts=1795990600.0, dt=0.25, tps_per_gpu=800.0 + i, mfu=1e-6 * i, loss=1.0)
+             for i in range(2, 13, 2)]
+    run = write_run(tmp_path / "run", first + again, world_size="2", WORLD_SIZE_IN_USE="2")
+    return run, export_run(run, ExportOptions(config="c", warmup=3, attempt="last"))
+
+
+def test_explain_report_word_for_word_real_run():
+    run = RUNS / "fsdp_tp-2rank"
+    first, *rest = render(export_run(run, ExportOptions(config="c"))).splitlines()
+    assert first == f"explain: {run}"
+    assert rest == FSDP_2RANK_REPORT
+
+
+def test_explain_report_word_for_word_gapped_retry(tmp_path):
+    run, res = _gapped_retry(tmp_path)
+    first, *rest = render(res).splitlines()
+    assert first == f"explain: {run}"
+    assert rest == GAPPED_RETRY_REPORT
+    quiet = render(res, quiet=True).splitlines()
+    assert quiet[1:] == [*GAPPED_RETRY_REPORT[:-7], "  notes        3 hidden by --quiet"]
+
+
 @pytest.mark.parametrize(("stream", "env", "want"), [
     (_Tty(), {}, True),
     (_Tty(), {"NO_COLOR": ""}, True),  # no-color.org: only a non-empty value disables
