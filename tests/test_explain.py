@@ -28,6 +28,9 @@ from ezpz_amsc.explain import (
     BARS,
     WARMUP_MARK,
     WIDTH,
+    _num,
+    _scale,
+    _wrap,
     render,
     sparkline,
     spread,
@@ -360,6 +363,175 @@ def test_explain_report_word_for_word_gapped_retry(tmp_path):
     assert quiet[1:] == [*GAPPED_RETRY_REPORT[:-7], "  notes        3 hidden by --quiet"]
 
 
+# No step at all (a failed run); 600 steps bucketed, 40 warmup steps above the scale, tflops
+# all 0.0 (a zero that is a value, unlike mfu's), system from config.json; one step, warmup
+# kept; no run_info.json, the placement from the flags. Long run: steps 41..600 used, median
+# 320.5, p10 41 + 0.1 * 559 = 96.9, p90 544.1; buckets of 10 steps, the first 41..50: 45.5.
+NO_STEPS_REPORT = [
+    '  files read   metrics-0.jsonl (rank 0)',
+    '  provenance   run_info.json (tier 1 of 3, run_info.json)',
+    '  placement    system localhost = MACHINE from run_info.json',
+    '               gpus 1 = max(WORLD_SIZE_IN_USE 1, world_size 1)',
+    '               nodes 1 = NUM_NODES (GPUS_PER_NODE is 0)',
+    '  steps        no step records',
+    '  throughput   no throughput or step-time series logged; nothing to draw',
+    '  reduced (spread = (p90 - p10) / value)',
+    '    no reduced series (no step records)',
+    '  row          wall_time_sec=5.000, throughput_tokens_per_sec=,',
+    '               throughput_tokens_per_sec_per_gpu=, mfu=, tflops=, final_loss=',
+    '  notes        none',
+]
+
+
+LONG_REPORT = [
+    '  files read   metrics-0.jsonl (rank 0)',
+    '  provenance   run_info.json (tier 1 of 3, run_info.json: HOSTNAME, NUM_NODES,',
+    '               NGPUS, GPUS_PER_NODE); config.json (tier 2 of 3, config.json:',
+    '               MACHINE, world_size)',
+    '  placement    system Polaris = MACHINE from config.json',
+    '               gpus 1 = max(WORLD_SIZE_IN_USE ?, world_size 1)',
+    '               nodes 1 = NUM_NODES (GPUS_PER_NODE is 0)',
+    '  steps        600 steps logged, 40 dropped as warmup (--warmup 40), 560 reduced',
+    '               with median',
+    '  throughput   train/tps, 600 steps, 60 glyphs wide, each the mean of ~10 steps',
+    '               scale ▁ 45.5 .. █ 595.5',
+    '               ████┊▁▁▁▁▂▂▂▂▂▂▂▂▃▃▃▃▃▃▃▃▄▄▄▄▄▄▄▄▅▅▅▅▅▅▅▅▆▆▆▆▆▆▆▆▇▇▇▇▇▇▇▇████',
+    '               40 warmup steps dropped, left of ┊: 5000, 5000, 5000, .. (above',
+    '               the scale, drawn clipped)',
+    '  reduced (spread = (p90 - p10) / value)',
+    '    key           median   p10    p90  spread  used  warmup',
+    '    train/tps      320.5  96.9  544.1  139.5%   560      40',
+    '    train/tflops       0     0      0       -   560      40',
+    '    train/dt           1     1      1    0.0%   560      40',
+    '  row          wall_time_sec=600.000, throughput_tokens_per_sec=320.500,',
+    '               throughput_tokens_per_sec_per_gpu=320.500, mfu=, tflops=0.000,',
+    '               final_loss=1.000000',
+    '  notes        1',
+    '    note: throughput_tokens_per_sec_per_gpu derived as global / 1 gpu (no',
+    '          per-GPU throughput logged)',
+]
+
+
+ONE_STEP_REPORT = [
+    '  files read   metrics-0.jsonl (rank 0)',
+    '  provenance   run_info.json (tier 1 of 3, run_info.json)',
+    '  placement    system localhost = MACHINE from run_info.json',
+    '               gpus 1 = max(WORLD_SIZE_IN_USE 1, world_size 1)',
+    '               nodes 1 = NUM_NODES (GPUS_PER_NODE is 0)',
+    '  steps        1 step logged; --warmup 1 would leave none, so all were reduced',
+    '  throughput   train/tps, 1 step, 1 glyph per step',
+    '               scale ▁ 500 .. █ 500',
+    '               ▄',
+    '               no warmup step dropped',
+    '  reduced (spread = (p90 - p10) / value)',
+    '    key        median  p10  p90  spread  used  warmup',
+    '    train/tps     500  500  500    0.0%     1    kept',
+    '    train/dt        2    2    2    0.0%     1    kept',
+    '  row          wall_time_sec=2.000, throughput_tokens_per_sec=500.000,',
+    '               throughput_tokens_per_sec_per_gpu=500.000, mfu=, tflops=,',
+    '               final_loss=1.000000',
+    '  notes        2',
+    '    note: throughput_tokens_per_sec_per_gpu derived as global / 1 gpu (no',
+    '          per-GPU throughput logged)',
+    '    note: --warmup 1 leaves no dt or tps values; reduced all 1 step',
+]
+
+
+BARE_REPORT = [
+    '  files read   metrics-0.jsonl (rank 0)',
+    '  provenance   none found (no run_info.json, config.json or report ###',
+    '               Distributed)',
+    '  placement    system X = --system',
+    '               gpus 1 = --gpus',
+    '               nodes 1 = --nodes',
+    '  steps        3 steps logged, 0 dropped as warmup (--warmup 0), 3 reduced with',
+    '               median',
+    '  throughput   train/tps, 3 steps, 1 glyph per step',
+    '               scale ▁ 101 .. █ 103',
+    '               ▁▅█',
+    '               no warmup step dropped',
+    '  reduced (spread = (p90 - p10) / value)',
+    '    key        median    p10    p90  spread  used  warmup',
+    '    train/tps     102  101.2  102.8    1.6%     3       0',
+    '    train/dt        1      1      1    0.0%     3       0',
+    '  row          wall_time_sec=3.000, throughput_tokens_per_sec=102.000,',
+    '               throughput_tokens_per_sec_per_gpu=102.000, mfu=, tflops=,',
+    '               final_loss=',
+    '  notes        2',
+    '    note: run looks unfinished (no run_info.json and no report:',
+    "          History.finalize() did not run); status stays 'pass'; pass --status",
+    '          fail if the job failed',
+    '    note: throughput_tokens_per_sec_per_gpu derived as global / 1 gpu (no',
+    '          per-GPU throughput logged)',
+]
+
+
+def _other_reports(tmp_path):
+    nosteps = write_run(tmp_path / "nosteps", [])
+    recs = [step(i, dt=1.0, tps=5000.0 if i <= 40 else float(i), tflops=0.0, loss=1.0)
+            for i in range(1, 601)]
+    long = write_run(tmp_path / "long", recs, world_size=None, WORLD_SIZE_IN_USE=None,
+                     MACHINE=None)
+    (long / "config.json").write_text(json.dumps({"MACHINE": "Polaris", "world_size": 1}))
+    one = write_run(tmp_path / "one", [step(1, dt=2.0, tps=500.0, loss=1.0)])
+    bare = tmp_path / "bare"
+    write_jsonl(bare / "metrics-0.jsonl", [step(i, dt=1.0, tps=100.0 + i) for i in (1, 2, 3)])
+    return [
+        (nosteps, ExportOptions(config="c", status="fail", error="OOM", wall_time_sec=5.0,
+                                timestamp="2026-01-01T00:00:00Z"), NO_STEPS_REPORT),
+        (long, ExportOptions(config="c", warmup=40), LONG_REPORT),
+        (one, ExportOptions(config="c"), ONE_STEP_REPORT),
+        (bare, ExportOptions(config="c", system="X", nodes=1, gpus=1, warmup=0), BARE_REPORT),
+    ]
+
+
+@pytest.mark.parametrize("case", range(4), ids=["no-steps", "long", "one-step", "bare"])
+def test_explain_report_word_for_word_other_shapes(tmp_path, case):
+    run, opts, want = _other_reports(tmp_path)[case]
+    first, *rest = render(export_run(run, opts)).splitlines()
+    assert first == f"explain: {run}"
+    assert rest == want
+
+
+@pytest.mark.parametrize(("x", "want"), [
+    (None, "-"), (float("nan"), "-"), (0.0, "0"), (1e9, "1.00000e+09"),
+    (999999999.0, "999999999"), (1e-4, "0.0001"), (9.99e-5, "9.99000e-05"),
+    (1e6, "1000000"), (999999.0, "999999"), (-2.5e-5, "-2.50000e-05"),
+])
+def test_num(x, want):
+    assert _num(x) == want
+
+
+@pytest.mark.parametrize(("lo", "hi", "want"), [
+    (1.234567, 2.0, "1.23457 .. █ 2"),  # 6 digits tell them apart
+    (1.0000011, 1.0000021, "1.000001 .. █ 1.000002"),  # 7 do
+    (1.0, 1.0 + 1e-11, "1 .. █ 1.00000000001"),  # 12 do
+    (1.0, 1.0 + 1e-12, "1 .. █ 1"),  # more than 12 would: given up
+    (1.0, 1.0, "1 .. █ 1"),
+])
+def test_scale_gets_the_digits_that_tell_its_ends_apart(lo, hi, want):
+    assert _scale(lo, hi) == f"{BARS[0]} {want}"
+
+
+def test_wrap_keeps_long_and_hyphenated_words_whole():
+    word = "x" * 90
+    assert _wrap(f"a {word} b", "  ", "    ") == ["  a", f"    {word}", "    b"]
+    lines = _wrap("y " * 33 + "--wall-time-sec-given", "", "")
+    assert lines == [("y " * 33).rstrip(), "--wall-time-sec-given"]
+
+
+def test_colour_off_when_the_stream_cannot_say():
+    closed = io.StringIO()
+    closed.close()  # isatty() raises ValueError
+    assert use_colour(closed, {}) is False
+
+
+def test_json_keeps_non_ascii_text_as_is(tmp_path):
+    run = write_run(tmp_path / "run", [step(i, dt=1.0, tps=10.0) for i in (1, 2)])
+    out = run_cli(run, "--config", "gpt/bs1", "--system", "Aurora-é", "--format", "json").stdout
+    assert '"system": "Aurora-é"' in out and "\\u00e9" not in out
+
+
 @pytest.mark.parametrize(("stream", "env", "want"), [
     (_Tty(), {}, True),
     (_Tty(), {"NO_COLOR": ""}, True),  # no-color.org: only a non-empty value disables
@@ -388,6 +560,7 @@ def test_no_ansi_through_cli_even_with_no_color(monkeypatch):
 
 @pytest.mark.parametrize(("points", "lo", "hi", "want"), [
     ([1.0, 2.0, None], 1.0, 2.0, BARS[0] + BARS[-1] + ABSENT),
+    ([None, 0.0], 0.0, 1.0, "·▁"),
     ([5.0, 5.0], 5.0, 5.0, BARS[3] * 2),
     ([0.0, 10.0, 20.0], 5.0, 15.0, BARS[0] + BARS[4] + BARS[-1]),  # clipped both ends
     ([], 0.0, 1.0, ""),
@@ -398,6 +571,8 @@ def test_sparkline(points, lo, hi, want):
 
 @pytest.mark.parametrize(("value", "p10", "p90", "want"), [
     (100.0, 90.0, 110.0, 0.2), (0.0, 0.0, 0.0, None), (None, None, None, None),
+    (None, 90.0, 110.0, None), (100.0, None, 110.0, None), (100.0, 90.0, None, None),
+    (-100.0, 90.0, 110.0, 0.2),
 ])
 def test_spread(value, p10, p90, want):
     assert spread(value, p10, p90) == want
