@@ -222,6 +222,10 @@ def test_step_times_near_float_max_do_not_warn_or_print_inf(tmp_path, recwarn):
     ([1, 2, 3, 1, 2, 3], None),  # a restart, no gap
     ([0.5, 1.0, 5.0], None),  # not step numbers
     ([7], None),
+    ([7, 7, 7], None),  # all records one step: no distance to judge
+    ([2, 4, 6, 8], (4, 2, 8, 2, 8)),  # logged every 2nd step
+    ([1, 3], (2, 1, 3, 2, 4)),
+    ([1, 2], None),
     ([], None),
 ])
 def test_step_coverage(steps, want):
@@ -230,6 +234,23 @@ def test_step_coverage(steps, want):
         assert got is None
     else:
         assert (got.logged, got.first, got.last, got.stride, got.estimated_total) == want
+
+
+@pytest.mark.parametrize(("second_after_sec", "used", "why"), [
+    (2 * 86400.0, 0, None),  # two days between the first two steps: a long pause, kept
+    (2 * 86400.0 + 1, 1, "is 2 days before step 2's"),  # more: the first step's clock is off
+    (-1.0, 0, None),  # a second within the slack of the first
+    (-1.5, 1, "is later than step 2's"),
+])
+def test_first_timestamp_passes_over_a_skewed_first_step(second_after_sec, used, why):
+    t0 = 1795990000.0
+    s = _steps([1, 2, 3], [0.0, 0.0, 0.0])
+    s.timestamp[0] = t0
+    s.timestamp[1] = t0 + second_after_sec
+    s.timestamp[2] = t0 + max(second_after_sec, 0.0) + 10.0
+    red = reduce_steps(s, 0, "median", now=t0 + 3 * 86400.0)
+    assert red.first_timestamp == s.timestamp[used]
+    assert (red.timestamps.used_index, red.timestamps.skewed_first) == (used, why)
 
 
 def test_trend_buckets_warmup_apart():
