@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from pathlib import Path
 
 import pytest
 from helpers import (
@@ -23,13 +24,19 @@ from helpers import (
     write_run_info,
 )
 
+from ezpz_amsc.details import Trend
 from ezpz_amsc.explain import (
     ABSENT,
     BARS,
     WARMUP_MARK,
     WIDTH,
     _num,
+    _Paint,
+    _rel,
     _scale,
+    _table,
+    _table_lines,
+    _trend_lines,
     _wrap,
     render,
     sparkline,
@@ -493,6 +500,63 @@ def test_explain_report_word_for_word_other_shapes(tmp_path, case):
     assert rest == want
 
 
+@pytest.mark.parametrize(("warm", "where"), [
+    (4.0, " (below the scale, drawn clipped)"), (5.0, ""), (7.0, ""), (10.0, ""),
+    (11.0, " (above the scale, drawn clipped)"),
+])
+def test_warmup_outside_the_scale_is_said_so(warm, where):
+    t = Trend(series="tps", key="train/tps", steps=3, warmup_steps=1, steps_per_point=1,
+              warmup=[warm], used=[5.0, 10.0])
+    lines = [plain for plain, _ in _trend_lines(t, _Paint(False))]
+    assert lines[1:] == ["scale ▁ 5 .. █ 10", sparkline([warm], 5.0, 10.0) + "┊▁█",
+                         f"1 warmup step dropped, left of ┊: {_num(warm)}{where}"]
+
+
+def test_table_loses_digits_only_when_it_must(tmp_path):
+    # The gapped retry's table: 78 columns with 6 digits, 75 with 5, 72 with 4, 69 with 3.
+    _, res = _gapped_retry(tmp_path)
+    d = res.details
+    shown = [(n, d.series[n]) for n in ("tps_per_gpu", "mfu", "dt")]
+    assert _table(d, 78) == _table_lines(shown, "median", 6)
+    assert _table(d, 77) == _table_lines(shown, "median", 5)
+    assert _table(d, 69) == _table(d, 70) == _table_lines(shown, "median", 3)
+    assert _table(d, 60) == _table_lines(shown, "median", 3)  # 3 digits at least, too wide
+    assert _table(d, 69)[2] == ("train/mfu          1.00e-05  8.40e-06  1.16e-05   32.0%"
+                                "     3       3")
+
+
+def test_rel_keeps_a_path_outside_the_run():
+    assert _rel("/data/run/train/metrics-0.jsonl", "/data/run") == "train/metrics-0.jsonl"
+    assert _rel("/elsewhere/metrics-0.jsonl", "/data/run") == "/elsewhere/metrics-0.jsonl"
+
+
+def _files_read_lines(run: Path, opts: ExportOptions) -> list[str]:
+    lines = render(export_run(run, opts)).splitlines()
+    return lines[1:lines.index(next(ln for ln in lines if ln.startswith("  provenance")))]
+
+
+def test_explain_names_the_files_read(tmp_path):
+    silent = write_run(tmp_path / "silent", [], metrics_name="metrics-0.jsonl")
+    write_jsonl(silent / "metrics-1.jsonl", [step(i, rank=1, dt=0.5, tps=9.0) for i in (1, 2)])
+    assert _files_read_lines(silent, ExportOptions(config="c")) == [
+        "  files read   metrics-0.jsonl, metrics-1.jsonl (rank 1)"]
+    empty = tmp_path / "empty"
+    write_run_info(empty)
+    assert _files_read_lines(empty, ExportOptions(
+        config="c", status="fail", wall_time_sec=1.0, timestamp="2026-01-01T00:00:00Z")) == [
+        "  files read   no metrics file"]
+    mixed = write_run(tmp_path / "mixed", [step(i, dt=0.5, tps=9.0) for i in (1, 2, 3)]
+                      + [step(i, rank=3, dt=0.5, tps=9.0) for i in (1, 2)])
+    assert _files_read_lines(mixed, ExportOptions(config="c")) == [
+        "  files read   metrics-0.jsonl (rank 0)",
+        "               2 records of other ranks skipped"]
+    no_rank = [{"timestamp": 1795990000.0 + i, "metrics": {"train/iter": i, "train/dt": 0.5}}
+               for i in (1, 2)]
+    one_file = write_run(tmp_path / "one", no_rank, metrics_name="metrics.jsonl")
+    assert _files_read_lines(one_file, ExportOptions(config="c")) == [
+        "  files read   metrics.jsonl"]
+
+
 @pytest.mark.parametrize(("x", "want"), [
     (None, "-"), (float("nan"), "-"), (0.0, "0"), (1e9, "1.00000e+09"),
     (999999999.0, "999999999"), (1e-4, "0.0001"), (9.99e-5, "9.99000e-05"),
@@ -524,6 +588,19 @@ def test_colour_off_when_the_stream_cannot_say():
     closed = io.StringIO()
     closed.close()  # isatty() raises ValueError
     assert use_colour(closed, {}) is False
+
+
+def test_json_of_a_long_run_near_float_max(tmp_path):
+    # 121 steps: trend points are means of ~3 steps, which once overflowed to inf and made
+    # json.dumps raise (a traceback instead of a row).
+    run = write_run(tmp_path / "run", [step(i, dt=1.0, tps=1.7e308) for i in range(1, 122)])
+    result = run_cli(run, "--config", "c", "--format", "json")
+    assert result.exit_code == 0, result.output
+    (obj,) = _json(result.stdout)
+    assert (obj["row"]["throughput_tokens_per_sec"], obj["row"]["steps"]) == ("", "121")
+    t = obj["details"]["trend"]
+    assert (t["steps_per_point"], t["warmup"], t["used"]) == (3, [1.7e308], [1.7e308] * 59)
+    assert result.stderr == "note: tps reduces to a value too large for a float; left empty\n"
 
 
 def test_json_keeps_non_ascii_text_as_is(tmp_path):

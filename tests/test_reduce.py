@@ -264,3 +264,10 @@ def test_trend_buckets_warmup_apart():
     assert long["steps_per_point"] == 3
     assert trend(x, 0, width=60)["warmup"] == []
     assert trend(x[:0], 1)["used"] == []
+
+
+def test_trend_points_near_float_max_stay_finite():
+    # A bucket's plain mean overflows to inf, which --format json cannot write.
+    big = np.full(9, 1.7e308)
+    assert trend(big, 0, width=3)["used"] == [1.7e308] * 3
+    assert trend(np.array([1.7e308, 1.5e308]), 0, width=1)["used"] == [1.6e308]
