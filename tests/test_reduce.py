@@ -111,6 +111,15 @@ def test_percentile_is_numpy_percentile(x, q):
     assert got == want or (np.isnan(got) and np.isnan(want))
 
 
+@pytest.mark.parametrize(("x", "q", "want"), [
+    ([1.2, 3.0], 90, 2.82),  # a + (b - a) * t would give 2.8200000000000003
+    ([1.2, 3.0], 10, 1.38),
+    ([1.0, 2.0, 4.0], 100, 4.0), ([1.0, 2.0, 4.0], 50, 2.0), ([7.0], 10, 7.0),
+])
+def test_percentile_takes_numpys_formula_on_each_side(x, q, want):
+    assert percentile_sorted(np.array(x), q) == want == float(np.percentile(x, q))
+
+
 # ------------------------------------------------------------------ order and attempts
 
 
