@@ -47,9 +47,40 @@ from helpers import (
     write_run_info,
 )
 
+from ezpz_amsc.checks import clock_problem, duration
 from ezpz_amsc.row import HEADER, format_timestamp
 
 LAUNCH_ROW = expected_row(LAUNCH)
+
+
+# ---------------------------------------------------------------- the words of the notes
+
+
+@pytest.mark.parametrize(("sec", "text"), [
+    (0.25, "0.25 s"), (119.4, "119 s"), (120.0, "2 min"), (7199.0, "120 min"),
+    (7200.0, "2.0 h"), (3 * 86400.0 - 360, "71.9 h"), (3 * 86400.0, "3 days"),
+])
+def test_duration(sec, text):
+    assert duration(sec) == text
+
+
+NOW = 1_800_000_000.0  # 2027-01-15
+
+
+@pytest.mark.parametrize(("ts", "why"), [
+    (NOW * 1e3, f"{NOW * 1e3!r} looks like milliseconds since 1970, not Unix seconds"),
+    (NOW * 1e6, f"{NOW * 1e6!r} looks like microseconds since 1970, not Unix seconds"),
+    (NOW * 1e9, f"{NOW * 1e9!r} looks like nanoseconds since 1970, not Unix seconds"),
+    (12.5, "12.5 (1970-01-01T00:00:12Z) is before 2015 (a clock counting from boot, like "
+           "time.monotonic?)"),
+    (-1.0, "-1.0 is before 2015 (a clock counting from boot, like time.monotonic?)"),
+    (NOW + 601, "1800000601.0 (2027-01-15T08:10:01Z) is later than now (a skewed clock?)"),
+    (253402300799.0, "253402300799.0 (9999-12-31T23:59:59Z) is later than now (a skewed "
+                     "clock?)"),
+    (253402300800.0, "253402300800.0 is later than now (a skewed clock?)"),
+])
+def test_clock_problem(ts, why):
+    assert clock_problem(ts, NOW) == why
 
 
 # ---------------------------------------------------------------- the shipped runs: no false alarm
