@@ -24,7 +24,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from ezpz_amsc.reduce import median_sorted, percentile_sorted, reduce_steps, step_coverage, trend
+from ezpz_amsc.reduce import (
+    median_sorted,
+    percentile_sorted,
+    ranks_per_step,
+    reduce_steps,
+    step_coverage,
+    trend,
+)
 from ezpz_amsc.row import dashboard_problems
 from ezpz_amsc.steps import SERIES, Steps
 
@@ -114,6 +121,7 @@ def test_percentile_is_numpy_percentile(x, q):
 @pytest.mark.parametrize(("x", "q", "want"), [
     ([1.2, 3.0], 90, 2.82),  # a + (b - a) * t would give 2.8200000000000003
     ([1.2, 3.0], 10, 1.38),
+    ([2.6, 8.3], 50, 5.45),  # t = 0.5 takes numpy's b - (b - a) * 0.5, not 5.450000000000001
     ([1.0, 2.0, 4.0], 100, 4.0), ([1.0, 2.0, 4.0], 50, 2.0), ([7.0], 10, 7.0),
 ])
 def test_percentile_takes_numpys_formula_on_each_side(x, q, want):
@@ -233,6 +241,10 @@ def test_step_times_near_float_max_do_not_warn_or_print_inf(tmp_path, recwarn):
     ([7], None),
     ([7, 7, 7], None),  # all records one step: no distance to judge
     ([2, 4, 6, 8], (4, 2, 8, 2, 8)),  # logged every 2nd step
+    # plus a last one off the stride: the steps before the first count, up to a stride
+    ([*range(5, 100, 10), 99], (11, 5, 99, 10, 99)),  # 4 before step 5
+    ([*range(25, 100, 10), 99], (9, 25, 99, 10, 84)),  # 9 before step 25 (one stride)
+    ([10, 20, 30, 40, 45], (5, 10, 45, 10, 45)),  # stride 10 (3 of 4), not the last 5
     ([1, 3], (2, 1, 3, 2, 4)),
     ([1, 2], None),
     ([], None),
@@ -273,6 +285,16 @@ def test_trend_buckets_warmup_apart():
     assert long["steps_per_point"] == 3
     assert trend(x, 0, width=60)["warmup"] == []
     assert trend(x[:0], 1)["used"] == []
+
+
+def test_trend_of_a_long_warmup_keeps_a_glyph_for_the_steps_used():
+    t = trend(np.arange(1.0, 121.0), 118, width=60)  # 59 warmup glyphs, 1 for steps 119, 120
+    assert (len(t["warmup"]), t["used"], t["steps_per_point"]) == (59, [119.5], 2)
+
+
+def test_ranks_per_step_is_unknown_for_zero_global_throughput():
+    got = ranks_per_step(np.array([0.0, 200.0, 150.0]), np.array([100.0, 100.0, 100.0]))
+    assert np.isnan(got[0]) and got[1] == 2.0 and np.isnan(got[2])
 
 
 def test_trend_points_near_float_max_stay_finite():
