@@ -204,7 +204,8 @@ def trend(values: np.ndarray, warmup_steps: int, width: int = 60) -> dict[str, o
     if n <= width:
         warm_chars, used_chars = warmup_steps, n - warmup_steps
     else:
-        warm_chars = max(1, round(width * warmup_steps / n)) if warmup_steps else 0
+        # At least one glyph each: the steps used must be drawn however long the warmup.
+        warm_chars = min(width - 1, max(1, round(width * warmup_steps / n))) if warmup_steps else 0
         used_chars = width - warm_chars
 
     def buckets(x: np.ndarray, k: int) -> list[float | None]:

@@ -30,7 +30,7 @@ from helpers import (
     write_run_info,
 )
 
-from ezpz_amsc.export import batch_notes
+from ezpz_amsc.export import ExportOptions, batch_notes, export_run
 
 A = RUNS / "fsdp_tp-2rank"
 B = RUNS / "fsdp_tp-1rank-launch"
@@ -594,6 +594,14 @@ def test_each_path_publishes_its_values_and_only_its_notes(tmp_path, name):
     assert tuple(row[k] for k in VALUE_COLUMNS) == cells
     assert (row["status"], row["tflops"], row["error"]) == ("pass", "", "")
     assert notes_of(result) == notes
+
+
+def test_files_are_hashed_only_when_asked(tmp_path):
+    run = write_run(tmp_path / "run", simple_steps(3))
+    assert export_run(run, ExportOptions(config="c")).read is None
+    read = export_run(run, ExportOptions(config="c"), hash_files=True).read
+    assert read is not None and read.metrics == [run / "metrics-0.jsonl"]
+    assert read.digests[run / "metrics-0.jsonl"].size == (run / "metrics-0.jsonl").stat().st_size
 
 
 def test_unfinished_note_keeps_status_fail(tmp_path):

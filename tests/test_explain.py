@@ -525,6 +525,20 @@ def test_table_loses_digits_only_when_it_must(tmp_path):
                                 "     3       3")
 
 
+def test_explain_draws_the_step_used_after_a_long_warmup(tmp_path):
+    # 199 warmup steps of 200 once took all 60 glyphs: the reduced step was not drawn and
+    # the scale was the warmup's.
+    recs = [step(i, dt=1.0, tps=100.0 if i <= 199 else 5000.0) for i in range(1, 201)]
+    run = write_run(tmp_path / "run", recs)
+    lines = render(export_run(run, ExportOptions(config="c", warmup=199))).splitlines()
+    at = lines.index("  throughput   train/tps, 200 steps, 1 glyph per step")
+    assert lines[at + 1:at + 5] == [
+        "               scale ▁ 5000 .. █ 5000",
+        "               " + "▄" * 59 + "┊▄",
+        "               199 warmup steps dropped, left of ┊: 100, 100, 100, .. (below the",
+        "               scale, drawn clipped)"]
+
+
 def test_rel_keeps_a_path_outside_the_run():
     assert _rel("/data/run/train/metrics-0.jsonl", "/data/run") == "train/metrics-0.jsonl"
     assert _rel("/elsewhere/metrics-0.jsonl", "/data/run") == "/elsewhere/metrics-0.jsonl"

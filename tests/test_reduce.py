@@ -292,6 +292,12 @@ def test_trend_of_a_long_warmup_keeps_a_glyph_for_the_steps_used():
     assert (len(t["warmup"]), t["used"], t["steps_per_point"]) == (59, [119.5], 2)
 
 
+def test_trend_draws_the_steps_used_after_any_warmup():
+    # 199 of 200 steps warmup would round to all 60 glyphs: the step used got none.
+    t = trend(np.arange(1.0, 201.0), 199, width=60)
+    assert (len(t["warmup"]), t["used"], t["steps_per_point"]) == (59, [200.0], 1)
+
+
 def test_ranks_per_step_is_unknown_for_zero_global_throughput():
     got = ranks_per_step(np.array([0.0, 200.0, 150.0]), np.array([100.0, 100.0, 100.0]))
     assert np.isnan(got[0]) and got[1] == 2.0 and np.isnan(got[2])
