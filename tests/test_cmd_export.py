@@ -30,7 +30,7 @@ from helpers import (
     write_run_info,
 )
 
-from ezpz_amsc.export import ExportOptions, batch_notes, export_run
+from ezpz_amsc.export import ExportOptions, batch_notes, export_many, export_run
 
 A = RUNS / "fsdp_tp-2rank"
 B = RUNS / "fsdp_tp-1rank-launch"
@@ -596,9 +596,89 @@ def test_each_path_publishes_its_values_and_only_its_notes(tmp_path, name):
     assert notes_of(result) == notes
 
 
+def _steps_without_time(tmp: Path) -> tuple[Path, list[str]]:
+    recs = [{"rank": 0, "metrics": {"train/iter": i, "train/tps": 5.0}} for i in (1, 2)]
+    return write_run(tmp / "run", recs), []
+
+
+def _negative_step_times(tmp: Path) -> tuple[Path, list[str]]:
+    return write_run(tmp / "run", [step(i, dt=-1.0, tps=5.0) for i in (1, 2, 3)]), []
+
+
+def _failed_without_steps(tmp: Path) -> tuple[Path, list[str]]:
+    return write_run(tmp / "run", []), ["--status", "fail"]
+
+
+def _no_step_records(tmp: Path) -> tuple[Path, list[str]]:
+    return write_run(tmp / "run", []), []
+
+
+def _two_files_no_step_records(tmp: Path) -> tuple[Path, list[str]]:
+    run = write_run(tmp / "run", [])
+    write_jsonl(run / "metrics-1.jsonl", [])
+    return run, []
+
+
+ASK = "pass --timestamp YYYY-MM-DDTHH:MM:SSZ --wall-time-sec SECONDS"
+NO_STEPS = "no step records (lines with numeric 'metrics'); if the run failed, pass --status fail"
+
+
+@pytest.mark.parametrize(("build", "error"), [
+    (_failed_without_steps, f"cannot tell timestamp, wall_time_sec (no step was logged); {ASK}"),
+    (_steps_without_time,
+     f"cannot tell timestamp, wall_time_sec (the steps do not record it); {ASK}"),
+    (_negative_step_times, "cannot tell wall_time_sec (the steps do not record it; all 3 step "
+                           "times logged are zero or negative); pass --wall-time-sec SECONDS"),
+    (_no_step_records, f"RUN/metrics-0.jsonl: {NO_STEPS}"),
+    (_two_files_no_step_records, f"RUN/metrics-0.jsonl, RUN/metrics-1.jsonl: {NO_STEPS}"),
+], ids=["failed-no-steps", "no-timestamps", "negative-dt", "no-step-records", "two-files"])
+def test_refusals_name_what_is_missing_and_the_flag(tmp_path, build, error):
+    run, args = build(tmp_path)
+    result = run_cli(run, "--config", "c", *args)
+    assert outcome(result) == (1, "", f"error: {error.replace('RUN', str(run))}\n")
+
+
+def test_one_series_left_whole_by_warmup_is_named_alone(tmp_path):
+    result = run_cli(write_run(tmp_path / "run", [step(1, dt=0.5)]), "--config", "c")
+    assert (one_row(result)["wall_time_sec"], one_row(result)["steps"]) == ("0.500", "1")
+    assert notes_of(result) == ["--warmup 1 leaves no dt values; reduced all 1 step"]
+
+
+def test_truncated_note_names_the_file_read_last(tmp_path):
+    run, _ = rank0_silent(tmp_path)
+    with open(run / "metrics-1.jsonl", "a") as f:
+        f.write('{"timestamp": 1795990005.0, "rank": 1, "metrics": {"train/it')
+    result = run_cli(run, "--config", "c")
+    assert one_row(result)["throughput_tokens_per_sec"] == "9.000"
+    assert notes_of(result) == [
+        "rank 0 logged no step; used rank 1",
+        "last line of metrics-1.jsonl is truncated; ignored it",
+        "run looks unfinished (metrics-1.jsonl ends in a truncated line); status stays 'pass'; "
+        "pass --status fail if the job failed", GLOBAL_1]
+
+
+def test_long_line_note_in_bytes_below_one_mib(tmp_path):
+    recs: list = simple_steps(3)
+    recs.insert(1, json.dumps({"rank": 0, "metrics": {"pad": "x" * 800_000}}))
+    run = write_run(tmp_path / "run", recs)
+    res = export_run(run, ExportOptions(config="c", max_line_bytes=768 << 10))
+    assert "skipped 1 line over 786432 bytes unread" in res.notes
+    assert res.row["steps"] == "3"
+
+
+def test_a_row_the_dashboard_would_reject_is_never_printed(tmp_path, monkeypatch):
+    import ezpz_amsc.export as export_mod
+    monkeypatch.setattr(export_mod, "dashboard_problems", lambda row: ["nodes 0 < 1", "gpus"])
+    result = run_cli(write_run(tmp_path / "run", simple_steps(3)), "--config", "c")
+    assert outcome(result) == (1, "", "error: internal: row would be rejected by the dashboard: "
+                                      "nodes 0 < 1; gpus\n")
+
+
 def test_files_are_hashed_only_when_asked(tmp_path):
     run = write_run(tmp_path / "run", simple_steps(3))
     assert export_run(run, ExportOptions(config="c")).read is None
+    [(_, plain)], [] = export_many([str(run)], ExportOptions(config="c"))
+    assert plain.read is None
     read = export_run(run, ExportOptions(config="c"), hash_files=True).read
     assert read is not None and read.metrics == [run / "metrics-0.jsonl"]
     assert read.digests[run / "metrics-0.jsonl"].size == (run / "metrics-0.jsonl").stat().st_size
