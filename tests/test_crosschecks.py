@@ -244,6 +244,7 @@ def test_step_time_far_below_span_is_noted(tmp_path):
     (2.6, 10.0, False),  # 0.26 of the span
     (2.4, 10.0, True),  # 0.24
     (0.001, 0.01, False),  # 0.1, but only 0.09 s not covered: a sub-second run is all logging
+    (0.01, 0.15, True),  # 0.07, and 1.4 s of the 1.5 s not covered: over the 1 s minimum
 ])
 def test_step_time_under_span_threshold(tmp_path, dt, interval, noted):
     r = run_cli(_even_run(tmp_path, dt, interval), "--config", "c")
@@ -379,6 +380,19 @@ def test_pause_must_be_ten_times_typical_and_a_minute_longer(tmp_path, pause, no
     rewrite(run / "metrics-0.jsonl", lambda x: {**x, "timestamp": x["timestamp"] + pause}
             if x["metrics"]["train/iter"] > 6 else x)
     r = run_cli(run, "--config", "c")
+    assert any(n.startswith("1 pause between records") for n in notes_of(r)) == noted
+
+
+@pytest.mark.parametrize(("dt", "interval", "pause", "noted"), [
+    (0.5, 1.0, 59.5, False), (0.5, 1.0, 60.5, True),  # 1 s steps: the minute decides
+    (5.0, 10.0, 85.0, False), (5.0, 10.0, 95.0, True),  # 10 s steps: ten times (100 s) decides
+])
+def test_pause_edges(tmp_path, dt, interval, pause, noted):
+    run = _even_run(tmp_path, dt, interval)
+    rewrite(run / "metrics-0.jsonl", lambda x: {**x, "timestamp": x["timestamp"] + pause}
+            if x["metrics"]["train/iter"] > 6 else x)
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["wall_time_sec"] == f"{11 * dt:.3f}"
     assert any(n.startswith("1 pause between records") for n in notes_of(r)) == noted
 
 
