@@ -204,14 +204,15 @@ def trend(values: np.ndarray, warmup_steps: int, width: int = 60) -> dict[str, o
     if n <= width:
         warm_chars, used_chars = warmup_steps, n - warmup_steps
     else:
-        warm_chars = max(1, round(width * warmup_steps / n)) if warmup_steps else 0
+        # At least one glyph each: the steps used must be drawn however long the warmup.
+        warm_chars = min(width - 1, max(1, round(width * warmup_steps / n))) if warmup_steps else 0
         used_chars = width - warm_chars
 
     def buckets(x: np.ndarray, k: int) -> list[float | None]:
         out: list[float | None] = []
         for part in np.array_split(x, k) if k else []:
             ok = part[np.isfinite(part)]
-            out.append(float(ok.mean()) if ok.size else None)
+            out.append(_mean(ok) if ok.size else None)
         return out
 
     return {
@@ -221,6 +222,14 @@ def trend(values: np.ndarray, warmup_steps: int, width: int = 60) -> dict[str, o
         "warmup": buckets(values[:warmup_steps], warm_chars),
         "used": buckets(values[warmup_steps:], used_chars),
     }
+
+
+def _mean(x: np.ndarray) -> float:
+    """The mean of finite values, finite too: values near float max overflow the plain sum
+    (an inf point would make ``--format json`` fail), so those are averaged pre-divided."""
+    with np.errstate(over="ignore"):
+        m = float(x.mean())
+    return m if math.isfinite(m) else float((x / x.size).sum())
 
 
 def _drop_impossible(cols: dict[str, np.ndarray]) -> tuple[dict[str, int], int]:

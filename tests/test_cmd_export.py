@@ -30,7 +30,7 @@ from helpers import (
     write_run_info,
 )
 
-from ezpz_amsc.export import batch_notes
+from ezpz_amsc.export import ExportOptions, batch_notes, export_many, export_run
 
 A = RUNS / "fsdp_tp-2rank"
 B = RUNS / "fsdp_tp-1rank-launch"
@@ -495,6 +495,195 @@ def test_quiet_silences_note(tmp_path, build, expected):
     assert one_row(quiet) == one_row(loud)
 
 
+def newest_first(tmp: Path) -> tuple[Path, list[str]]:
+    # Written newest first: sorted, the warmup step is step 1 and the final loss step 4's.
+    recs = [step(i, dt=0.5, tps=1000.0 + i, loss=5.0 - i) for i in (4, 3, 2, 1)]
+    return write_run(tmp / "run", recs), []
+
+
+def one_step_number(tmp: Path) -> tuple[Path, list[str]]:
+    recs = [step(7, ts=1795990000.0 + i, dt=0.5, tps=1000.0 + i) for i in range(3)]
+    return write_run(tmp / "run", recs), ["--attempt", "last"]
+
+
+def nodes_over_gpus(tmp: Path) -> tuple[Path, list[str]]:
+    return write_run(tmp / "run", simple_steps(3)), ["--nodes", "3", "--gpus", "2"]
+
+
+def logged_every_2nd(tmp: Path) -> tuple[Path, list[str]]:
+    return write_run(tmp / "run", [step(i, dt=0.5, tps=1000.0) for i in (2, 4, 6, 8)]), []
+
+
+GLOBAL_1 = ("throughput_tokens_per_sec_per_gpu derived as global / 1 gpu "
+            "(no per-GPU throughput logged)")
+T0 = "2026-11-29T22:06:41Z"  # step 1 of step()'s clock
+# The cells each path derives and every note it prints, in order (nothing spurious):
+# name: (timestamp, system, nodes, gpus, wall_time_sec, tps, tps/gpu, mfu, final_loss, steps)
+VALUE_CASES: dict[str, tuple[Build, tuple[str, ...], list[str]]] = {
+    "rank0-silent": (rank0_silent, (T0, "localhost", "1", "1", "1.500", "9.000", "9.000", "", "",
+                                    "3"), ["rank 0 logged no step; used rank 1", GLOBAL_1]),
+    "non-finite": (nonfinite, (T0, "localhost", "1", "1", "2.000", "1003.000", "1003.000", "",
+                               "2.000000", "4"),
+                   ["dropped 1 non-finite value (tps 1)", GLOBAL_1]),
+    "wall-flag": (wall_flag, (T0, "localhost", "1", "1", "99.000", "1003.000", "1003.000", "",
+                              "2.000000", "4"),
+                  ["wall_time_sec from --wall-time-sec; summed step time is 2.000", GLOBAL_1]),
+    # 500 per GPU on 2 GPUs is 1000 in all, not 250
+    "per-gpu-only": (per_gpu_only, (T0, "localhost", "1", "2", "1.500", "1000.000", "500.000", "",
+                                    "", "3"),
+                     ["throughput_tokens_per_sec derived as per-GPU x 2 gpus "
+                      "(no global throughput logged)"]),
+    "global-only": (global_only, (T0, "localhost", "1", "2", "1.500", "1002.500", "501.250", "",
+                                  "2.000000", "3"),
+                    ["throughput_tokens_per_sec_per_gpu derived as global / 2 gpus "
+                     "(no per-GPU throughput logged)"]),
+    "mfu-zero": (mfu_zero, (T0, "localhost", "1", "1", "1.500", "1002.500", "1002.500", "",
+                            "2.000000", "3"), [GLOBAL_1, MFU_NOTE]),
+    "one-step": (one_step, (T0, "localhost", "1", "1", "0.500", "1001.000", "1001.000", "",
+                            "2.000000", "1"),
+                 [GLOBAL_1, "--warmup 1 leaves no dt or tps values; reduced all 1 step"]),
+    "one-step-number": (one_step_number, ("2026-11-29T22:06:49Z", "localhost", "1", "1", "0.500",
+                                          "1002.000", "1002.000", "", "", "1"),
+                        ["exported attempt #3 steps 7..7 from 2026-11-29T22:06:49Z (1 record) of "
+                         "3; left out 2 records of the others", GLOBAL_1,
+                         "--warmup 1 leaves no dt or tps values; reduced all 1 step"]),
+    "out-of-order": (out_of_order, (T0, "localhost", "1", "1", "2.000", "1003.000", "1003.000",
+                                    "", "2.000000", "4"),
+                     ["records were out of order; sorted 4 steps by step key, then timestamp",
+                      GLOBAL_1]),
+    "newest-first": (newest_first, (T0, "localhost", "1", "1", "2.000", "1003.000", "1003.000",
+                                    "", "1.000000", "4"),
+                     ["records were out of order; sorted 4 steps by step key, then timestamp",
+                      GLOBAL_1]),
+    "gpus-not-multiple": (gpus_not_multiple, (T0, "localhost", "2", "6", "1.500", "1002.500",
+                                              "167.083", "", "2.000000", "3"),
+                          ["--gpus 6 is not a multiple of GPUS_PER_NODE 4",
+                           "throughput_tokens_per_sec_per_gpu derived as global / 6 gpus "
+                           "(no per-GPU throughput logged)"]),
+    "nodes-over-gpus": (nodes_over_gpus, (T0, "localhost", "3", "2", "1.500", "1002.500",
+                                          "501.250", "", "2.000000", "3"),
+                        ["nodes 3 exceeds gpus 2: some nodes ran no rank",
+                         "throughput_tokens_per_sec_per_gpu derived as global / 2 gpus "
+                         "(no per-GPU throughput logged)"]),
+    "logged-every-2nd": (logged_every_2nd, ("2026-11-29T22:06:42Z", "localhost", "1", "1",
+                                            "2.000", "1000.000", "1000.000", "", "", "4"),
+                         ["wall_time_sec covers 4 of ~8 steps (logged every 2 steps, steps "
+                          "2..8); pass --wall-time-sec", GLOBAL_1]),
+    "logged-every-10-flag": (logged_every_10_flag, ("2026-11-29T22:06:50Z", "localhost", "1", "1",
+                                                    "1234.000", "1000.000", "1000.000", "",
+                                                    "1.000000", "30"),
+                             ["wall_time_sec from --wall-time-sec; summed step time is 15.000 "
+                              "and covers 30 of ~300 steps (logged every 10 steps, steps "
+                              "10..300)", GLOBAL_1]),
+    "logged-with-holes": (logged_with_holes, (T0, "localhost", "1", "1", "3.500", "1000.000",
+                                              "1000.000", "", "", "7"),
+                          ["wall_time_sec covers 7 of ~10 steps (logged with gaps, steps 1..10); "
+                           "pass --wall-time-sec", GLOBAL_1]),
+}
+VALUE_COLUMNS = ("timestamp", "system", "nodes", "gpus", "wall_time_sec",
+                 "throughput_tokens_per_sec", "throughput_tokens_per_sec_per_gpu", "mfu",
+                 "final_loss", "steps")
+
+
+@pytest.mark.parametrize("name", list(VALUE_CASES))
+def test_each_path_publishes_its_values_and_only_its_notes(tmp_path, name):
+    build, cells, notes = VALUE_CASES[name]
+    run, args = build(tmp_path)
+    result = run_cli(run, "--config", "c", *args)
+    row = one_row(result)
+    assert tuple(row[k] for k in VALUE_COLUMNS) == cells
+    assert (row["status"], row["tflops"], row["error"]) == ("pass", "", "")
+    assert notes_of(result) == notes
+
+
+def _steps_without_time(tmp: Path) -> tuple[Path, list[str]]:
+    recs = [{"rank": 0, "metrics": {"train/iter": i, "train/tps": 5.0}} for i in (1, 2)]
+    return write_run(tmp / "run", recs), []
+
+
+def _negative_step_times(tmp: Path) -> tuple[Path, list[str]]:
+    return write_run(tmp / "run", [step(i, dt=-1.0, tps=5.0) for i in (1, 2, 3)]), []
+
+
+def _failed_without_steps(tmp: Path) -> tuple[Path, list[str]]:
+    return write_run(tmp / "run", []), ["--status", "fail"]
+
+
+def _no_step_records(tmp: Path) -> tuple[Path, list[str]]:
+    return write_run(tmp / "run", []), []
+
+
+def _two_files_no_step_records(tmp: Path) -> tuple[Path, list[str]]:
+    run = write_run(tmp / "run", [])
+    write_jsonl(run / "metrics-1.jsonl", [])
+    return run, []
+
+
+ASK = "pass --timestamp YYYY-MM-DDTHH:MM:SSZ --wall-time-sec SECONDS"
+NO_STEPS = "no step records (lines with numeric 'metrics'); if the run failed, pass --status fail"
+
+
+@pytest.mark.parametrize(("build", "error"), [
+    (_failed_without_steps, f"cannot tell timestamp, wall_time_sec (no step was logged); {ASK}"),
+    (_steps_without_time,
+     f"cannot tell timestamp, wall_time_sec (the steps do not record it); {ASK}"),
+    (_negative_step_times, "cannot tell wall_time_sec (the steps do not record it; all 3 step "
+                           "times logged are zero or negative); pass --wall-time-sec SECONDS"),
+    (_no_step_records, f"RUN/metrics-0.jsonl: {NO_STEPS}"),
+    (_two_files_no_step_records, f"RUN/metrics-0.jsonl, RUN/metrics-1.jsonl: {NO_STEPS}"),
+], ids=["failed-no-steps", "no-timestamps", "negative-dt", "no-step-records", "two-files"])
+def test_refusals_name_what_is_missing_and_the_flag(tmp_path, build, error):
+    run, args = build(tmp_path)
+    result = run_cli(run, "--config", "c", *args)
+    assert outcome(result) == (1, "", f"error: {error.replace('RUN', str(run))}\n")
+
+
+def test_one_series_left_whole_by_warmup_is_named_alone(tmp_path):
+    result = run_cli(write_run(tmp_path / "run", [step(1, dt=0.5)]), "--config", "c")
+    assert (one_row(result)["wall_time_sec"], one_row(result)["steps"]) == ("0.500", "1")
+    assert notes_of(result) == ["--warmup 1 leaves no dt values; reduced all 1 step"]
+
+
+def test_truncated_note_names_the_file_read_last(tmp_path):
+    run, _ = rank0_silent(tmp_path)
+    with open(run / "metrics-1.jsonl", "a") as f:
+        f.write('{"timestamp": 1795990005.0, "rank": 1, "metrics": {"train/it')
+    result = run_cli(run, "--config", "c")
+    assert one_row(result)["throughput_tokens_per_sec"] == "9.000"
+    assert notes_of(result) == [
+        "rank 0 logged no step; used rank 1",
+        "last line of metrics-1.jsonl is truncated; ignored it",
+        "run looks unfinished (metrics-1.jsonl ends in a truncated line); status stays 'pass'; "
+        "pass --status fail if the job failed", GLOBAL_1]
+
+
+def test_long_line_note_in_bytes_below_one_mib(tmp_path):
+    recs: list = simple_steps(3)
+    recs.insert(1, json.dumps({"rank": 0, "metrics": {"pad": "x" * 800_000}}))
+    run = write_run(tmp_path / "run", recs)
+    res = export_run(run, ExportOptions(config="c", max_line_bytes=768 << 10))
+    assert "skipped 1 line over 786432 bytes unread" in res.notes
+    assert res.row["steps"] == "3"
+
+
+def test_a_row_the_dashboard_would_reject_is_never_printed(tmp_path, monkeypatch):
+    import ezpz_amsc.export as export_mod
+    monkeypatch.setattr(export_mod, "dashboard_problems", lambda row: ["nodes 0 < 1", "gpus"])
+    result = run_cli(write_run(tmp_path / "run", simple_steps(3)), "--config", "c")
+    assert outcome(result) == (1, "", "error: internal: row would be rejected by the dashboard: "
+                                      "nodes 0 < 1; gpus\n")
+
+
+def test_files_are_hashed_only_when_asked(tmp_path):
+    run = write_run(tmp_path / "run", simple_steps(3))
+    assert export_run(run, ExportOptions(config="c")).read is None
+    [(_, plain)], [] = export_many([str(run)], ExportOptions(config="c"))
+    assert plain.read is None
+    read = export_run(run, ExportOptions(config="c"), hash_files=True).read
+    assert read is not None and read.metrics == [run / "metrics-0.jsonl"]
+    assert read.digests[run / "metrics-0.jsonl"].size == (run / "metrics-0.jsonl").stat().st_size
+
+
 def test_unfinished_note_keeps_status_fail(tmp_path):
     run, args = no_finalize(tmp_path)
     result = run_cli(run, "--config", "c", "--status", "fail", *args)
@@ -514,8 +703,14 @@ def test_report_alone_counts_as_finished(tmp_path):
     (run / "train").mkdir()
     (run / "train" / "report-train.md").write_text("# Report\n\nno distributed section\n")
     result = run_cli(run, "--config", "c", *args)
-    one_row(result)
-    assert "unfinished" not in result.stderr
+    assert one_row(result) == {
+        "timestamp": "2026-11-29T22:06:41Z", "system": "Aurora", "config": "c", "nodes": "1",
+        "gpus": "1", "status": "pass", "wall_time_sec": "2.000",
+        "throughput_tokens_per_sec": "1003.000", "throughput_tokens_per_sec_per_gpu": "1003.000",
+        "mfu": "", "tflops": "", "final_loss": "2.000000", "steps": "4", "error": ""}
+    # the report is the finalize evidence: no "run looks unfinished" note, only the derivation
+    assert notes_of(result) == ["throughput_tokens_per_sec_per_gpu derived as global / 1 gpu "
+                                "(no per-GPU throughput logged)"]
 
 
 @pytest.mark.parametrize("args", [["--warmup", "-1"], ["--reducer", "mode"]])

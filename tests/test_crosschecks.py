@@ -47,9 +47,40 @@ from helpers import (
     write_run_info,
 )
 
+from ezpz_amsc.checks import clock_problem, duration
 from ezpz_amsc.row import HEADER, format_timestamp
 
 LAUNCH_ROW = expected_row(LAUNCH)
+
+
+# ---------------------------------------------------------------- the words of the notes
+
+
+@pytest.mark.parametrize(("sec", "text"), [
+    (0.25, "0.25 s"), (119.4, "119 s"), (120.0, "2 min"), (7199.0, "120 min"),
+    (7200.0, "2.0 h"), (3 * 86400.0 - 360, "71.9 h"), (3 * 86400.0, "3 days"),
+])
+def test_duration(sec, text):
+    assert duration(sec) == text
+
+
+NOW = 1_800_000_000.0  # 2027-01-15
+
+
+@pytest.mark.parametrize(("ts", "why"), [
+    (NOW * 1e3, f"{NOW * 1e3!r} looks like milliseconds since 1970, not Unix seconds"),
+    (NOW * 1e6, f"{NOW * 1e6!r} looks like microseconds since 1970, not Unix seconds"),
+    (NOW * 1e9, f"{NOW * 1e9!r} looks like nanoseconds since 1970, not Unix seconds"),
+    (12.5, "12.5 (1970-01-01T00:00:12Z) is before 2015 (a clock counting from boot, like "
+           "time.monotonic?)"),
+    (-1.0, "-1.0 is before 2015 (a clock counting from boot, like time.monotonic?)"),
+    (NOW + 601, "1800000601.0 (2027-01-15T08:10:01Z) is later than now (a skewed clock?)"),
+    (253402300799.0, "253402300799.0 (9999-12-31T23:59:59Z) is later than now (a skewed "
+                     "clock?)"),
+    (253402300800.0, "253402300800.0 is later than now (a skewed clock?)"),
+])
+def test_clock_problem(ts, why):
+    assert clock_problem(ts, NOW) == why
 
 
 # ---------------------------------------------------------------- the shipped runs: no false alarm
@@ -213,6 +244,7 @@ def test_step_time_far_below_span_is_noted(tmp_path):
     (2.6, 10.0, False),  # 0.26 of the span
     (2.4, 10.0, True),  # 0.24
     (0.001, 0.01, False),  # 0.1, but only 0.09 s not covered: a sub-second run is all logging
+    (0.01, 0.15, True),  # 0.07, and 1.4 s of the 1.5 s not covered: over the 1 s minimum
 ])
 def test_step_time_under_span_threshold(tmp_path, dt, interval, noted):
     r = run_cli(_even_run(tmp_path, dt, interval), "--config", "c")
@@ -348,6 +380,19 @@ def test_pause_must_be_ten_times_typical_and_a_minute_longer(tmp_path, pause, no
     rewrite(run / "metrics-0.jsonl", lambda x: {**x, "timestamp": x["timestamp"] + pause}
             if x["metrics"]["train/iter"] > 6 else x)
     r = run_cli(run, "--config", "c")
+    assert any(n.startswith("1 pause between records") for n in notes_of(r)) == noted
+
+
+@pytest.mark.parametrize(("dt", "interval", "pause", "noted"), [
+    (0.5, 1.0, 59.5, False), (0.5, 1.0, 60.5, True),  # 1 s steps: the minute decides
+    (5.0, 10.0, 85.0, False), (5.0, 10.0, 95.0, True),  # 10 s steps: ten times (100 s) decides
+])
+def test_pause_edges(tmp_path, dt, interval, pause, noted):
+    run = _even_run(tmp_path, dt, interval)
+    rewrite(run / "metrics-0.jsonl", lambda x: {**x, "timestamp": x["timestamp"] + pause}
+            if x["metrics"]["train/iter"] > 6 else x)
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["wall_time_sec"] == f"{11 * dt:.3f}"
     assert any(n.startswith("1 pause between records") for n in notes_of(r)) == noted
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from pathlib import Path
 
 import pytest
 from helpers import (
@@ -23,11 +24,20 @@ from helpers import (
     write_run_info,
 )
 
+from ezpz_amsc.details import Trend
 from ezpz_amsc.explain import (
     ABSENT,
     BARS,
     WARMUP_MARK,
     WIDTH,
+    _num,
+    _Paint,
+    _rel,
+    _scale,
+    _table,
+    _table_lines,
+    _trend_lines,
+    _wrap,
     render,
     sparkline,
     spread,
@@ -264,6 +274,355 @@ class _Tty(io.StringIO):
         return True
 
 
+# --- the whole report, word for word --------------------------------------------------------
+# Every figure checked by hand or against numpy: fsdp_tp-2rank's 29 used steps give median
+# 3930.35, p10 3544.68, p90 4645.22 (numpy.percentile, linear); the built run's attempt #2
+# has per-GPU 808, 810, 812 after 3 warmup steps 802, 804, 806: p10 808.4, p90 811.6.
+
+FSDP_2RANK_REPORT = [
+    '  files read   metrics-0.jsonl (rank 0)',
+    '               1 other rank file not read (ranks log near-identical values)',
+    '  provenance   run_info.json (tier 1 of 3, run_info.json)',
+    '  placement    system localhost = MACHINE from run_info.json',
+    '               gpus 2 = max(WORLD_SIZE_IN_USE 2, world_size 2)',
+    '               nodes 1 = NUM_NODES (GPUS_PER_NODE is 0)',
+    '  steps        30 steps logged, 1 dropped as warmup (--warmup 1), 29 reduced',
+    '               with median',
+    '  throughput   train/tps, 30 steps, 1 glyph per step',
+    '               scale ▁ 3356.6 .. █ 6861.29',
+    '               ▁┊▁▂▂▃▁▁▂▃▂▂▂▂█▅▂▂▂▃▂▄▁▂▂▂▂▄▂▂▃',
+    '               1 warmup step dropped, left of ┊: 1558.31 (below the scale, drawn',
+    '               clipped)',
+    '  reduced (spread = (p90 - p10) / value)',
+    '    key                   median        p10        p90  spread  used  warmup',
+    '    train/tps            3930.35    3544.68    4645.22   28.0%    29       1',
+    '    train/tps_per_gpu    1965.17    1772.34    2322.61   28.0%    29       1',
+    '    train/mfu            unknown          -          -       -    29       1',
+    '    train/tflops       0.0139093  0.0125444  0.0164392   28.0%    29       1',
+    '    train/dt            0.130268   0.110224   0.144442   26.3%    29       1',
+    '  row          wall_time_sec=4.034, throughput_tokens_per_sec=3930.349,',
+    '               throughput_tokens_per_sec_per_gpu=1965.174, mfu=, tflops=0.014,',
+    '               final_loss=7.989204',
+    '  notes        1',
+    '    note: mfu is 0.0 on every step (ezpz writes 0.0 when it does not know the',
+    "          device's peak FLOPS); left empty",
+]
+
+
+GAPPED_RETRY_REPORT = [
+    '  files read   metrics-0.jsonl (rank 0)',
+    '  provenance   run_info.json (tier 1 of 3, run_info.json)',
+    '  placement    system localhost = MACHINE from run_info.json',
+    '               gpus 2 = max(WORLD_SIZE_IN_USE 2, world_size 2)',
+    '               nodes 1 = NUM_NODES (GPUS_PER_NODE is 0)',
+    '  steps        6 steps logged, 3 dropped as warmup (--warmup 3), 3 reduced with',
+    '               median',
+    '               step numbers 2..12 have gaps (stride 2): 6 of ~12 steps logged',
+    '               2 attempts in the records; exported #2',
+    '  throughput per GPU no global throughput logged; showing throughput per GPU',
+    '               (train/tps_per_gpu)',
+    '               train/tps_per_gpu, 6 steps, 1 glyph per step',
+    '               scale ▁ 808 .. █ 812',
+    '               ▁▁▁┊▁▅█',
+    '               3 warmup steps dropped, left of ┊: 802, 804, 806 (below the',
+    '               scale, drawn clipped)',
+    '  reduced (spread = (p90 - p10) / value)',
+    '    key                    median         p10         p90  spread  used  warmup',
+    '    train/tps_per_gpu         810       808.4       811.6    0.4%     3       3',
+    '    train/mfu          1.0000e-05  8.4000e-06  1.1600e-05   32.0%     3       3',
+    '    train/dt                 0.25        0.25        0.25    0.0%     3       3',
+    '  row          wall_time_sec=1.500, throughput_tokens_per_sec=1620.000,',
+    '               throughput_tokens_per_sec_per_gpu=810.000, mfu=0.0000100,',
+    '               tflops=, final_loss=1.000000',
+    '  notes        3',
+    '    note: exported attempt #2 steps 2..12 from 2026-11-29T22:16:42Z (6 records)',
+    '          of 2; left out 10 records of the others',
+    '    note: wall_time_sec covers 6 of ~12 steps (logged every 2 steps, steps',
+    '          2..12); pass --wall-time-sec',
+    '    note: throughput_tokens_per_sec derived as per-GPU x 2 gpus (no global',
+    '          throughput logged)',
+]
+
+
+def _gapped_retry(tmp_path):
+    """Per-GPU throughput only, logged every 2nd step, tiny mfu, a retry: warmup 3, last."""
+    first = [step(i, dt=0.5, tps_per_gpu=500.0 + i, mfu=1e-5 * i, loss=3.0 - i / 10)
+             for i in range(2, 21, 2)]
+    again = [step(i, ts=1795990600.0, dt=0.25, tps_per_gpu=800.0 + i, mfu=1e-6 * i, loss=1.0)
+             for i in range(2, 13, 2)]
+    run = write_run(tmp_path / "run", first + again, world_size="2", WORLD_SIZE_IN_USE="2")
+    return run, export_run(run, ExportOptions(config="c", warmup=3, attempt="last"))
+
+
+def test_explain_report_word_for_word_real_run():
+    run = RUNS / "fsdp_tp-2rank"
+    first, *rest = render(export_run(run, ExportOptions(config="c"))).splitlines()
+    assert first == f"explain: {run}"
+    assert rest == FSDP_2RANK_REPORT
+
+
+def test_explain_report_word_for_word_gapped_retry(tmp_path):
+    run, res = _gapped_retry(tmp_path)
+    first, *rest = render(res).splitlines()
+    assert first == f"explain: {run}"
+    assert rest == GAPPED_RETRY_REPORT
+    quiet = render(res, quiet=True).splitlines()
+    assert quiet[1:] == [*GAPPED_RETRY_REPORT[:-7], "  notes        3 hidden by --quiet"]
+
+
+# No step at all (a failed run); 600 steps bucketed, 40 warmup steps above the scale, tflops
+# all 0.0 (a zero that is a value, unlike mfu's), system from config.json; one step, warmup
+# kept; no run_info.json, the placement from the flags. Long run: steps 41..600 used, median
+# 320.5, p10 41 + 0.1 * 559 = 96.9, p90 544.1; buckets of 10 steps, the first 41..50: 45.5.
+NO_STEPS_REPORT = [
+    '  files read   metrics-0.jsonl (rank 0)',
+    '  provenance   run_info.json (tier 1 of 3, run_info.json)',
+    '  placement    system localhost = MACHINE from run_info.json',
+    '               gpus 1 = max(WORLD_SIZE_IN_USE 1, world_size 1)',
+    '               nodes 1 = NUM_NODES (GPUS_PER_NODE is 0)',
+    '  steps        no step records',
+    '  throughput   no throughput or step-time series logged; nothing to draw',
+    '  reduced (spread = (p90 - p10) / value)',
+    '    no reduced series (no step records)',
+    '  row          wall_time_sec=5.000, throughput_tokens_per_sec=,',
+    '               throughput_tokens_per_sec_per_gpu=, mfu=, tflops=, final_loss=',
+    '  notes        none',
+]
+
+
+LONG_REPORT = [
+    '  files read   metrics-0.jsonl (rank 0)',
+    '  provenance   run_info.json (tier 1 of 3, run_info.json: HOSTNAME, NUM_NODES,',
+    '               NGPUS, GPUS_PER_NODE); config.json (tier 2 of 3, config.json:',
+    '               MACHINE, world_size)',
+    '  placement    system Polaris = MACHINE from config.json',
+    '               gpus 1 = max(WORLD_SIZE_IN_USE ?, world_size 1)',
+    '               nodes 1 = NUM_NODES (GPUS_PER_NODE is 0)',
+    '  steps        600 steps logged, 40 dropped as warmup (--warmup 40), 560 reduced',
+    '               with median',
+    '  throughput   train/tps, 600 steps, 60 glyphs wide, each the mean of ~10 steps',
+    '               scale ▁ 45.5 .. █ 595.5',
+    '               ████┊▁▁▁▁▂▂▂▂▂▂▂▂▃▃▃▃▃▃▃▃▄▄▄▄▄▄▄▄▅▅▅▅▅▅▅▅▆▆▆▆▆▆▆▆▇▇▇▇▇▇▇▇████',
+    '               40 warmup steps dropped, left of ┊: 5000, 5000, 5000, .. (above',
+    '               the scale, drawn clipped)',
+    '  reduced (spread = (p90 - p10) / value)',
+    '    key           median   p10    p90  spread  used  warmup',
+    '    train/tps      320.5  96.9  544.1  139.5%   560      40',
+    '    train/tflops       0     0      0       -   560      40',
+    '    train/dt           1     1      1    0.0%   560      40',
+    '  row          wall_time_sec=600.000, throughput_tokens_per_sec=320.500,',
+    '               throughput_tokens_per_sec_per_gpu=320.500, mfu=, tflops=0.000,',
+    '               final_loss=1.000000',
+    '  notes        1',
+    '    note: throughput_tokens_per_sec_per_gpu derived as global / 1 gpu (no',
+    '          per-GPU throughput logged)',
+]
+
+
+ONE_STEP_REPORT = [
+    '  files read   metrics-0.jsonl (rank 0)',
+    '  provenance   run_info.json (tier 1 of 3, run_info.json)',
+    '  placement    system localhost = MACHINE from run_info.json',
+    '               gpus 1 = max(WORLD_SIZE_IN_USE 1, world_size 1)',
+    '               nodes 1 = NUM_NODES (GPUS_PER_NODE is 0)',
+    '  steps        1 step logged; --warmup 1 would leave none, so all were reduced',
+    '  throughput   train/tps, 1 step, 1 glyph per step',
+    '               scale ▁ 500 .. █ 500',
+    '               ▄',
+    '               no warmup step dropped',
+    '  reduced (spread = (p90 - p10) / value)',
+    '    key        median  p10  p90  spread  used  warmup',
+    '    train/tps     500  500  500    0.0%     1    kept',
+    '    train/dt        2    2    2    0.0%     1    kept',
+    '  row          wall_time_sec=2.000, throughput_tokens_per_sec=500.000,',
+    '               throughput_tokens_per_sec_per_gpu=500.000, mfu=, tflops=,',
+    '               final_loss=1.000000',
+    '  notes        2',
+    '    note: throughput_tokens_per_sec_per_gpu derived as global / 1 gpu (no',
+    '          per-GPU throughput logged)',
+    '    note: --warmup 1 leaves no dt or tps values; reduced all 1 step',
+]
+
+
+BARE_REPORT = [
+    '  files read   metrics-0.jsonl (rank 0)',
+    '  provenance   none found (no run_info.json, config.json or report ###',
+    '               Distributed)',
+    '  placement    system X = --system',
+    '               gpus 1 = --gpus',
+    '               nodes 1 = --nodes',
+    '  steps        3 steps logged, 0 dropped as warmup (--warmup 0), 3 reduced with',
+    '               median',
+    '  throughput   train/tps, 3 steps, 1 glyph per step',
+    '               scale ▁ 101 .. █ 103',
+    '               ▁▅█',
+    '               no warmup step dropped',
+    '  reduced (spread = (p90 - p10) / value)',
+    '    key        median    p10    p90  spread  used  warmup',
+    '    train/tps     102  101.2  102.8    1.6%     3       0',
+    '    train/dt        1      1      1    0.0%     3       0',
+    '  row          wall_time_sec=3.000, throughput_tokens_per_sec=102.000,',
+    '               throughput_tokens_per_sec_per_gpu=102.000, mfu=, tflops=,',
+    '               final_loss=',
+    '  notes        2',
+    '    note: run looks unfinished (no run_info.json and no report:',
+    "          History.finalize() did not run); status stays 'pass'; pass --status",
+    '          fail if the job failed',
+    '    note: throughput_tokens_per_sec_per_gpu derived as global / 1 gpu (no',
+    '          per-GPU throughput logged)',
+]
+
+
+def _other_reports(tmp_path):
+    nosteps = write_run(tmp_path / "nosteps", [])
+    recs = [step(i, dt=1.0, tps=5000.0 if i <= 40 else float(i), tflops=0.0, loss=1.0)
+            for i in range(1, 601)]
+    long = write_run(tmp_path / "long", recs, world_size=None, WORLD_SIZE_IN_USE=None,
+                     MACHINE=None)
+    (long / "config.json").write_text(json.dumps({"MACHINE": "Polaris", "world_size": 1}))
+    one = write_run(tmp_path / "one", [step(1, dt=2.0, tps=500.0, loss=1.0)])
+    bare = tmp_path / "bare"
+    write_jsonl(bare / "metrics-0.jsonl", [step(i, dt=1.0, tps=100.0 + i) for i in (1, 2, 3)])
+    return [
+        (nosteps, ExportOptions(config="c", status="fail", error="OOM", wall_time_sec=5.0,
+                                timestamp="2026-01-01T00:00:00Z"), NO_STEPS_REPORT),
+        (long, ExportOptions(config="c", warmup=40), LONG_REPORT),
+        (one, ExportOptions(config="c"), ONE_STEP_REPORT),
+        (bare, ExportOptions(config="c", system="X", nodes=1, gpus=1, warmup=0), BARE_REPORT),
+    ]
+
+
+@pytest.mark.parametrize("case", range(4), ids=["no-steps", "long", "one-step", "bare"])
+def test_explain_report_word_for_word_other_shapes(tmp_path, case):
+    run, opts, want = _other_reports(tmp_path)[case]
+    first, *rest = render(export_run(run, opts)).splitlines()
+    assert first == f"explain: {run}"
+    assert rest == want
+
+
+@pytest.mark.parametrize(("warm", "where"), [
+    (4.0, " (below the scale, drawn clipped)"), (5.0, ""), (7.0, ""), (10.0, ""),
+    (11.0, " (above the scale, drawn clipped)"),
+])
+def test_warmup_outside_the_scale_is_said_so(warm, where):
+    t = Trend(series="tps", key="train/tps", steps=3, warmup_steps=1, steps_per_point=1,
+              warmup=[warm], used=[5.0, 10.0])
+    lines = [plain for plain, _ in _trend_lines(t, _Paint(False))]
+    assert lines[1:] == ["scale ▁ 5 .. █ 10", sparkline([warm], 5.0, 10.0) + "┊▁█",
+                         f"1 warmup step dropped, left of ┊: {_num(warm)}{where}"]
+
+
+def test_table_loses_digits_only_when_it_must(tmp_path):
+    # The gapped retry's table: 78 columns with 6 digits, 75 with 5, 72 with 4, 69 with 3.
+    _, res = _gapped_retry(tmp_path)
+    d = res.details
+    shown = [(n, d.series[n]) for n in ("tps_per_gpu", "mfu", "dt")]
+    assert _table(d, 78) == _table_lines(shown, "median", 6)
+    assert _table(d, 77) == _table_lines(shown, "median", 5)
+    assert _table(d, 69) == _table(d, 70) == _table_lines(shown, "median", 3)
+    assert _table(d, 60) == _table_lines(shown, "median", 3)  # 3 digits at least, too wide
+    assert _table(d, 69)[2] == ("train/mfu          1.00e-05  8.40e-06  1.16e-05   32.0%"
+                                "     3       3")
+
+
+def test_explain_draws_the_step_used_after_a_long_warmup(tmp_path):
+    # 199 warmup steps of 200 once took all 60 glyphs: the reduced step was not drawn and
+    # the scale was the warmup's.
+    recs = [step(i, dt=1.0, tps=100.0 if i <= 199 else 5000.0) for i in range(1, 201)]
+    run = write_run(tmp_path / "run", recs)
+    lines = render(export_run(run, ExportOptions(config="c", warmup=199))).splitlines()
+    at = lines.index("  throughput   train/tps, 200 steps, 1 glyph per step")
+    assert lines[at + 1:at + 5] == [
+        "               scale ▁ 5000 .. █ 5000",
+        "               " + "▄" * 59 + "┊▄",
+        "               199 warmup steps dropped, left of ┊: 100, 100, 100, .. (below the",
+        "               scale, drawn clipped)"]
+
+
+def test_rel_keeps_a_path_outside_the_run():
+    assert _rel("/data/run/train/metrics-0.jsonl", "/data/run") == "train/metrics-0.jsonl"
+    assert _rel("/elsewhere/metrics-0.jsonl", "/data/run") == "/elsewhere/metrics-0.jsonl"
+
+
+def _files_read_lines(run: Path, opts: ExportOptions) -> list[str]:
+    lines = render(export_run(run, opts)).splitlines()
+    return lines[1:lines.index(next(ln for ln in lines if ln.startswith("  provenance")))]
+
+
+def test_explain_names_the_files_read(tmp_path):
+    silent = write_run(tmp_path / "silent", [], metrics_name="metrics-0.jsonl")
+    write_jsonl(silent / "metrics-1.jsonl", [step(i, rank=1, dt=0.5, tps=9.0) for i in (1, 2)])
+    assert _files_read_lines(silent, ExportOptions(config="c")) == [
+        "  files read   metrics-0.jsonl, metrics-1.jsonl (rank 1)"]
+    empty = tmp_path / "empty"
+    write_run_info(empty)
+    assert _files_read_lines(empty, ExportOptions(
+        config="c", status="fail", wall_time_sec=1.0, timestamp="2026-01-01T00:00:00Z")) == [
+        "  files read   no metrics file"]
+    mixed = write_run(tmp_path / "mixed", [step(i, dt=0.5, tps=9.0) for i in (1, 2, 3)]
+                      + [step(i, rank=3, dt=0.5, tps=9.0) for i in (1, 2)])
+    assert _files_read_lines(mixed, ExportOptions(config="c")) == [
+        "  files read   metrics-0.jsonl (rank 0)",
+        "               2 records of other ranks skipped"]
+    no_rank = [{"timestamp": 1795990000.0 + i, "metrics": {"train/iter": i, "train/dt": 0.5}}
+               for i in (1, 2)]
+    one_file = write_run(tmp_path / "one", no_rank, metrics_name="metrics.jsonl")
+    assert _files_read_lines(one_file, ExportOptions(config="c")) == [
+        "  files read   metrics.jsonl"]
+
+
+@pytest.mark.parametrize(("x", "want"), [
+    (None, "-"), (float("nan"), "-"), (0.0, "0"), (1e9, "1.00000e+09"),
+    (999999999.0, "999999999"), (1e-4, "0.0001"), (9.99e-5, "9.99000e-05"),
+    (1e6, "1000000"), (999999.0, "999999"), (-2.5e-5, "-2.50000e-05"),
+])
+def test_num(x, want):
+    assert _num(x) == want
+
+
+@pytest.mark.parametrize(("lo", "hi", "want"), [
+    (1.234567, 2.0, "1.23457 .. █ 2"),  # 6 digits tell them apart
+    (1.0000011, 1.0000021, "1.000001 .. █ 1.000002"),  # 7 do
+    (1.0, 1.0 + 1e-11, "1 .. █ 1.00000000001"),  # 12 do
+    (1.0, 1.0 + 1e-12, "1 .. █ 1"),  # more than 12 would: given up
+    (1.0, 1.0, "1 .. █ 1"),
+])
+def test_scale_gets_the_digits_that_tell_its_ends_apart(lo, hi, want):
+    assert _scale(lo, hi) == f"{BARS[0]} {want}"
+
+
+def test_wrap_keeps_long_and_hyphenated_words_whole():
+    word = "x" * 90
+    assert _wrap(f"a {word} b", "  ", "    ") == ["  a", f"    {word}", "    b"]
+    lines = _wrap("y " * 33 + "--wall-time-sec-given", "", "")
+    assert lines == [("y " * 33).rstrip(), "--wall-time-sec-given"]
+
+
+def test_colour_off_when_the_stream_cannot_say():
+    closed = io.StringIO()
+    closed.close()  # isatty() raises ValueError
+    assert use_colour(closed, {}) is False
+
+
+def test_json_of_a_long_run_near_float_max(tmp_path):
+    # 121 steps: trend points are means of ~3 steps, which once overflowed to inf and made
+    # json.dumps raise (a traceback instead of a row).
+    run = write_run(tmp_path / "run", [step(i, dt=1.0, tps=1.7e308) for i in range(1, 122)])
+    result = run_cli(run, "--config", "c", "--format", "json")
+    assert result.exit_code == 0, result.output
+    (obj,) = _json(result.stdout)
+    assert (obj["row"]["throughput_tokens_per_sec"], obj["row"]["steps"]) == ("", "121")
+    t = obj["details"]["trend"]
+    assert (t["steps_per_point"], t["warmup"], t["used"]) == (3, [1.7e308], [1.7e308] * 59)
+    assert result.stderr == "note: tps reduces to a value too large for a float; left empty\n"
+
+
+def test_json_keeps_non_ascii_text_as_is(tmp_path):
+    run = write_run(tmp_path / "run", [step(i, dt=1.0, tps=10.0) for i in (1, 2)])
+    out = run_cli(run, "--config", "gpt/bs1", "--system", "Aurora-é", "--format", "json").stdout
+    assert '"system": "Aurora-é"' in out and "\\u00e9" not in out
+
+
 @pytest.mark.parametrize(("stream", "env", "want"), [
     (_Tty(), {}, True),
     (_Tty(), {"NO_COLOR": ""}, True),  # no-color.org: only a non-empty value disables
@@ -292,6 +651,7 @@ def test_no_ansi_through_cli_even_with_no_color(monkeypatch):
 
 @pytest.mark.parametrize(("points", "lo", "hi", "want"), [
     ([1.0, 2.0, None], 1.0, 2.0, BARS[0] + BARS[-1] + ABSENT),
+    ([None, 0.0], 0.0, 1.0, "·▁"),
     ([5.0, 5.0], 5.0, 5.0, BARS[3] * 2),
     ([0.0, 10.0, 20.0], 5.0, 15.0, BARS[0] + BARS[4] + BARS[-1]),  # clipped both ends
     ([], 0.0, 1.0, ""),
@@ -302,6 +662,8 @@ def test_sparkline(points, lo, hi, want):
 
 @pytest.mark.parametrize(("value", "p10", "p90", "want"), [
     (100.0, 90.0, 110.0, 0.2), (0.0, 0.0, 0.0, None), (None, None, None, None),
+    (None, 90.0, 110.0, None), (100.0, None, 110.0, None), (100.0, 90.0, None, None),
+    (-100.0, 90.0, 110.0, 0.2),
 ])
 def test_spread(value, p10, p90, want):
     assert spread(value, p10, p90) == want

@@ -508,7 +508,7 @@ def test_a_failing_export_leaves_finalize_result_intact(History, fixture_run, tm
     monkeypatch.setenv("EZPZ_AMSC_STATUS", "maybe")
     wrap_finalize(History)
     h = History(fixture_run(RUN))
-    assert h.finalize(tmp_path / "out") is not None
+    assert h.finalize(tmp_path / "out") is h.returned
     assert h.calls == [tmp_path / "out"]
     assert len(warnings_seen()) == 1
 

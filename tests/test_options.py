@@ -32,6 +32,11 @@ GOOD = RUNS / "fsdp_tp-2rank"
     ("nodes", MAX_COUNT, MAX_COUNT + 1, "1000001 is not a plausible count (more than 1,000,000)"),
     ("gpus", MAX_COUNT, 10**400, "100000000000... (401 digits) is not a plausible count "
                                  "(more than 1,000,000)"),
+    # 20 digits are shown whole, 21 shortened
+    ("nodes", MAX_COUNT, 10**19, "10000000000000000000 is not a plausible count "
+                                 "(more than 1,000,000)"),
+    ("nodes", MAX_COUNT, 10**20, "100000000000... (21 digits) is not a plausible count "
+                                 "(more than 1,000,000)"),
     ("wall_time_sec", 5e-324, 0.0, "must be a positive number of seconds, got 0.0"),
     ("wall_time_sec", 1.7e308, math.inf, "must be a positive number of seconds, got inf"),
     ("wall_time_sec", 1.0, math.nan, "must be a positive number of seconds, got nan"),
@@ -58,6 +63,24 @@ def test_each_rule_at_its_edge(field, ok, bad, reason):
     e = info.value
     assert (e.name, e.reason, e.exit_code) == (field, reason, 2)
     assert str(e) == e.format_message() == f"--{field.replace('_', '-')} {reason}"
+
+
+@pytest.mark.parametrize("ahead_sec, ok", [(0, True), (600, True), (601, False)])
+def test_timestamp_may_run_ten_minutes_ahead_of_this_clock(monkeypatch, ahead_sec, ok):
+    # Another host's clock may be a little ahead: up to 600 s is skew, more is a typo.
+    import time
+
+    from ezpz_amsc.row import format_timestamp
+    now = 1_800_000_000.0
+    monkeypatch.setattr(time, "time", lambda: now)
+    text = format_timestamp(now + ahead_sec)
+    if ok:
+        assert ExportOptions(config="c", timestamp=text).timestamp == text
+    else:
+        with pytest.raises(OptionError) as info:
+            ExportOptions(config="c", timestamp=text)
+        assert info.value.format_message() == (
+            "--timestamp 2027-01-15T08:10:01Z is before 2015 or later than now")
 
 
 def test_options_are_frozen_so_they_stay_valid():
@@ -110,6 +133,8 @@ def test_from_env_errors_name_the_variable(env, message):
     with pytest.raises(OptionError) as info:
         ExportOptions.from_env({"EZPZ_AMSC_CONFIG": "c", **env})
     assert info.value.format_message() == message
+    assert info.value.name == {"EZPZ_AMSC_CONFIG": "config", "EZPZ_AMSC_STATUS": "status",
+                               "EZPZ_AMSC_WALL_TIME_SEC": "wall_time_sec"}[next(iter(env))]
 
 
 # ------------------------------------------------------------------ one home, validated once

@@ -24,7 +24,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from ezpz_amsc.reduce import median_sorted, percentile_sorted, reduce_steps, step_coverage, trend
+from ezpz_amsc.reduce import (
+    median_sorted,
+    percentile_sorted,
+    ranks_per_step,
+    reduce_steps,
+    step_coverage,
+    trend,
+)
 from ezpz_amsc.row import dashboard_problems
 from ezpz_amsc.steps import SERIES, Steps
 
@@ -109,6 +116,16 @@ def test_percentile_is_numpy_percentile(x, q):
         want = float(np.percentile(x, q))
     got = percentile_sorted(np.sort(x), q)
     assert got == want or (np.isnan(got) and np.isnan(want))
+
+
+@pytest.mark.parametrize(("x", "q", "want"), [
+    ([1.2, 3.0], 90, 2.82),  # a + (b - a) * t would give 2.8200000000000003
+    ([1.2, 3.0], 10, 1.38),
+    ([2.6, 8.3], 50, 5.45),  # t = 0.5 takes numpy's b - (b - a) * 0.5, not 5.450000000000001
+    ([1.0, 2.0, 4.0], 100, 4.0), ([1.0, 2.0, 4.0], 50, 2.0), ([7.0], 10, 7.0),
+])
+def test_percentile_takes_numpys_formula_on_each_side(x, q, want):
+    assert percentile_sorted(np.array(x), q) == want == float(np.percentile(x, q))
 
 
 # ------------------------------------------------------------------ order and attempts
@@ -222,6 +239,14 @@ def test_step_times_near_float_max_do_not_warn_or_print_inf(tmp_path, recwarn):
     ([1, 2, 3, 1, 2, 3], None),  # a restart, no gap
     ([0.5, 1.0, 5.0], None),  # not step numbers
     ([7], None),
+    ([7, 7, 7], None),  # all records one step: no distance to judge
+    ([2, 4, 6, 8], (4, 2, 8, 2, 8)),  # logged every 2nd step
+    # plus a last one off the stride: the steps before the first count, up to a stride
+    ([*range(5, 100, 10), 99], (11, 5, 99, 10, 99)),  # 4 before step 5
+    ([*range(25, 100, 10), 99], (9, 25, 99, 10, 84)),  # 9 before step 25 (one stride)
+    ([10, 20, 30, 40, 45], (5, 10, 45, 10, 45)),  # stride 10 (3 of 4), not the last 5
+    ([1, 3], (2, 1, 3, 2, 4)),
+    ([1, 2], None),
     ([], None),
 ])
 def test_step_coverage(steps, want):
@@ -230,6 +255,23 @@ def test_step_coverage(steps, want):
         assert got is None
     else:
         assert (got.logged, got.first, got.last, got.stride, got.estimated_total) == want
+
+
+@pytest.mark.parametrize(("second_after_sec", "used", "why"), [
+    (2 * 86400.0, 0, None),  # two days between the first two steps: a long pause, kept
+    (2 * 86400.0 + 1, 1, "is 2 days before step 2's"),  # more: the first step's clock is off
+    (-1.0, 0, None),  # a second within the slack of the first
+    (-1.5, 1, "is later than step 2's"),
+])
+def test_first_timestamp_passes_over_a_skewed_first_step(second_after_sec, used, why):
+    t0 = 1795990000.0
+    s = _steps([1, 2, 3], [0.0, 0.0, 0.0])
+    s.timestamp[0] = t0
+    s.timestamp[1] = t0 + second_after_sec
+    s.timestamp[2] = t0 + max(second_after_sec, 0.0) + 10.0
+    red = reduce_steps(s, 0, "median", now=t0 + 3 * 86400.0)
+    assert red.first_timestamp == s.timestamp[used]
+    assert (red.timestamps.used_index, red.timestamps.skewed_first) == (used, why)
 
 
 def test_trend_buckets_warmup_apart():
@@ -243,3 +285,26 @@ def test_trend_buckets_warmup_apart():
     assert long["steps_per_point"] == 3
     assert trend(x, 0, width=60)["warmup"] == []
     assert trend(x[:0], 1)["used"] == []
+
+
+def test_trend_of_a_long_warmup_keeps_a_glyph_for_the_steps_used():
+    t = trend(np.arange(1.0, 121.0), 118, width=60)  # 59 warmup glyphs, 1 for steps 119, 120
+    assert (len(t["warmup"]), t["used"], t["steps_per_point"]) == (59, [119.5], 2)
+
+
+def test_trend_draws_the_steps_used_after_any_warmup():
+    # 199 of 200 steps warmup would round to all 60 glyphs: the step used got none.
+    t = trend(np.arange(1.0, 201.0), 199, width=60)
+    assert (len(t["warmup"]), t["used"], t["steps_per_point"]) == (59, [200.0], 1)
+
+
+def test_ranks_per_step_is_unknown_for_zero_global_throughput():
+    got = ranks_per_step(np.array([0.0, 200.0, 150.0]), np.array([100.0, 100.0, 100.0]))
+    assert np.isnan(got[0]) and got[1] == 2.0 and np.isnan(got[2])
+
+
+def test_trend_points_near_float_max_stay_finite():
+    # A bucket's plain mean overflows to inf, which --format json cannot write.
+    big = np.full(9, 1.7e308)
+    assert trend(big, 0, width=3)["used"] == [1.7e308] * 3
+    assert trend(np.array([1.7e308, 1.5e308]), 0, width=1)["used"] == [1.6e308]
