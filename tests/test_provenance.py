@@ -100,6 +100,28 @@ def test_unreadable_run_info_falls_back_to_the_report_with_a_note(tmp_path, monk
     assert "skipped run_info.json: Permission denied" in notes_of(r)
 
 
+
+
+PROVENANCE_CAP = 16 << 20  # pragma: no mutate
+
+
+@pytest.mark.parametrize("extra,system,nodes,gpus,skipped", [
+    (0, "FromRunInfo", "2", "24", False),  # exactly 16 MiB: read
+    (1, "FromConfig", "1", "4", True),     # one byte more: skipped, config.json answers
+])
+def test_provenance_file_cap_is_16_mib(tmp_path, extra, system, nodes, gpus, skipped):
+    run = tmp_path / "r"
+    _metrics(run)
+    text = json.dumps({"Distributed": {**AURORA, "MACHINE": "FromRunInfo"}})
+    (run / "run_info.json").write_bytes(
+        text.encode() + b" " * (PROVENANCE_CAP + extra - len(text)))
+    (run / "config.json").write_text(json.dumps(
+        {"MACHINE": "FromConfig", "NUM_NODES": 1, "NGPUS": 4, "GPUS_PER_NODE": 4,
+         "WORLD_SIZE_IN_USE": 4, "world_size": 4}))
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    assert (row["system"], row["nodes"], row["gpus"]) == (system, nodes, gpus)
+    assert ("skipped run_info.json: larger than 16 MiB" in notes_of(r)) is skipped
 # ------------------------------------------------------------ placement, and the flags
 
 

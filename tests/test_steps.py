@@ -334,10 +334,15 @@ def test_interleaved_two_rank_file_uses_rank_0_only(tmp_path):
         recs.append(step(i, rank=1, dt=9.0, tps=1.0, loss=99.0))
         recs.append(step(i, rank=0, dt=1.0, tps=500.0 + i, loss=float(i)))
     write_jsonl(run / "metrics.jsonl", recs)
-    row = one_row(run_cli(run, "--config", "c"))
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    # rank 0 logged: no "rank 0 logged no step" note
+    assert notes_of(r) == ["throughput_tokens_per_sec_per_gpu derived as global / 2 gpus "
+                           "(no per-GPU throughput logged)"]
     assert row["steps"] == "5"
     assert row["wall_time_sec"] == "5.000"
     assert row["throughput_tokens_per_sec"] == "503.500"
+    assert row["throughput_tokens_per_sec_per_gpu"] == "251.750"
     assert row["final_loss"] == "5.000000"
     assert row["gpus"] == "2"
 
