@@ -475,3 +475,48 @@ def test_line_over_the_real_64_mib_default_is_skipped_without_holding_it(tmp_pat
     # readline(limit) builds one limit-sized chunk (briefly twice that while joining its
     # buffers); reading the line whole would hold all 200 MiB.
     assert peak < 2 * MAX_LINE_BYTES + (16 << 20), peak
+
+
+# ------------------------------------------------------------------ the keys each series reads
+
+# Written out, not taken from steps.py: a key dropped or misspelt there must fail here.
+COUNTERS = ["train/iter", "train/step", "iter", "step", "epoch", "train/epoch"]
+SERIES_TABLE = [("dt", "train/dt"), ("dt", "dt"), ("tps", "train/tps"),
+                ("tps", "train/tokens_per_sec"), ("tps_per_gpu", "train/tps_per_gpu"),
+                ("mfu", "train/mfu"), ("mfu", "mfu"), ("tflops", "train/tflops"),
+                ("tflops", "tflops"), ("loss", "train/loss"), ("loss", "loss"),
+                ("loss", "train_loss")]
+
+
+def _one_record(tmp_path: Path, metrics: dict) -> steps_mod.Steps:
+    line = json.dumps({"timestamp": 1795990000.0, "rank": 0, "metrics": metrics})
+    return read_bytes_file(tmp_path, (line + "\n").encode(), interleaved=False)
+
+
+@pytest.mark.parametrize("key", COUNTERS)
+def test_each_step_counter_is_read(tmp_path, key):
+    s = _one_record(tmp_path, {key: 7, "train/dt": 0.5})
+    assert (list(s.step), s.step_key) == ([7.0], key)
+
+
+def test_step_counters_in_order_of_preference(tmp_path):
+    for n in range(len(COUNTERS)):
+        d = tmp_path / str(n)
+        d.mkdir()
+        s = _one_record(d, {k: 10.0 * (i + 1) for i, k in enumerate(COUNTERS[n:])})
+        assert (list(s.step), s.step_key) == ([10.0], COUNTERS[n])
+
+
+@pytest.mark.parametrize("name,key", SERIES_TABLE)
+def test_each_series_key_is_read(tmp_path, name, key):
+    s = _one_record(tmp_path, {"train/iter": 1, key: 2.5})
+    assert s.series[name].tolist() == [2.5]
+    assert s.keys_used == {name: key}
+    assert all(math.isnan(v) for n, a in s.series.items() if n != name for v in a)
+
+
+@pytest.mark.parametrize("key", ["tokens_per_sec", "tps", "tps_per_gpu"])
+def test_bare_throughput_keys_are_not_training_throughput(tmp_path, key):
+    s = _one_record(tmp_path, {"train/iter": 1, "train/dt": 1.0, key: 300.0})
+    assert math.isnan(s.series["tps"][0]) and math.isnan(s.series["tps_per_gpu"][0])
+    assert s.ignored_throughput == {key: 1}
