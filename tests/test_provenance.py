@@ -201,6 +201,37 @@ def test_gpus_not_a_multiple_of_gpus_per_node_is_allowed_but_noted(tmp_path, ext
     assert "--gpus 6 is not a multiple of GPUS_PER_NODE 4" in notes_of(r)
 
 
+EXCEEDS = "nodes {} exceeds gpus {}: some nodes ran no rank"
+NOT_MULTIPLE = "--gpus {} is not a multiple of GPUS_PER_NODE {}"
+
+
+@pytest.mark.parametrize("dist,flags,nodes,gpus,notes", [
+    ({"GPUS_PER_NODE": "4"}, ["--nodes", "3", "--gpus", "2"], "3", "2",
+     [EXCEEDS.format(3, 2), NOT_MULTIPLE.format(2, 4)]),
+    ({"GPUS_PER_NODE": "4"}, ["--nodes", "2", "--gpus", "2"], "2", "2",
+     [NOT_MULTIPLE.format(2, 4)]),
+    ({"world_size": "2"}, ["--nodes", "3"], "3", "2", [EXCEEDS.format(3, 2)]),
+    ({"world_size": "2", "NUM_NODES": "4", "GPUS_PER_NODE": "0"}, ["--gpus", "5"], "4", "5",
+     []),
+    ({"world_size": "2", "NUM_NODES": "3", "GPUS_PER_NODE": "0"}, ["--gpus", "2"], "3", "2",
+     [EXCEEDS.format(3, 2)]),
+    ({"GPUS_PER_NODE": "4"}, ["--nodes", "1", "--gpus", "8"], "1", "8", []),
+    ({"GPUS_PER_NODE": "4"}, ["--nodes", "1", "--gpus", "6"], "1", "6",
+     [NOT_MULTIPLE.format(6, 4)]),
+    ({"GPUS_PER_NODE": "0"}, ["--nodes", "1", "--gpus", "6"], "1", "6", []),
+    ({"GPUS_PER_NODE": "4", "world_size": "6", "NUM_NODES": "2"}, [], "2", "6", []),
+], ids=["flags-exceed", "flags-equal", "nodes-flag-exceeds", "num-nodes-below-gpus-flag",
+        "num-nodes-exceeds-gpus-flag", "multiple", "not-multiple", "gpn-0", "no-flags"])
+def test_placement_notes_at_their_boundaries(tmp_path, dist, flags, nodes, gpus, notes):
+    run = good_run(tmp_path / "run", **dist)
+    r = run_cli(run, "--config", "c", *flags)
+    row = one_row(r)
+    assert (row["nodes"], row["gpus"]) == (nodes, gpus)
+    derived = f"throughput_tokens_per_sec_per_gpu derived as global / {gpus} gpus (no per-GPU " \
+        "throughput logged)"
+    assert notes_of(r) == [*notes, derived]
+
+
 # ----------------------------------------------------------- nodes from ranks per node
 
 
