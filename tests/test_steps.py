@@ -272,7 +272,7 @@ def test_non_finite_values_dropped_and_counted(tmp_path):
 def test_bare_keys_and_tokens_per_sec(tmp_path):
     run = tmp_path / "run"
     write_run_info(run)
-    recs = [{"timestamp": 1795990000.0 + i, "rank": 0,
+    recs = [{"timestamp": 1795990000.0 + 2 * i, "rank": 0,
              "metrics": {"train/step": i, "train/tokens_per_sec": 1000.0 * (i + 1),
                          "dt": 0.5, "loss": 3.0}} for i in range(0, 5)]
     write_jsonl(run / "metrics.jsonl", recs)
@@ -374,7 +374,7 @@ def test_unreadable_metrics_file(tmp_path, monkeypatch):
     run = good_run(tmp_path / "run")
     fail_for(monkeypatch, run / "metrics-0.jsonl", errno.EACCES)
     line = error_line(run_cli(run, "--config", "c"))
-    assert "metrics-0.jsonl: cannot read metrics file: Permission denied" in line
+    assert line == f"error: {run / 'metrics-0.jsonl'}: cannot read metrics file: Permission denied"
 
 
 def test_read_error_midway_through_metrics(tmp_path, monkeypatch):
@@ -395,7 +395,7 @@ def test_read_error_midway_through_metrics(tmp_path, monkeypatch):
 
     monkeypatch.setattr(builtins, "open", fake)
     line = error_line(run_cli(run, "--config", "c"))
-    assert "cannot read metrics file: Input/output error" in line
+    assert line == f"error: {target}: cannot read metrics file: Input/output error"
 
 
 # -------------------------------------------------------------------------- long lines
@@ -520,3 +520,37 @@ def test_bare_throughput_keys_are_not_training_throughput(tmp_path, key):
     s = _one_record(tmp_path, {"train/iter": 1, "train/dt": 1.0, key: 300.0})
     assert math.isnan(s.series["tps"][0]) and math.isnan(s.series["tps_per_gpu"][0])
     assert s.ignored_throughput == {key: 1}
+
+
+def test_epoch_counter_of_an_epoch_history_is_named_in_its_note(tmp_path):
+    # fsdp's history: one record per epoch, train/epoch the only counter.
+    recs = [{"timestamp": 1795990000.0 + 2 * i, "rank": 0,
+             "metrics": {"train/epoch": i, "train/dt": 2.0, "train_loss": 1.0 / i}}
+            for i in range(1, 4)]
+    r = run_cli(write_run(tmp_path / "run", recs), "--config", "c")
+    row = one_row(r)
+    assert (row["steps"], row["wall_time_sec"], row["final_loss"]) == ("3", "6.000", "0.333333")
+    assert any(n.startswith("records are epochs (train/epoch is the only counter)")
+               for n in notes_of(r)), r.stderr
+
+
+@pytest.mark.parametrize("tail", ["X", "x", "]"])
+def test_trailing_data_after_a_record_is_an_unparsable_line(json_path, tmp_path, tail):
+    good = json.dumps(step(1, dt=1.0))
+    s = read_bytes_file(tmp_path, f"{good}\n{json.dumps(step(2, dt=1.0))}{tail}\n".encode(),
+                        interleaved=False)
+    assert (list(s.step), s.bad_lines, s.truncated_last_line) == ([1.0], 1, False)
+
+
+@pytest.mark.parametrize("data", [b"", b"\n\n"])
+def test_empty_metrics_file_is_not_a_truncated_line(tmp_path, data):
+    s = read_bytes_file(tmp_path, data, interleaved=False)
+    assert (len(s), s.bad_lines, s.truncated_last_line) == (0, 0, False)
+
+
+def test_unranked_records_of_a_shared_file_belong_to_no_rank(tmp_path):
+    recs = [step(1, dt=1.0), {"timestamp": 1.0, "metrics": {"train/iter": 1, "train/dt": 5.0}},
+            step(2, dt=1.0), {"timestamp": 2.0, "metrics": {"train/iter": 2, "train/dt": 5.0}}]
+    data = "".join(json.dumps(r) + "\n" for r in recs).encode()
+    s = read_bytes_file(tmp_path, data, interleaved=True)
+    assert (list(s.series["dt"]), s.other_ranks) == ([1.0, 1.0], {None: 2})
