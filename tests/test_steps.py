@@ -534,11 +534,11 @@ def test_epoch_counter_of_an_epoch_history_is_named_in_its_note(tmp_path):
                for n in notes_of(r)), r.stderr
 
 
-@pytest.mark.parametrize("tail", ["X", "x", "]"])
-def test_trailing_data_after_a_record_is_an_unparsable_line(json_path, tmp_path, tail):
+@pytest.mark.parametrize("head,tail", [("", "X"), ("", "x"), ("", "]"), ("x", ""), ("[", "")])
+def test_data_around_a_record_is_an_unparsable_line(json_path, tmp_path, head, tail):
     good = json.dumps(step(1, dt=1.0))
-    s = read_bytes_file(tmp_path, f"{good}\n{json.dumps(step(2, dt=1.0))}{tail}\n".encode(),
-                        interleaved=False)
+    bad = f"{head}{json.dumps(step(2, dt=1.0))}{tail}"
+    s = read_bytes_file(tmp_path, f"{good}\n{bad}\n".encode(), interleaved=False)
     assert (list(s.step), s.bad_lines, s.truncated_last_line) == ([1.0], 1, False)
 
 
@@ -554,3 +554,42 @@ def test_unranked_records_of_a_shared_file_belong_to_no_rank(tmp_path):
     data = "".join(json.dumps(r) + "\n" for r in recs).encode()
     s = read_bytes_file(tmp_path, data, interleaved=True)
     assert (list(s.series["dt"]), s.other_ranks) == ([1.0, 1.0], {None: 2})
+
+
+def _ranked_first(i: int, rank: int, dt: float) -> str:
+    # "rank" before "timestamp": a line the skim never passes over, so the reader judges it.
+    return json.dumps({"rank": rank, "timestamp": 1795990000.0 + i,
+                       "metrics": {"train/iter": i, "train/dt": dt}}) + "\n"
+
+
+def test_per_rank_file_holding_another_rank_counts_it_apart(tmp_path):
+    data = "".join(_ranked_first(i, r, dt) for i in (1, 2) for r, dt in ((0, 1.0), (12, 7.0)))
+    s = read_bytes_file(tmp_path, data.encode(), interleaved=False)
+    assert (s.rank, list(s.series["dt"]), s.other_ranks) == (0, [1.0, 1.0], {12: 2})
+
+
+def test_files_named_by_local_rank_without_rank_0_read_the_lowest_rank(tmp_path):
+    # metrics-0.jsonl holds ranks 12 and 13 (another node's local ranks 0 and 1).
+    p = tmp_path / "metrics-0.jsonl"
+    p.write_text("".join(_ranked_first(i, r, r / 4) for i in (1, 2, 3) for r in (13, 12)))
+    s = read_steps(MetricsSource("per-rank", tmp_path, per_rank={0: p}))
+    assert (s.rank, list(s.series["dt"]), s.other_ranks) == (12, [3.0, 3.0, 3.0], {13: 3})
+
+
+def test_skipped_lines_of_a_rank_file_without_steps_are_kept_apart(tmp_path):
+    p0, p1 = tmp_path / "metrics-0.jsonl", tmp_path / "metrics-1.jsonl"
+    p0.write_bytes(b"{" + b"x" * (1 << 16) + b"}\nnot json\n[1,\n")
+    p1.write_text("".join(json.dumps(step(i, rank=1, dt=0.5)) + "\n" for i in (1, 2)))
+    s = read_steps(MetricsSource("per-rank", tmp_path, per_rank={0: p0, 1: p1}),
+                   max_line=1 << 16)
+    assert (s.rank, len(s), s.long_lines, s.bad_lines) == (1, 2, 1, 2)
+
+
+def test_bare_throughput_is_counted_only_on_records_without_training_throughput(tmp_path):
+    recs = [{"train/iter": 1, "train/tps": 100.0, "tokens_per_sec": 5.0},
+            {"train/iter": 2, "train/tps": 200.0, "tokens_per_sec": 5.0},
+            {"train/iter": 3, "tokens_per_sec": 5.0},
+            {"train/iter": 4, "train/tps": 300.0, "tokens_per_sec": 5.0}]
+    data = "".join(json.dumps({"rank": 0, "metrics": m}) + "\n" for m in recs)
+    s = read_bytes_file(tmp_path, data.encode(), interleaved=False)
+    assert s.ignored_throughput == {"tokens_per_sec": 1}
