@@ -335,12 +335,15 @@ def test_ignored_count_is_noted_when_another_source_answers(tmp_path):
 
 
 @pytest.mark.parametrize("key,flag", [("world_size", "--gpus"), ("WORLD_SIZE_IN_USE", "--gpus"),
-                                      ("NUM_NODES", "--nodes"), ("GPUS_PER_NODE", "--nodes")])
+                                      ("NUM_NODES", "--nodes"), ("GPUS_PER_NODE", "--nodes"),
+                                      ("NGPUS", "--gpus")])
 @pytest.mark.parametrize("value", [HUGE, "1000001"])
 def test_absurd_count_from_provenance_is_an_error_naming_the_flag(tmp_path, key, flag, value):
     dist = {key: value}
     if key == "NUM_NODES":
         dist["GPUS_PER_NODE"] = "0"  # so that NUM_NODES is the rule that reads it
+    if key == "NGPUS":  # read only when no world size is recorded
+        dist.update(WORLD_SIZE_IN_USE=None, world_size=None)
     run = good_run(tmp_path / "run", **dist)
     line = error_line(run_cli(run, "--config", "c"))
     shown = value if len(value) <= 20 else "100000000000... (401 digits)"
