@@ -263,6 +263,13 @@ def test_ranks_per_node_from_the_launch_line(tmp_path, command):
     ("mpiexec --ppn 0 python3 x.py", None),
     ("mpiexec --ppn six python3 x.py", None),
     ('mpiexec "--ppn 6', None),  # unbalanced quote: words split on spaces, no value
+    ("mpiexec --np 4 -- ./app --ppn 2", None),  # after "--": the program's own flags
+    ("mpiexec ./train.py --ppn 2", None),  # after the script: its own flags
+    ("mpiexec --ppn", None),  # a flag with no value at the end
+    ("['mpiexec', '--ppn', 6, 'x']", None),  # a list, but not of strings: read as text
+    ("mpiexec --ppn 1000000 python3 x.py", (1000000, "--ppn 1000000")),
+    ("mpiexec --ppn 1000001 python3 x.py", None),
+    ("mpiexec --ppn 1 python3 x.py", (1, "--ppn 1")),
 ])
 def test_ranks_per_node_parser(command, want):
     assert ranks_per_node(command) == want
