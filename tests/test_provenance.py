@@ -270,6 +270,9 @@ def test_ranks_per_node_from_the_launch_line(tmp_path, command):
     ("mpiexec --ppn 1000000 python3 x.py", (1000000, "--ppn 1000000")),
     ("mpiexec --ppn 1000001 python3 x.py", None),
     ("mpiexec --ppn 1 python3 x.py", (1, "--ppn 1")),
+    ("mpiexec --np 4 --ppn 2", (2, "--ppn 2")),  # the value is the last word
+    ("mpiexec --ppn 6.0 python3 x.py", (6, "--ppn 6")),
+    ("mpiexec --ppn=+6 python3 x.py", (6, "--ppn 6")),
 ])
 def test_ranks_per_node_parser(command, want):
     assert ranks_per_node(command) == want
@@ -478,3 +481,55 @@ def test_formula_like_machine_asks_for_system(tmp_path, machine):
         f"error: MACHINE={machine!r} from run_info.json would run as a formula when the CSV is "
         "opened in a spreadsheet; pass --system NAME")
     assert one_row(run_cli(run, "--config", "c", "--system", "Aurora"))["system"] == "Aurora"
+
+
+# ------------------------------------------------------------ files that cannot answer
+
+
+@pytest.mark.parametrize("name,data,note", [
+    ("run_info.json", b"\xff\xfe{", "skipped run_info.json: not UTF-8"),
+    ("run_info.json", b"{not json", "skipped run_info.json: not valid JSON"),
+    ("run_info.json", b'{"Paths": {}}', "run_info.json has no 'Distributed' section"),
+    ("config.json", b"[1, 2]", "skipped config.json: not a JSON object"),
+])
+def test_a_provenance_file_that_cannot_answer_is_named_in_a_note(tmp_path, name, data, note):
+    run = tmp_path / "r"
+    _metrics(run)
+    (run / name).write_bytes(data)
+    _report(run / "train" / "report-train.md", AURORA)
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    assert (row["system"], row["nodes"], row["gpus"]) == ("Aurora", "2", "24")
+    assert note in notes_of(r)
+
+
+def test_config_json_launch_line_as_a_list_gives_ranks_per_node(tmp_path):
+    run = tmp_path / "r"
+    _metrics(run)
+    (run / "config.json").write_text(json.dumps({
+        "MACHINE": "Aurora", "NUM_NODES": 4, "GPUS_PER_NODE": 12, "world_size": 24,
+        "EZPZ_RUN_COMMAND": ["mpiexec", "--np", "24", "--ppn", "6", "python3", "x.py"]}))
+    row = one_row(run_cli(run, "--config", "c"))
+    assert (row["nodes"], row["gpus"]) == ("4", "24")  # ceil(24 / 6), not ceil(24 / 12)
+
+
+def test_a_true_count_is_not_a_count(tmp_path):
+    run = tmp_path / "r"
+    _metrics(run)
+    (run / "config.json").write_text(json.dumps(
+        {"MACHINE": "M", "NUM_NODES": 1, "GPUS_PER_NODE": 0, "NGPUS": 4, "world_size": True}))
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    assert (row["nodes"], row["gpus"]) == ("1", "4")  # NGPUS: world_size true is no count
+    assert "ignored world_size='True' from config.json: not a usable count" in notes_of(r)
+
+
+def test_a_tier_that_adds_nothing_is_not_listed(tmp_path):
+    run = tmp_path / "r"
+    _metrics(run)
+    write_run_info(run, HOSTNAME=None, NUM_NODES=None, NGPUS=None, GPUS_PER_NODE=None,
+                   WORLD_SIZE_IN_USE=None, world_size=None, MACHINE="M")
+    (run / "config.json").write_text(json.dumps({"MACHINE": "Other"}))
+    line = error_line(run_cli(run, "--config", "c"))
+    assert line == ("error: cannot tell gpus, nodes of this run (provenance: run_info.json); "
+                    "pass --gpus N --nodes N")
