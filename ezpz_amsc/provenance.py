@@ -20,7 +20,6 @@ from .options import MAX_COUNT, digits, formula_like
 
 KEYS = ("MACHINE", "HOSTNAME", "NUM_NODES", "NGPUS", "GPUS_PER_NODE",
         "WORLD_SIZE_IN_USE", "world_size", "EZPZ_RUN_COMMAND")
-_COUNT_KEYS = ("NUM_NODES", "NGPUS", "GPUS_PER_NODE", "WORLD_SIZE_IN_USE", "world_size")
 # The flag that settles each count when provenance cannot.
 COUNT_FLAG = {"NUM_NODES": "--nodes", "GPUS_PER_NODE": "--nodes", "NGPUS": "--gpus",
               "WORLD_SIZE_IN_USE": "--gpus", "world_size": "--gpus"}

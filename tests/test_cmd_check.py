@@ -4,6 +4,7 @@ reads it, what keeps the group from appending, and ``check --provenance``."""
 from __future__ import annotations
 
 import csv
+import errno
 import grp
 import io
 import os
@@ -16,6 +17,7 @@ from helpers import (
     RUNS,
     error_line,
     export_with_records,
+    fail_for,
     five_runs,
     outcome,
     parse_csv,
@@ -24,6 +26,7 @@ from helpers import (
     run_group,
 )
 
+from ezpz_amsc.check import sharing_notes
 from ezpz_amsc.records import load_record
 from ezpz_amsc.row import HEADER
 
@@ -57,8 +60,11 @@ def test_check_clean_file(tmp_path):
 
 def test_check_file_written_by_append_is_clean(tmp_path):
     out = tmp_path / "runs.csv"
-    run_cli(A, B, C, "--config", "c", "--append", out)
-    assert run_cli("--check", out).exit_code == 0
+    assert run_cli(A, B, C, "--config", "c", "--append", out).exit_code == 0
+    assert len(parse_csv(out.read_text())) == 3
+    r = run_cli("--check", out, "-q")
+    assert (r.exit_code, r.stdout, r.stderr) == (
+        0, f"{out}: 3 rows, all readable by the dashboard\n", "")
 
 
 @pytest.mark.parametrize("bad_row,problem", [
@@ -103,8 +109,40 @@ def test_check_duplicate_rows(tmp_path):
 
 def test_check_missing_required_column(tmp_path):
     p = _write(tmp_path, "timestamp,system,config", "x,y,z")
-    line = error_line(run_cli("--check", p))
-    assert "lacks required columns nodes, gpus, status, wall_time_sec" in line
+    assert error_line(run_cli("--check", p)) == (
+        f"error: {p}: header lacks required columns nodes, gpus, status, wall_time_sec")
+    one = _write(tmp_path, ",".join(c for c in HEADER if c != "wall_time_sec"), name="one.csv")
+    assert error_line(run_cli("--check", one)) == (
+        f"error: {one}: header lacks required column wall_time_sec")
+
+
+def test_check_refuses_what_is_no_readable_results_file(tmp_path, monkeypatch):
+    folder, empty = tmp_path / "folder.csv", tmp_path / "empty.csv"
+    folder.mkdir()
+    empty.write_text("")
+    assert error_line(run_group("check", folder)) == (
+        f"error: {folder}: is a directory; --check needs a results CSV")
+    assert error_line(run_group("check", empty)) == f"error: {empty}: empty file, no header"
+    assert error_line(run_group("check", tmp_path / "gone.csv")) == (
+        f"error: {tmp_path / 'gone.csv'}: no such file")
+    locked_out = _write(tmp_path, HEADER_LINE, GOOD_ROW, name="locked.csv")
+    fail_for(monkeypatch, locked_out, errno.EACCES)  # root reads any file: fake the refusal
+    assert error_line(run_group("check", locked_out)) == (
+        f"error: {locked_out}: cannot read: Permission denied")
+
+
+def test_check_stops_at_a_cell_csv_cannot_read_and_says_so(tmp_path):
+    # The csv module refuses a field over its limit (128 KiB): the lines after it are not
+    # read, and the check says so instead of calling the file clean.
+    limit = csv.field_size_limit()
+    huge = GOOD_ROW.replace(",c,", "," + "x" * (limit + 1) + ",")
+    p = _write(tmp_path, HEADER_LINE, GOOD_ROW, huge, GOOD_ROW)
+    r = run_group("check", p, "-q")
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert r.stderr.splitlines() == [
+        f"{p}:3: field larger than field limit ({limit}); the rest of the file was not read",
+        f"error: {p}: 1 problem in 1 row",
+    ]
 
 
 def test_check_takes_no_run_dir(tmp_path):
@@ -192,6 +230,11 @@ def test_check_notes_what_keeps_the_group_out_of_the_folder(tmp_path, folder_mod
     assert f"mode {folder_mode:04o}" in note
 
 
+def test_no_sharing_notes_for_a_file_that_is_gone(tmp_path):
+    # The file can vanish between reading it and judging its mode: nothing to say then.
+    assert sharing_notes(tmp_path / "gone.csv") == []
+
+
 # ------------------------------------------------------------------ check --provenance
 
 
@@ -256,3 +299,27 @@ def test_check_with_a_missing_records_folder(published, tmp_path):
     assert error_line(run_group("check", results, "--provenance", tmp_path / "nope")) == (
         f"error: {tmp_path / 'nope'}: no such folder; --provenance needs the folder of the "
         "records")
+
+
+def test_check_with_records_reads_a_column_the_file_lacks_as_empty(published):
+    # An older results file without the optional tflops, final_loss, mfu and error
+    # columns: the cells it lacks are empty, so a record that has tflops and final_loss
+    # differs in both (named in header order), and empty mfu and error match.
+    results, folder = published
+    dropped = ("mfu", "tflops", "final_loss", "error")
+    rows = parse_csv(results.read_text())
+    by_stamp = {load_record(p)["row"]["timestamp"]: p for p in records_in(folder)}
+    _rewrite(results, lambda table: table.__setitem__(slice(None), [
+        [cell for c, cell in zip(HEADER, line, strict=True) if c not in dropped]
+        for line in table]))
+    result = run_group("check", results, "--provenance", folder, "-q")
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr.splitlines() == [
+        f"{results}:1: header differs from this tool's (order or columns)",
+        *(f"{results}:{i}: differs from its record {by_stamp[row['timestamp']]}: "
+          f"tflops '' in the file, {row['tflops']!r} in the record; "
+          f"final_loss '' in the file, {row['final_loss']!r} in the record"
+          for i, row in enumerate(rows, start=2)),
+        f"error: {results}: 6 problems in 5 rows and 5 records",
+    ]
+    assert all(row["tflops"] and row["final_loss"] and not row["mfu"] for row in rows)

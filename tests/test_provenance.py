@@ -100,6 +100,28 @@ def test_unreadable_run_info_falls_back_to_the_report_with_a_note(tmp_path, monk
     assert "skipped run_info.json: Permission denied" in notes_of(r)
 
 
+
+
+PROVENANCE_CAP = 16 << 20  # pragma: no mutate
+
+
+@pytest.mark.parametrize("extra,system,nodes,gpus,skipped", [
+    (0, "FromRunInfo", "2", "24", False),  # exactly 16 MiB: read
+    (1, "FromConfig", "1", "4", True),     # one byte more: skipped, config.json answers
+])
+def test_provenance_file_cap_is_16_mib(tmp_path, extra, system, nodes, gpus, skipped):
+    run = tmp_path / "r"
+    _metrics(run)
+    text = json.dumps({"Distributed": {**AURORA, "MACHINE": "FromRunInfo"}})
+    (run / "run_info.json").write_bytes(
+        text.encode() + b" " * (PROVENANCE_CAP + extra - len(text)))
+    (run / "config.json").write_text(json.dumps(
+        {"MACHINE": "FromConfig", "NUM_NODES": 1, "NGPUS": 4, "GPUS_PER_NODE": 4,
+         "WORLD_SIZE_IN_USE": 4, "world_size": 4}))
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    assert (row["system"], row["nodes"], row["gpus"]) == (system, nodes, gpus)
+    assert ("skipped run_info.json: larger than 16 MiB" in notes_of(r)) is skipped
 # ------------------------------------------------------------ placement, and the flags
 
 
@@ -179,6 +201,37 @@ def test_gpus_not_a_multiple_of_gpus_per_node_is_allowed_but_noted(tmp_path, ext
     assert "--gpus 6 is not a multiple of GPUS_PER_NODE 4" in notes_of(r)
 
 
+EXCEEDS = "nodes {} exceeds gpus {}: some nodes ran no rank"
+NOT_MULTIPLE = "--gpus {} is not a multiple of GPUS_PER_NODE {}"
+
+
+@pytest.mark.parametrize("dist,flags,nodes,gpus,notes", [
+    ({"GPUS_PER_NODE": "4"}, ["--nodes", "3", "--gpus", "2"], "3", "2",
+     [EXCEEDS.format(3, 2), NOT_MULTIPLE.format(2, 4)]),
+    ({"GPUS_PER_NODE": "4"}, ["--nodes", "2", "--gpus", "2"], "2", "2",
+     [NOT_MULTIPLE.format(2, 4)]),
+    ({"world_size": "2"}, ["--nodes", "3"], "3", "2", [EXCEEDS.format(3, 2)]),
+    ({"world_size": "2", "NUM_NODES": "4", "GPUS_PER_NODE": "0"}, ["--gpus", "5"], "4", "5",
+     []),
+    ({"world_size": "2", "NUM_NODES": "3", "GPUS_PER_NODE": "0"}, ["--gpus", "2"], "3", "2",
+     [EXCEEDS.format(3, 2)]),
+    ({"GPUS_PER_NODE": "4"}, ["--nodes", "1", "--gpus", "8"], "1", "8", []),
+    ({"GPUS_PER_NODE": "4"}, ["--nodes", "1", "--gpus", "6"], "1", "6",
+     [NOT_MULTIPLE.format(6, 4)]),
+    ({"GPUS_PER_NODE": "0"}, ["--nodes", "1", "--gpus", "6"], "1", "6", []),
+    ({"GPUS_PER_NODE": "4", "world_size": "6", "NUM_NODES": "2"}, [], "2", "6", []),
+], ids=["flags-exceed", "flags-equal", "nodes-flag-exceeds", "num-nodes-below-gpus-flag",
+        "num-nodes-exceeds-gpus-flag", "multiple", "not-multiple", "gpn-0", "no-flags"])
+def test_placement_notes_at_their_boundaries(tmp_path, dist, flags, nodes, gpus, notes):
+    run = good_run(tmp_path / "run", **dist)
+    r = run_cli(run, "--config", "c", *flags)
+    row = one_row(r)
+    assert (row["nodes"], row["gpus"]) == (nodes, gpus)
+    derived = f"throughput_tokens_per_sec_per_gpu derived as global / {gpus} gpus (no per-GPU " \
+        "throughput logged)"
+    assert notes_of(r) == [*notes, derived]
+
+
 # ----------------------------------------------------------- nodes from ranks per node
 
 
@@ -210,6 +263,16 @@ def test_ranks_per_node_from_the_launch_line(tmp_path, command):
     ("mpiexec --ppn 0 python3 x.py", None),
     ("mpiexec --ppn six python3 x.py", None),
     ('mpiexec "--ppn 6', None),  # unbalanced quote: words split on spaces, no value
+    ("mpiexec --np 4 -- ./app --ppn 2", None),  # after "--": the program's own flags
+    ("mpiexec ./train.py --ppn 2", None),  # after the script: its own flags
+    ("mpiexec --ppn", None),  # a flag with no value at the end
+    ("['mpiexec', '--ppn', 6, 'x']", None),  # a list, but not of strings: read as text
+    ("mpiexec --ppn 1000000 python3 x.py", (1000000, "--ppn 1000000")),
+    ("mpiexec --ppn 1000001 python3 x.py", None),
+    ("mpiexec --ppn 1 python3 x.py", (1, "--ppn 1")),
+    ("mpiexec --np 4 --ppn 2", (2, "--ppn 2")),  # the value is the last word
+    ("mpiexec --ppn 6.0 python3 x.py", (6, "--ppn 6")),
+    ("mpiexec --ppn=+6 python3 x.py", (6, "--ppn 6")),
 ])
 def test_ranks_per_node_parser(command, want):
     assert ranks_per_node(command) == want
@@ -282,12 +345,15 @@ def test_ignored_count_is_noted_when_another_source_answers(tmp_path):
 
 
 @pytest.mark.parametrize("key,flag", [("world_size", "--gpus"), ("WORLD_SIZE_IN_USE", "--gpus"),
-                                      ("NUM_NODES", "--nodes"), ("GPUS_PER_NODE", "--nodes")])
+                                      ("NUM_NODES", "--nodes"), ("GPUS_PER_NODE", "--nodes"),
+                                      ("NGPUS", "--gpus")])
 @pytest.mark.parametrize("value", [HUGE, "1000001"])
 def test_absurd_count_from_provenance_is_an_error_naming_the_flag(tmp_path, key, flag, value):
     dist = {key: value}
     if key == "NUM_NODES":
         dist["GPUS_PER_NODE"] = "0"  # so that NUM_NODES is the rule that reads it
+    if key == "NGPUS":  # read only when no world size is recorded
+        dist.update(WORLD_SIZE_IN_USE=None, world_size=None)
     run = good_run(tmp_path / "run", **dist)
     line = error_line(run_cli(run, "--config", "c"))
     shown = value if len(value) <= 20 else "100000000000... (401 digits)"
@@ -415,3 +481,55 @@ def test_formula_like_machine_asks_for_system(tmp_path, machine):
         f"error: MACHINE={machine!r} from run_info.json would run as a formula when the CSV is "
         "opened in a spreadsheet; pass --system NAME")
     assert one_row(run_cli(run, "--config", "c", "--system", "Aurora"))["system"] == "Aurora"
+
+
+# ------------------------------------------------------------ files that cannot answer
+
+
+@pytest.mark.parametrize("name,data,note", [
+    ("run_info.json", b"\xff\xfe{", "skipped run_info.json: not UTF-8"),
+    ("run_info.json", b"{not json", "skipped run_info.json: not valid JSON"),
+    ("run_info.json", b'{"Paths": {}}', "run_info.json has no 'Distributed' section"),
+    ("config.json", b"[1, 2]", "skipped config.json: not a JSON object"),
+])
+def test_a_provenance_file_that_cannot_answer_is_named_in_a_note(tmp_path, name, data, note):
+    run = tmp_path / "r"
+    _metrics(run)
+    (run / name).write_bytes(data)
+    _report(run / "train" / "report-train.md", AURORA)
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    assert (row["system"], row["nodes"], row["gpus"]) == ("Aurora", "2", "24")
+    assert note in notes_of(r)
+
+
+def test_config_json_launch_line_as_a_list_gives_ranks_per_node(tmp_path):
+    run = tmp_path / "r"
+    _metrics(run)
+    (run / "config.json").write_text(json.dumps({
+        "MACHINE": "Aurora", "NUM_NODES": 4, "GPUS_PER_NODE": 12, "world_size": 24,
+        "EZPZ_RUN_COMMAND": ["mpiexec", "--np", "24", "--ppn", "6", "python3", "x.py"]}))
+    row = one_row(run_cli(run, "--config", "c"))
+    assert (row["nodes"], row["gpus"]) == ("4", "24")  # ceil(24 / 6), not ceil(24 / 12)
+
+
+def test_a_true_count_is_not_a_count(tmp_path):
+    run = tmp_path / "r"
+    _metrics(run)
+    (run / "config.json").write_text(json.dumps(
+        {"MACHINE": "M", "NUM_NODES": 1, "GPUS_PER_NODE": 0, "NGPUS": 4, "world_size": True}))
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    assert (row["nodes"], row["gpus"]) == ("1", "4")  # NGPUS: world_size true is no count
+    assert "ignored world_size='True' from config.json: not a usable count" in notes_of(r)
+
+
+def test_a_tier_that_adds_nothing_is_not_listed(tmp_path):
+    run = tmp_path / "r"
+    _metrics(run)
+    write_run_info(run, HOSTNAME=None, NUM_NODES=None, NGPUS=None, GPUS_PER_NODE=None,
+                   WORLD_SIZE_IN_USE=None, world_size=None, MACHINE="M")
+    (run / "config.json").write_text(json.dumps({"MACHINE": "Other"}))
+    line = error_line(run_cli(run, "--config", "c"))
+    assert line == ("error: cannot tell gpus, nodes of this run (provenance: run_info.json); "
+                    "pass --gpus N --nodes N")

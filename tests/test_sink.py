@@ -15,12 +15,14 @@ from pathlib import Path
 
 import pytest
 from helpers import (
+    MFU_NOTE,
     REPO,
     RUNS,
     error_line,
     good_run,
     mode_of,
     names_in,
+    notes_of,
     parse_csv,
     run_cli,
     run_group,
@@ -50,8 +52,8 @@ def test_append_creates_file_and_folders(tmp_path):
 
 def test_append_twice_one_header(tmp_path):
     out = tmp_path / "runs.csv"
-    run_cli(A, "--config", "a", "--append", out)
-    run_cli(B, "--config", "b", "--append", out)
+    assert run_cli(A, "--config", "a", "--append", out).exit_code == 0
+    assert run_cli(B, "--config", "b", "--append", out).exit_code == 0
     text = out.read_text()
     assert text.count("timestamp,system") == 1
     assert [r["config"] for r in parse_csv(text)] == ["a", "b"]
@@ -82,15 +84,15 @@ def test_foreign_header_refused_and_file_untouched(tmp_path, header):
 
 def test_appended_rows_parse_with_csv_module(tmp_path):
     out = tmp_path / "runs.csv"
-    run_cli(A, "--config", 'label, with "quotes"', "--append", out)
+    assert run_cli(A, "--config", 'label, with "quotes"', "--append", out).exit_code == 0
     with open(out, newline="") as f:
         rows = list(csv.DictReader(f))
-    assert rows[0]["config"] == 'label, with "quotes"'
+    assert [r["config"] for r in rows] == ['label, with "quotes"']
 
 
 def test_file_without_trailing_newline_gets_one(tmp_path):
     out = tmp_path / "runs.csv"
-    run_cli(A, "--config", "a", "--append", out)
+    assert run_cli(A, "--config", "a", "--append", out).exit_code == 0
     out.write_bytes(out.read_bytes().rstrip(b"\n"))  # hand-edited
     assert run_cli(B, "--config", "b", "--append", out).exit_code == 0
     rows = parse_csv(out.read_text())
@@ -144,9 +146,10 @@ def test_no_companion_file_after_appends_and_refusals(tmp_path):
 
 def test_duplicate_run_refused_with_its_line_number(tmp_path):
     out = tmp_path / "runs.csv"
-    run_cli(A, "--config", "a", "--append", out)
-    run_cli(B, "--config", "b", "--append", out)
+    assert run_cli(A, "--config", "a", "--append", out).exit_code == 0
+    assert run_cli(B, "--config", "b", "--append", out).exit_code == 0
     before = out.read_bytes()
+    assert [r["config"] for r in parse_csv(before.decode())] == ["a", "b"]
     line = error_line(run_cli(B, "--config", "b", "--append", out))
     assert f"is already at line 3 of {out}" in line
     assert "--allow-duplicate" in line
@@ -155,16 +158,28 @@ def test_duplicate_run_refused_with_its_line_number(tmp_path):
 
 def test_allow_duplicate(tmp_path):
     out = tmp_path / "runs.csv"
-    run_cli(A, "--config", "a", "--append", out)
+    first = run_cli(A, "--config", "a", "--append", out)
+    assert (first.exit_code, first.stdout) == (0, "")
+    assert notes_of(first) == [MFU_NOTE, f"appended 1 row to {out}"]
+    assert len(parse_csv(out.read_text())) == 1
     r = run_cli(A, "--config", "a", "--append", out, "--allow-duplicate")
-    assert r.exit_code == 0
-    assert len(parse_csv(out.read_text())) == 2
+    assert (r.exit_code, r.stdout) == (0, "")
+    assert notes_of(r) == [MFU_NOTE, f"appended 1 row to {out}"]
+    rows = parse_csv(out.read_text())
+    assert len(rows) == 2 and rows[0] == rows[1]
+    assert rows[0]["throughput_tokens_per_sec"] == "3930.349"
 
 
 def test_same_run_under_another_config_is_not_a_duplicate(tmp_path):
     out = tmp_path / "runs.csv"
-    run_cli(A, "--config", "a", "--append", out)
-    assert run_cli(A, "--config", "a2", "--append", out).exit_code == 0
+    assert run_cli(A, "--config", "a", "--append", out).exit_code == 0
+    assert len(parse_csv(out.read_text())) == 1
+    r = run_cli(A, "--config", "a2", "--append", out)
+    assert r.exit_code == 0
+    assert notes_of(r) == [MFU_NOTE, f"appended 1 row to {out}"]
+    rows = parse_csv(out.read_text())
+    assert [x["config"] for x in rows] == ["a", "a2"]
+    assert rows[0]["timestamp"] == rows[1]["timestamp"] == "2026-11-29T22:18:43Z"
 
 
 # ----------------------------------------------------------------------------- locking

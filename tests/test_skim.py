@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from helpers import one_row, run_cli, snapshot, write_run_info
+from helpers import notes_of, one_row, run_cli, snapshot, write_run_info
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -197,6 +197,10 @@ def test_a_line_broken_by_hand_inside_counts_as_its_rank(tmp_path):
     assert (skimmed.bad_lines, skimmed.other_ranks) == (0, {5: 1})
     assert (full.bad_lines, full.other_ranks) == (1, {})
     assert records_part(snapshot(skimmed)) == records_part(snapshot(full))
+    # The skim is on by default: the broken line is rank 5's record, not an unparsable one.
+    assert notes_of(run_cli(run, "--config", "c")) == [
+        "throughput_tokens_per_sec_per_gpu derived as global / 1 gpu (no per-GPU throughput "
+        "logged)"]
     with pytest.MonkeyPatch.context() as mp:
         rows = []
         for on in (True, False):
