@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,9 +126,13 @@ def rel_to(root: Path, p: Path) -> str:
 def find_run_files(run_dir: str | os.PathLike[str]) -> RunFiles:
     """Walk ``run_dir`` once and name every file the export may need."""
     root = Path(run_dir)
-    if not root.exists():
-        raise AmscError(f"{root}: no such directory; pass the run directory ezpz wrote")
-    if not root.is_dir():
+    try:
+        st = root.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        raise AmscError(f"{root}: no such directory; pass the run directory ezpz wrote") from None
+    except OSError as e:  # e.g. a folder on the way that you may not search
+        raise AmscError(f"{root}: cannot reach it: {e.strerror or e}") from None
+    if not stat.S_ISDIR(st.st_mode):
         raise AmscError(f"{root}: not a directory; pass the run directory ezpz wrote")
     try:
         first = list(os.scandir(root))

@@ -4,7 +4,9 @@ silenced by ``--quiet``."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -728,3 +730,24 @@ def test_quiet_still_shows_missing_provenance_error(tmp_path):
     assert result.exit_code == 1
     assert result.stderr.startswith("error: cannot tell system, gpus, nodes")
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize("err, text", [
+    (errno.EACCES, "cannot reach it: Permission denied"),
+    (errno.ELOOP, "cannot reach it: Too many levels of symbolic links"),
+    (errno.ENOTDIR, "no such directory; pass the run directory ezpz wrote"),
+])
+def test_a_run_dir_that_cannot_be_reached_is_one_error_line(tmp_path, monkeypatch, err, text):
+    # a folder on the way that the user may not search makes stat() fail, not "not found"
+    run = tmp_path / "locked" / "run"
+    real_stat = Path.stat
+
+    def stat(self, *args, **kwargs):
+        if self == run:
+            raise OSError(err, os.strerror(err), str(self))
+        return real_stat(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "stat", stat)
+    result = run_cli(run, "--config", "c")
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == f"error: {run}: {text}\n"

@@ -161,7 +161,7 @@ def team_folder():
 # interpreter's files (they may sit in root's home), warms the lazy imports
 # with one export to nowhere, then becomes the second user and runs the CLI.
 AS_USER = r"""
-import codecs, contextlib, io, os, sys
+import codecs, contextlib, difflib, io, os, sys  # noqa: F401 (difflib: the error hint)
 from ezpz_amsc.cli import main
 from ezpz_amsc import check, export, files, sink  # noqa: F401
 codecs.lookup("utf-8-sig")
@@ -179,10 +179,18 @@ main([run_dir, *sys.argv[5:]])
 
 
 def as_user(uid: int, umask: int, run_dir: Path, *args: object, gid: int = NOBODY):
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-c", AS_USER, str(uid), str(gid), f"{umask:o}",
-                           str(run_dir), *map(str, args)],
-                          env=env, capture_output=True, text=True, timeout=120)
+    # The second user reads a copy of the run in a folder anyone may enter: the checkout
+    # itself may sit below a folder only root can search (a fresh clone in mktemp -d).
+    top = Path(tempfile.mkdtemp(prefix="ezpz-amsc-run-"))
+    try:
+        top.chmod(0o755)
+        run = shutil.copytree(run_dir, top / run_dir.name)
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        return subprocess.run([sys.executable, "-c", AS_USER, str(uid), str(gid), f"{umask:o}",
+                               str(run), *map(str, args)],
+                              env=env, capture_output=True, text=True, timeout=120)
+    finally:
+        shutil.rmtree(top)
 
 
 @needs_root
@@ -523,3 +531,18 @@ def test_a_file_of_my_group_but_not_mine_is_judged_by_its_group_bits(tmp_path, m
     assert str(permission_error(p, "rw")) == (
         f"{p}: not writable by you ({n}): {describe(st)}; its owner can share it: "
         f"chmod g+w {p}")
+
+
+@needs_root
+def test_a_run_below_a_folder_you_may_not_search_is_one_error_line(tmp_path, team_folder):
+    hidden = tmp_path / "private"
+    hidden.mkdir(mode=0o700)
+    run = shutil.copytree(A, hidden / "run")
+    out = team_folder / "runs.csv"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    r = subprocess.run([sys.executable, "-c", AS_USER, str(NOBODY), str(NOBODY), "2", str(run),
+                        "--config", "b", "--append", str(out)],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stdout, r.stderr) == (
+        1, "", f"error: {run}: cannot reach it: Permission denied\n")
+    assert names_in(team_folder) == []
