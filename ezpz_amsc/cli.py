@@ -25,7 +25,7 @@ import click
 from click.shell_completion import CompletionItem
 
 from . import __version__
-from .errors import AmscError
+from .errors import AmscError, os_error_text
 from .help_layout import EXIT_CODES, HelpLayout
 from .options import CONFIG_EXAMPLE, REDUCERS, STATUSES, ExportOptions, OptionError, flag_of
 
@@ -73,6 +73,11 @@ def one_line_errors() -> Iterator[None]:
     except click.ClickException as e:
         msg = e.format_message()
         raise CliError(msg[:1].lower() + msg[1:], e.exit_code) from None
+    except OSError as e:
+        # The last resort for a path no stage could look at, e.g. one below a folder
+        # the user may not search: the file system's reason, on one line.
+        raise CliError(os_error_text(e)) from None
+
 
 
 @contextlib.contextmanager

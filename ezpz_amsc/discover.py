@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import AmscError
+from .errors import AmscError, os_error_text
 
 # Folders that hold plots, checkpoints or tracker caches: never metrics, and
 # often thousands of files each.
@@ -131,7 +131,7 @@ def find_run_files(run_dir: str | os.PathLike[str]) -> RunFiles:
     except (FileNotFoundError, NotADirectoryError):
         raise AmscError(f"{root}: no such directory; pass the run directory ezpz wrote") from None
     except OSError as e:  # e.g. a folder on the way that you may not search
-        raise AmscError(f"{root}: cannot reach it: {e.strerror or e}") from None
+        raise AmscError(os_error_text(e)) from None
     if not stat.S_ISDIR(st.st_mode):
         raise AmscError(f"{root}: not a directory; pass the run directory ezpz wrote")
     try:

@@ -7,6 +7,7 @@ about click. The CLI turns it into one ``error: ...`` line at its edge
 
 from __future__ import annotations
 
+import errno
 import os
 
 
@@ -57,3 +58,11 @@ def about(path: str | os.PathLike[str], message: str) -> str:
         if message.startswith((prefix + ":", prefix + os.sep)):
             return message
     return f"{shown}: {message}"
+
+
+def os_error_text(e: OSError) -> str:
+    """``PATH: reason`` for an OSError, with what to look at when access was denied."""
+    reason = e.strerror or str(e)
+    if e.errno == errno.EACCES:
+        reason += " (check its permissions and those of the folders above it)"
+    return f"{e.filename}: {reason}" if e.filename is not None else reason

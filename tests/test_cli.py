@@ -7,6 +7,7 @@ script behave alike, and loading the CLI stays cheap.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -267,3 +268,39 @@ def test_subcommands_load_only_when_needed(argv, expected):
     base = ["ezpz_amsc", "ezpz_amsc.cli", "ezpz_amsc.errors", "ezpz_amsc.help_layout",
             "ezpz_amsc.options"]  # what loading the CLI costs: no pipeline, no numpy
     assert json.loads(p.stdout.splitlines()[-1]) == sorted(base + expected)
+
+
+# ------------------------------------------------------- paths below a folder you may not search
+
+DENIED = "Permission denied (check its permissions and those of the folders above it)"
+
+
+@pytest.mark.parametrize("args", [
+    ["check", "{p}"],
+    ["report", "{p}"],
+    ["reproduce", "{p}"],
+    [GOOD, "--config", "c", "--append", "{p}"],
+    [GOOD, "--config", "c", "--provenance", "{p}"],
+    [GOOD, "--config", "c", "--append", "{ok}", "--provenance", "{p}"],
+    ["{p}", "--config", "c"],
+])
+def test_a_path_you_may_not_reach_is_one_error_line_and_nothing_written(tmp_path, monkeypatch,
+                                                                       args):
+    # stat() of anything below a folder without search permission fails with EACCES,
+    # where pathlib's exists() and is_dir() raise instead of answering
+    denied = tmp_path / "locked" / "target"
+    ok = tmp_path / "ok.csv"
+    real_stat = Path.stat
+
+    def stat(self, *a, **kw):
+        if self == denied:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
+        return real_stat(self, *a, **kw)
+
+    monkeypatch.setattr(Path, "stat", stat)
+    argv = [str(a).format(p=denied, ok=ok) for a in args]
+    subcommand = argv[0] in ("check", "report", "reproduce")
+    for result in [run_group(*argv)] + ([] if subcommand else [run_cli(*argv)]):
+        assert (result.exit_code, result.stdout) == (1, "")
+        assert result.stderr == f"error: {denied}: {DENIED}\n"
+    assert list(tmp_path.iterdir()) == []

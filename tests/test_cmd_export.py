@@ -733,8 +733,8 @@ def test_quiet_still_shows_missing_provenance_error(tmp_path):
 
 
 @pytest.mark.parametrize("err, text", [
-    (errno.EACCES, "cannot reach it: Permission denied"),
-    (errno.ELOOP, "cannot reach it: Too many levels of symbolic links"),
+    (errno.EACCES, "Permission denied (check its permissions and those of the folders above it)"),
+    (errno.ELOOP, "Too many levels of symbolic links"),
     (errno.ENOTDIR, "no such directory; pass the run directory ezpz wrote"),
 ])
 def test_a_run_dir_that_cannot_be_reached_is_one_error_line(tmp_path, monkeypatch, err, text):

@@ -544,5 +544,6 @@ def test_a_run_below_a_folder_you_may_not_search_is_one_error_line(tmp_path, tea
                         "--config", "b", "--append", str(out)],
                        env=env, capture_output=True, text=True, timeout=120)
     assert (r.returncode, r.stdout, r.stderr) == (
-        1, "", f"error: {run}: cannot reach it: Permission denied\n")
+        1, "", f"error: {run}: Permission denied (check its permissions and those of the folders "
+           "above it)\n")
     assert names_in(team_folder) == []
