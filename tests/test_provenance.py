@@ -533,3 +533,126 @@ def test_a_tier_that_adds_nothing_is_not_listed(tmp_path):
     line = error_line(run_cli(run, "--config", "c"))
     assert line == ("error: cannot tell gpus, nodes of this run (provenance: run_info.json); "
                     "pass --gpus N --nodes N")
+
+
+# ------------------------------------------------------ every derivation, word for word
+
+
+_FLAGS = ["--system", "S", "--gpus", "4", "--nodes", "2"]
+_PPN_1 = "mpiexec --np 3 --ppn 1 python3 x.py"
+
+
+@pytest.mark.parametrize("dist,flags,placement", [
+    ({}, _FLAGS, ("system S = --system", "gpus 4 = --gpus", "nodes 2 = --nodes")),
+    ({"MACHINE": None, "HOSTNAME": "x4102c5s0b0n0", "world_size": None,
+      "WORLD_SIZE_IN_USE": "3", "NUM_NODES": "1", "GPUS_PER_NODE": None},
+     [], (f"system Aurora = {COPY}(HOSTNAME 'x4102c5s0b0n0' from run_info.json)",
+          "gpus 3 = max(WORLD_SIZE_IN_USE 3, world_size ?)",
+          "nodes 1 = NUM_NODES (GPUS_PER_NODE unknown)")),
+    ({"MACHINE": "Aurora", "WORLD_SIZE_IN_USE": None, "world_size": "24", "NUM_NODES": "4",
+      "GPUS_PER_NODE": "12", "EZPZ_RUN_COMMAND": PPN_6},
+     [], ("system Aurora = MACHINE from run_info.json",
+          "gpus 24 = max(WORLD_SIZE_IN_USE ?, world_size 24)",
+          "nodes 4 = ceil(24 / 6 ranks per node, --ppn 6 in EZPZ_RUN_COMMAND)")),
+    ({"MACHINE": "M", "world_size": "3", "NUM_NODES": "3", "EZPZ_RUN_COMMAND": _PPN_1},
+     [], ("system M = MACHINE from run_info.json",
+          "gpus 3 = max(WORLD_SIZE_IN_USE 1, world_size 3)",
+          "nodes 3 = ceil(3 / 1 rank per node, --ppn 1 in EZPZ_RUN_COMMAND)")),
+    ({"MACHINE": "M", "world_size": "24", "NUM_NODES": "2", "GPUS_PER_NODE": "12"},
+     [], ("system M = MACHINE from run_info.json",
+          "gpus 24 = max(WORLD_SIZE_IN_USE 1, world_size 24)",
+          "nodes 2 = ceil(24 / GPUS_PER_NODE 12)")),
+    # An unreadable GPUS_PER_NODE is unknown, not 0.
+    ({"MACHINE": "M", "GPUS_PER_NODE": "four"}, [],
+     ("system M = MACHINE from run_info.json", "gpus 1 = max(WORLD_SIZE_IN_USE 1, world_size 1)",
+      "nodes 1 = NUM_NODES (GPUS_PER_NODE unknown)")),
+], ids=["flags", "hostname-num-nodes", "ppn-plural", "ppn-singular", "gpus-per-node",
+        "gpn-unreadable"])
+def test_every_placement_derivation_word_for_word(tmp_path, ezpz_pkg, dist, flags, placement):
+    ezpz_pkg("absent")
+    run = tmp_path / "r"
+    _metrics(run)
+    write_run_info(run, **dist)
+    r = run_cli(run, "--config", "c", "--format", "json", *flags)
+    assert r.exit_code == 0, r.stderr
+    got = json.loads(r.stdout)["details"]["placement"]
+    assert (got["system"], got["gpus"], got["nodes"]) == placement
+
+
+def test_hostname_naming_no_facility_note_in_full(tmp_path, ezpz_pkg):
+    ezpz_pkg("absent")
+    r = run_cli(_run_without_machine(tmp_path, HOSTNAME="localhost"), "--config", "c")
+    assert one_row(r)["system"] == "localhost"
+    assert notes_of(r)[0] == (f"no MACHINE recorded; system 'localhost' from HOSTNAME "
+                              f"'localhost' by {COPY}, which names no known facility; pass "
+                              "--system to override")
+
+
+@pytest.mark.parametrize("key", ["MACHINE", "HOSTNAME"])
+def test_an_unprintable_name_alone_asks_for_system(tmp_path, key):
+    dist = {"MACHINE": None, "HOSTNAME": None, key: "Aur\nora"}
+    run = good_run(tmp_path / "run", **dist)
+    r = run_cli(run, "--config", "c", "--system", "Aurora")
+    assert one_row(r)["system"] == "Aurora"  # --system: nothing is read, nothing is noted
+    assert not any("ignored" in n for n in notes_of(r))
+    r = run_cli(run, "--config", "c")
+    assert error_line(r) == ("error: cannot tell system of this run (provenance: run_info.json); "
+                             "pass --system NAME")
+
+
+@pytest.mark.parametrize("key", ["MACHINE", "HOSTNAME"])
+def test_unprintable_name_is_noted_when_another_answers(tmp_path, ezpz_pkg, key):
+    ezpz_pkg("absent")
+    # An unprintable HOSTNAME with MACHINE recorded, or the other way round.
+    other = {"MACHINE": "Aurora"} if key == "HOSTNAME" else {"HOSTNAME": "x4102c5s0b0n0"}
+    run = good_run(tmp_path / "run", **{key: "a\x00b"}, **other)
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["system"] == "Aurora"
+    assert (f"ignored {key}='a\\x00b' from run_info.json: not a single line of printable text"
+            in notes_of(r))
+
+
+@pytest.mark.parametrize("host", ["=cmd|'/c calc'!A1", "@SUM(1)"])
+def test_formula_like_hostname_asks_for_system(tmp_path, ezpz_pkg, host):
+    ezpz_pkg("absent")
+    run = _run_without_machine(tmp_path, HOSTNAME=host)
+    assert error_line(run_cli(run, "--config", "c")) == (
+        f"error: HOSTNAME={host!r} from run_info.json would run as a formula when the CSV is "
+        "opened in a spreadsheet; pass --system NAME")
+    assert one_row(run_cli(run, "--config", "c", "--system", "Aurora"))["system"] == "Aurora"
+
+
+def test_allocation_nodes_exceeding_ranks_error_in_full(tmp_path):
+    run = _with_run_info(tmp_path, NUM_NODES="4", GPUS_PER_NODE="0", WORLD_SIZE_IN_USE="1",
+                         world_size="1")
+    assert error_line(run_cli(run, "--config", "c")) == (
+        "error: NUM_NODES 4 exceeds the 1 rank that ran: it describes the allocation, not the "
+        "run; pass --nodes N")
+
+
+def test_missing_flags_name_every_tier_that_answered(tmp_path):
+    run = tmp_path / "r"
+    _metrics(run)
+    write_run_info(run, HOSTNAME=None, NUM_NODES=None, NGPUS=None, GPUS_PER_NODE=None,
+                   WORLD_SIZE_IN_USE=None, world_size=None, MACHINE="M")
+    (run / "config.json").write_text(json.dumps({"world_size": 2}))
+    assert error_line(run_cli(run, "--config", "c")) == (
+        "error: cannot tell nodes of this run (provenance: run_info.json, config.json); "
+        "pass --nodes N")
+
+
+@pytest.mark.parametrize("heading,nodes", [("### Distributed", "2"), ("###XDistributed", None)])
+def test_only_the_distributed_heading_opens_the_section(tmp_path, heading, nodes):
+    run = tmp_path / "r"
+    _metrics(run)
+    report = run / "train" / "report-train.md"
+    report.parent.mkdir(parents=True)
+    report.write_text(f"# History Report\n\n{heading}\n\n- **MACHINE**: Aurora\n"
+                      "- **NUM_NODES**: 2\n- **world_size**: 24\n")
+    r = run_cli(run, "--config", "c")
+    if nodes is None:
+        assert error_line(r) == ("error: cannot tell system, gpus, nodes of this run (provenance: "
+                                 "no run_info.json, config.json or report with ### Distributed "
+                                 "found); pass --system NAME --gpus N --nodes N")
+    else:
+        assert one_row(r)["nodes"] == nodes

@@ -24,6 +24,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from ezpz_amsc.errors import AmscError
+from ezpz_amsc.options import CLOCK_SLACK_SEC, TIMESTAMP_MIN
 from ezpz_amsc.reduce import (
     median_sorted,
     percentile_sorted,
@@ -246,6 +248,7 @@ def test_step_times_near_float_max_do_not_warn_or_print_inf(tmp_path, recwarn):
     ([*range(25, 100, 10), 99], (9, 25, 99, 10, 84)),  # 9 before step 25 (one stride)
     ([10, 20, 30, 40, 45], (5, 10, 45, 10, 45)),  # stride 10 (3 of 4), not the last 5
     ([1, 3], (2, 1, 3, 2, 4)),
+    ([1, 2, 3, 5, 7, 9, 19], (7, 1, 19, 2, 20)),  # stride 2 (3 of 6), not the 1 of two
     ([1, 2], None),
     ([], None),
 ])
@@ -262,6 +265,8 @@ def test_step_coverage(steps, want):
     (2 * 86400.0 + 1, 1, "is 2 days before step 2's"),  # more: the first step's clock is off
     (-1.0, 0, None),  # a second within the slack of the first
     (-1.5, 1, "is later than step 2's"),
+    (2.5 * 86400.0, 1, "is 2 days before step 2's"),  # days rounded half to even
+    (3.5 * 86400.0, 1, "is 4 days before step 2's"),
 ])
 def test_first_timestamp_passes_over_a_skewed_first_step(second_after_sec, used, why):
     t0 = 1795990000.0
@@ -269,7 +274,7 @@ def test_first_timestamp_passes_over_a_skewed_first_step(second_after_sec, used,
     s.timestamp[0] = t0
     s.timestamp[1] = t0 + second_after_sec
     s.timestamp[2] = t0 + max(second_after_sec, 0.0) + 10.0
-    red = reduce_steps(s, 0, "median", now=t0 + 3 * 86400.0)
+    red = reduce_steps(s, 0, "median", now=t0 + 5 * 86400.0)
     assert red.first_timestamp == s.timestamp[used]
     assert (red.timestamps.used_index, red.timestamps.skewed_first) == (used, why)
 
@@ -308,3 +313,117 @@ def test_trend_points_near_float_max_stay_finite():
     big = np.full(9, 1.7e308)
     assert trend(big, 0, width=3)["used"] == [1.7e308] * 3
     assert trend(np.array([1.7e308, 1.5e308]), 0, width=1)["used"] == [1.6e308]
+
+
+@pytest.mark.parametrize(("step_values", "offsets", "why"), [
+    ([1, 2], [0.0, -1.5], "is later than step 2's"),  # two timestamps are enough to compare
+    ([1, 2.5, 3], [0.0, -1.5, 10.0], "is later than the next step's"),  # no whole step number
+])
+def test_first_timestamp_names_the_step_it_takes_instead(step_values, offsets, why):
+    red = reduce_steps(_steps(step_values, offsets), 0, "median", now=1795990000.0 + 86400.0)
+    assert red.first_timestamp == 1795990000.0 + offsets[1]
+    assert (red.timestamps.used_index, red.timestamps.skewed_first) == (1, why)
+
+
+NOW = 1795990000.0
+
+
+@pytest.mark.parametrize(("stamp", "implausible"), [
+    (TIMESTAMP_MIN, 0), (TIMESTAMP_MIN - 1.0, 3),
+    (NOW + CLOCK_SLACK_SEC, 0), (NOW + CLOCK_SLACK_SEC + 1.0, 3), (NOW + 1.0, 0),
+])
+def test_plausible_timestamps_at_the_window_edges(stamp, implausible):
+    s = _steps([1, 2, 3], [0.0, 0.0, 0.0])
+    for i in range(3):
+        s.timestamp[i] = stamp
+    red = reduce_steps(s, 0, "median", now=NOW)
+    assert red.timestamps.implausible == implausible
+    assert red.first_timestamp == (None if implausible else stamp)
+
+
+@pytest.mark.parametrize(("n_steps", "attempt", "chosen", "error"), [
+    (2, "2", 2, None),
+    (2, "3", None, "--attempt 3: the records hold 2 attempts; pass --attempt last or a number "
+                   "from 1 to 2"),
+    (1, "2", None, "--attempt 2: the records hold 1 attempt; pass --attempt last or a number "
+                   "from 1 to 1"),
+    (1, "0", None, "--attempt 0: the records hold 1 attempt; pass --attempt last or a number "
+                   "from 1 to 1"),
+    (1, "1", 1, None),
+])
+def test_attempt_numbers_at_their_range_edges(n_steps, attempt, chosen, error):
+    s = _steps([1, 2, 3] * n_steps, [float(i) for i in range(3 * n_steps)])
+    if error is not None:
+        with pytest.raises(AmscError) as e:
+            reduce_steps(s, 0, "last", attempt=attempt, now=NOW)
+        assert str(e.value) == error
+    else:
+        red = reduce_steps(s, 0, "last", attempt=attempt, now=NOW)
+        assert red.attempt == chosen and red.steps == 3
+        assert red.stats["tps"].value == 3.0 * chosen  # the attempt's own last step
+
+
+@pytest.mark.parametrize(("step_values", "step_key", "notes"), [
+    ([1, 2, math.nan], "train/iter",
+     ["1 of 3 steps has a non-finite train/iter; ordered by timestamp, last"]),
+    ([1, 2, math.nan, math.nan], "train/iter",
+     ["2 of 4 steps have a non-finite train/iter; ordered by timestamp, last"]),
+    ([1, 2, math.nan], None, []),  # no counter at all: nothing to call missing
+])
+def test_missing_step_numbers_note_in_full(step_values, step_key, notes):
+    s = _steps(step_values, [float(i) for i in range(len(step_values))])
+    s.step_key = step_key
+    red = reduce_steps(s, 0, "last", now=NOW)
+    assert red.notes == notes
+    assert (red.steps, red.not_steps) == (len(step_values), 0)
+
+
+def test_impossible_values_note_names_each_series():
+    s = _steps([1, 2, 3], [0.0, 1.0, 2.0])
+    s.series["dt"][1] = -1.0
+    s.series["tps"][2] = -5.0
+    red = reduce_steps(s, 0, "median", now=NOW)
+    assert red.notes == ["dropped 2 impossible values (step time <= 0 or negative "
+                         "throughput/mfu/tflops: dt 1, tps 1)"]
+    assert red.invalid == {"dt": 1, "tps": 1} and red.wall_time_sec == 4.0
+
+
+def test_overflowing_step_time_sum_is_unknown_with_a_note():
+    s = _steps([1, 2, 3], [0.0, 1.0, 2.0])
+    for i in range(3):
+        s.series["dt"][i] = 1.7e308
+    red = reduce_steps(s, 0, "median", now=NOW)
+    assert red.wall_time_sec is None
+    assert "summed step time overflows a float; left unknown" in red.notes
+
+
+def test_unknown_reducer_is_a_programming_error():
+    with pytest.raises(ValueError) as e:
+        reduce_steps(_steps([1], [0.0]), 0, "mode")
+    assert str(e.value) == "unknown reducer 'mode'"
+
+
+def test_records_none_of_which_carry_the_counter_reduce_to_no_steps():
+    # Unreachable from the reader (step_key is a counter some record carried): the guard
+    # still returns an empty result, not an index error on the first step.
+    s = _steps([1, 2, 3], [0.0, 1.0, 2.0])
+    for i in range(3):
+        s.counter[i] = -1
+    red = reduce_steps(s, 0, "median", now=NOW)
+    assert (red.steps, red.not_steps, red.counter, red.first_timestamp) == (
+        0, 3, "train/iter", None)
+
+
+def test_every_loss_non_finite_leaves_no_stale_loss():
+    s = _steps([1, 2, 3], [0.0, 1.0, 2.0])
+    for i in range(3):
+        s.series["loss"][i] = math.nan
+    s.loss_nonfinite = [0, 1, 2]
+    red = reduce_steps(s, 0, "median", now=NOW)
+    assert (red.final_loss, red.loss_nonfinite_tail, red.stale_loss) == (None, 3, None)
+
+
+def test_ranks_per_step_at_its_tolerance_and_range_edges():
+    got = ranks_per_step(np.array([50.5, 10.2, 1e6, 1e6 + 1]), np.ones(4))
+    # 50.5 is within 1% of 50 (0.5 <= 0.01 * 50); 10.2 is not within 1% of 10.
+    assert got[0] == 50.0 and np.isnan(got[1]) and got[2] == 1e6 and np.isnan(got[3])
