@@ -496,8 +496,10 @@ def test_only_a_provenance_export_loads_openssl(tmp_path, extra, loaded):
     import sys
 
     run = str(REPO / "examples" / "runs" / "minimal-1rank")
+    # tools/mutate.py measures subprocesses with coverage, which imports hashlib itself
+    env = {k: v for k, v in os.environ.items() if k != "MUTATE_COV_DIR"}
     p = subprocess.run([sys.executable, "-c", _MODULES_AFTER_EXPORT, run, "--config", "c", *extra],
-                       capture_output=True, text=True, cwd=tmp_path, check=True)
+                       capture_output=True, text=True, cwd=tmp_path, check=True, env=env)
     assert p.stdout.splitlines()[0].startswith("timestamp,")
     assert json.loads(p.stdout.splitlines()[-1]) is loaded
 
