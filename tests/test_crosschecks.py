@@ -611,12 +611,16 @@ def test_rank0_file_much_smaller_than_another_ranks_is_noted(tmp_path):
     write_jsonl(run / "metrics-1.jsonl", [{**x, "rank": 1} for x in recs])
     kept = [x for x in recs if not is_step(x) or x["metrics"]["train/iter"] <= 12]
     write_jsonl(run / "metrics-0.jsonl", kept)
-    own, other = (os.path.getsize(run / f"metrics-{k}.jsonl") for k in (0, 1))
     r = run_cli(run, "--config", "c")
     assert one_row(r)["steps"] == "12"
-    assert (f"rank 1's metrics file is {other / own:.1f}x the size of rank 0's ({other:,} vs "
-            f"{own:,} bytes): rank 0 may have stopped early; the row covers its 12 steps "
-            "only") in notes_of(r)
+    assert _larger_file_note(run, 1, 12) in notes_of(r)
+
+
+def _larger_file_note(run: Path, rank: int, steps: int) -> str:
+    own, other = (os.path.getsize(run / f"metrics-{k}.jsonl") for k in (0, rank))
+    return (f"rank {rank}'s metrics file is {other / own:.1f}x the size of rank 0's ({other:,} "
+            f"vs {own:,} bytes): rank 0 may have stopped early; the row covers its {steps} "
+            "steps only")
 
 
 def test_rank0_file_a_little_smaller_is_not_noted(tmp_path):
@@ -662,12 +666,9 @@ def test_the_last_of_three_other_rank_files_is_statted(tmp_path):
     for k in (1, 2):
         write_jsonl(run / f"metrics-{k}.jsonl", [{**x, "rank": k} for x in recs])
     write_jsonl(run / "metrics-3.jsonl", [{**x, "rank": 3} for x in recs + recs])
-    own, other = (os.path.getsize(run / f"metrics-{k}.jsonl") for k in (0, 3))
     r = run_cli(run, "--config", "c")
     assert one_row(r)["steps"] == "30"
-    assert (f"rank 3's metrics file is {other / own:.1f}x the size of rank 0's ({other:,} vs "
-            f"{own:,} bytes): rank 0 may have stopped early; the row covers its 30 steps "
-            "only") in notes_of(r)
+    assert _larger_file_note(run, 3, 30) in notes_of(r)
 
 
 # ---------------------------------------------------------------- rule 11: final loss, diverged
