@@ -780,14 +780,16 @@ def test_missing_first_timestamp_is_noted(tmp_path):
                            f"is step 2's ({format_timestamp(second)}); pass --timestamp to set it")
 
 
-def test_a_few_skewed_later_records_are_ignored_with_a_note(tmp_path):
+@pytest.mark.parametrize(("skewed", "count"), [((10, 20), "2 step timestamps"),
+                                               ((10,), "1 step timestamp")])
+def test_a_few_skewed_later_records_are_ignored_with_a_note(tmp_path, skewed, count):
     run = launch(tmp_path)
-    _clock(run, lambda i, t: 4102444800.0 if i in (10, 20) else t)
+    _clock(run, lambda i, t: 4102444800.0 if i in skewed else t)
     r = run_cli(run, "--config", "test/cfg")
     assert one_row(r) == {**LAUNCH_ROW, "config": "test/cfg"}
-    assert notes_of(r)[0] == ("ignored 2 step timestamps before 2015 or later than now (e.g. "
-                           "4102444800.0 (2100-01-01T00:00:00Z) is later than now (a skewed "
-                           "clock?))")
+    assert notes_of(r)[0] == (f"ignored {count} before 2015 or later than now (e.g. "
+                              "4102444800.0 (2100-01-01T00:00:00Z) is later than now (a skewed "
+                              "clock?))")
 
 
 @pytest.mark.parametrize(("first_ts", "why"), [
