@@ -172,15 +172,17 @@ def check_clock(ctx: Context) -> list[str]:
     others = t.implausible
     if t.used_index and flag is None:
         assert red.step_values is not None and red.first_timestamp is not None
+        subject = float(red.step_values[0])
         if t.skewed_first:
-            raw = t.first_step_raw
-            reason = f"{format_timestamp(raw) if raw is not None else '?'} {t.skewed_first}"
+            assert t.skewed_ts is not None
+            subject = t.skewed_step
+            reason = f"{format_timestamp(t.skewed_ts)} {t.skewed_first}"
         elif t.first_step_raw is not None:
             reason = clock_problem(t.first_step_raw, now_sec)
             others -= 1
         else:
             reason = "is missing or not a number"
-        notes.append(f"{_step_name(float(red.step_values[0]))}'s timestamp {reason}; the row's "
+        notes.append(f"{_step_name(subject)}'s timestamp {reason}; the row's "
                      f"timestamp is {_step_name(t.used_step)}'s "
                      f"({format_timestamp(red.first_timestamp)}); pass --timestamp to set it")
     if others > 0:

@@ -43,6 +43,9 @@ class Timestamps:
     used_step: float | None = None  # step number whose timestamp is the row's
     used_index: int | None = None  # its position among the ordered steps
     skewed_first: str | None = None  # why the first step's plausible timestamp was passed over
+    # that step and its timestamp: not always the first step (its timestamp may be missing)
+    skewed_step: float | None = None
+    skewed_ts: float | None = None
     last_read: float | None = None  # latest plausible timestamp of every step read
 
 @dataclass
@@ -316,6 +319,7 @@ def _first_timestamp(ts: np.ndarray, step: np.ndarray, out: Timestamps) -> float
         elif b - a > FIRST_GAP_MAX_SEC:
             out.skewed_first = f"is {(b - a) / 86400:.0f} days before {nxt}'s"
         if out.skewed_first:
+            out.skewed_step, out.skewed_ts = float(step[cand[0]]), a
             used = int(cand[1])
     out.used_index = used
     out.used_step = float(step[used]) if np.isfinite(step[used]) else None

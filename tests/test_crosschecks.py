@@ -48,6 +48,7 @@ from helpers import (
 )
 
 from ezpz_amsc.checks import clock_problem, duration
+from ezpz_amsc.options import CLOCK_SLACK_SEC, TIMESTAMP_MIN
 from ezpz_amsc.row import HEADER, format_timestamp
 
 LAUNCH_ROW = expected_row(LAUNCH)
@@ -59,6 +60,9 @@ LAUNCH_ROW = expected_row(LAUNCH)
 @pytest.mark.parametrize(("sec", "text"), [
     (0.25, "0.25 s"), (119.4, "119 s"), (120.0, "2 min"), (7199.0, "120 min"),
     (7200.0, "2.0 h"), (3 * 86400.0 - 360, "71.9 h"), (3 * 86400.0, "3 days"),
+    # the unit edges, and values whose rounding moves if a divisor is off by one
+    (3 * 86400.0 - 1, "72.0 h"), (259000.0, "71.9 h"), (259056.0, "72.0 h"),
+    (3.5 * 86400, "4 days"), (4.5 * 86400, "4 days"),  # format rounds half to even
 ])
 def test_duration(sec, text):
     assert duration(sec) == text
@@ -78,6 +82,12 @@ NOW = 1_800_000_000.0  # 2027-01-15
     (253402300799.0, "253402300799.0 (9999-12-31T23:59:59Z) is later than now (a skewed "
                      "clock?)"),
     (253402300800.0, "253402300800.0 is later than now (a skewed clock?)"),
+    (0.0, "0.0 (1970-01-01T00:00:00Z) is before 2015 (a clock counting from boot, like "
+          "time.monotonic?)"),
+    # each scale's range edges: 2015 and now + 600 s, in ms, us and ns
+    *[(edge * scale, f"{edge * scale!r} looks like {unit} since 1970, not Unix seconds")
+      for scale, unit in ((1e3, "milliseconds"), (1e6, "microseconds"), (1e9, "nanoseconds"))
+      for edge in (TIMESTAMP_MIN, NOW + CLOCK_SLACK_SEC)],
 ])
 def test_clock_problem(ts, why):
     assert clock_problem(ts, NOW) == why
@@ -316,6 +326,56 @@ def test_attempt_on_a_single_attempt_is_noted(tmp_path):
     assert notes_of(r) == ["--attempt last: the records hold one attempt; used all of it", MFU_NOTE]
 
 
+def _attempts_line(k: int, t0: float) -> str:
+    return f"#{k} steps 1..3 from {format_timestamp(t0 + 100 * (k - 1) + 1)} (3 records)"
+
+
+@pytest.mark.parametrize(("n", "shown"), [
+    (6, [1, 2, 3, 4, 5, 6]),
+    (7, [1, 2, 3, 4, 5, "... 1 more", 7]),
+    (8, [1, 2, 3, 4, 5, "... 2 more", 8]),
+])
+def test_many_attempts_list_the_first_five_and_the_last(tmp_path, n, shown):
+    t0 = 1795990000.0
+    run = tmp_path / "run"
+    write_jsonl(run / "metrics-0.jsonl",
+                [step(i, dt=1.0, ts=t0 + 100 * k) for k in range(n) for i in range(1, 4)])
+    write_run_info(run)
+    r = run_cli(run, "--config", "c")
+    listed = "; ".join(x if isinstance(x, str) else _attempts_line(x, t0) for x in shown)
+    assert error_line(r) == (
+        f"error: the records hold {n} attempts (step numbers start again or the logged world "
+        f"size changes: a retried or resumed job): {listed}; pass --attempt last, or --attempt "
+        "N for one of them")
+    assert r.exit_code == 1
+
+
+def test_attempt_without_timestamps_or_step_numbers_says_so(tmp_path):
+    t0 = 1795990000.0
+    run = tmp_path / "run"
+    first = [step(i, dt=1.0) for i in range(1, 4)]
+    for x in first:
+        del x["timestamp"]
+    write_jsonl(run / "metrics-0.jsonl", first + [step(i, dt=1.0, ts=t0 + 100) for i in (1, 2)])
+    write_run_info(run)
+    assert error_line(run_cli(run, "--config", "c")) == (
+        "error: the records hold 2 attempts (step numbers start again or the logged world size "
+        "changes: a retried or resumed job): #1 steps 1..3 from no timestamp (3 records); "
+        f"#2 steps 1..2 from {format_timestamp(t0 + 101)} (2 records); pass --attempt last, or "
+        "--attempt N for one of them")
+    # a world size change to a record without a step number: an attempt without step numbers
+    recs = [step(i, dt=1.0, tps=100.0, tps_per_gpu=100.0) for i in (1, 2, 3)]
+    recs.append({**step(0, dt=1.0, tps=200.0, tps_per_gpu=100.0), "timestamp": t0 + 100})
+    recs[-1]["metrics"]["train/iter"] = float("nan")
+    write_jsonl(run / "metrics-0.jsonl", recs)
+    assert error_line(run_cli(run, "--config", "c")) == (
+        "error: the records hold 2 attempts (step numbers start again or the logged world size "
+        "changes: a retried or resumed job): #1 steps 1..3 from "
+        f"{format_timestamp(t0 + 1)} (3 records, 1 rank); #2 no step numbers from "
+        f"{format_timestamp(t0 + 100)} (1 record, 2 ranks); pass --attempt last, or --attempt "
+        "N for one of them")
+
+
 def _resumed_on_more_ranks(tmp_path: Path) -> Path:
     """100 steps on 2 ranks, then resumed from the checkpoint on 4 ranks, 2 h later."""
     run = copy_run("fsdp_tp-2rank", tmp_path)
@@ -521,7 +581,9 @@ def test_mfu_above_100_on_some_steps_is_dropped_per_step(tmp_path):
 # ------------------------------------------------------- rule 9: provenance older than the metrics
 
 
-@pytest.mark.parametrize(("before_last_sec", "stale"), [(3600, True), (200, False), (-10, False)])
+@pytest.mark.parametrize(("before_last_sec", "stale"), [
+    (3600, "60 min"), (300.5, "5 min"), (299.5, None), (200, None), (-10, None),
+])  # stale: more than 300 s before the last record
 def test_provenance_older_than_the_metrics_is_stale(tmp_path, before_last_sec, stale):
     """A retry that overwrote the metrics leaves the earlier attempt's run_info.json."""
     run = launch(tmp_path)
@@ -532,8 +594,8 @@ def test_provenance_older_than_the_metrics_is_stale(tmp_path, before_last_sec, s
     assert one_row(r) == {**LAUNCH_ROW, "config": "test/cfg"}
     if stale:
         assert notes_of(r) == [
-            "run looks unfinished (run_info.json was written 60 min before the last metrics "
-            "record: an earlier attempt's; train/report-train.md was written 60 min before the "
+            f"run looks unfinished (run_info.json was written {stale} before the last metrics "
+            f"record: an earlier attempt's; train/report-train.md was written {stale} before the "
             "last metrics record: an earlier attempt's); status stays 'pass'; pass --status "
             "fail if the job failed", MFU_NOTE]
     else:
@@ -549,12 +611,16 @@ def test_rank0_file_much_smaller_than_another_ranks_is_noted(tmp_path):
     write_jsonl(run / "metrics-1.jsonl", [{**x, "rank": 1} for x in recs])
     kept = [x for x in recs if not is_step(x) or x["metrics"]["train/iter"] <= 12]
     write_jsonl(run / "metrics-0.jsonl", kept)
-    own, other = (os.path.getsize(run / f"metrics-{k}.jsonl") for k in (0, 1))
     r = run_cli(run, "--config", "c")
     assert one_row(r)["steps"] == "12"
-    assert (f"rank 1's metrics file is {other / own:.1f}x the size of rank 0's ({other:,} vs "
-            f"{own:,} bytes): rank 0 may have stopped early; the row covers its 12 steps "
-            "only") in notes_of(r)
+    assert _larger_file_note(run, 1, 12) in notes_of(r)
+
+
+def _larger_file_note(run: Path, rank: int, steps: int) -> str:
+    own, other = (os.path.getsize(run / f"metrics-{k}.jsonl") for k in (0, rank))
+    return (f"rank {rank}'s metrics file is {other / own:.1f}x the size of rank 0's ({other:,} "
+            f"vs {own:,} bytes): rank 0 may have stopped early; the row covers its {steps} "
+            "steps only")
 
 
 def test_rank0_file_a_little_smaller_is_not_noted(tmp_path):
@@ -591,6 +657,18 @@ def test_other_rank_files_are_only_statted(tmp_path, monkeypatch):
                                                                real(f, *a, **kw))[1])
     one_row(run_cli(run, "--config", "c", "--gpus", "2"))
     assert not [p for p in opened if "metrics-" in p and not p.endswith("metrics-0.jsonl")]
+
+
+def test_the_last_of_three_other_rank_files_is_statted(tmp_path):
+    """Ranks 1, 2 and 3 are the first, middle and last others: all three are compared."""
+    run = launch(tmp_path)
+    recs = read_records(run / "metrics-0.jsonl")
+    for k in (1, 2):
+        write_jsonl(run / f"metrics-{k}.jsonl", [{**x, "rank": k} for x in recs])
+    write_jsonl(run / "metrics-3.jsonl", [{**x, "rank": 3} for x in recs + recs])
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["steps"] == "30"
+    assert _larger_file_note(run, 3, 30) in notes_of(r)
 
 
 # ---------------------------------------------------------------- rule 11: final loss, diverged
@@ -702,14 +780,16 @@ def test_missing_first_timestamp_is_noted(tmp_path):
                            f"is step 2's ({format_timestamp(second)}); pass --timestamp to set it")
 
 
-def test_a_few_skewed_later_records_are_ignored_with_a_note(tmp_path):
+@pytest.mark.parametrize(("skewed", "count"), [((10, 20), "2 step timestamps"),
+                                               ((10,), "1 step timestamp")])
+def test_a_few_skewed_later_records_are_ignored_with_a_note(tmp_path, skewed, count):
     run = launch(tmp_path)
-    _clock(run, lambda i, t: 4102444800.0 if i in (10, 20) else t)
+    _clock(run, lambda i, t: 4102444800.0 if i in skewed else t)
     r = run_cli(run, "--config", "test/cfg")
     assert one_row(r) == {**LAUNCH_ROW, "config": "test/cfg"}
-    assert notes_of(r)[0] == ("ignored 2 step timestamps before 2015 or later than now (e.g. "
-                           "4102444800.0 (2100-01-01T00:00:00Z) is later than now (a skewed "
-                           "clock?))")
+    assert notes_of(r)[0] == (f"ignored {count} before 2015 or later than now (e.g. "
+                              "4102444800.0 (2100-01-01T00:00:00Z) is later than now (a skewed "
+                              "clock?))")
 
 
 @pytest.mark.parametrize(("first_ts", "why"), [
@@ -739,6 +819,78 @@ def test_only_out_of_range_timestamps_ask_for_the_flag(tmp_path):
                 [{**step(i, dt=1.0), "timestamp": 1e17} for i in range(3)])
     write_run_info(run)
     assert "pass --timestamp" in error_line(run_cli(run, "--config", "c"))
+
+
+@pytest.mark.parametrize("bad", [15, 16])  # of 30: refused when more than half
+def test_timestamps_refused_only_when_more_than_half_are_implausible(tmp_path, bad):
+    run = launch(tmp_path)
+    skewed = set(range(2, 31, 2)) | ({29} if bad == 16 else set())
+    _clock(run, lambda i, t: 4102444800.0 if i in skewed else t)
+    why = "4102444800.0 (2100-01-01T00:00:00Z) is later than now (a skewed clock?)"
+    r = run_cli(run, "--config", "test/cfg")
+    if bad == 16:
+        assert error_line(r) == (f"error: step timestamps cannot be the run's time: {why} "
+                                 "(16 of 30 steps); pass --timestamp YYYY-MM-DDTHH:MM:SSZ")
+        assert r.exit_code == 1
+        return
+    assert one_row(r) == {**LAUNCH_ROW, "config": "test/cfg"}
+    assert notes_of(r)[0] == (f"ignored 15 step timestamps before 2015 or later than now (e.g. "
+                              f"{why})")
+
+
+def test_skewed_first_step_with_timestamp_flag_is_silent(tmp_path):
+    run = launch(tmp_path)
+    _clock(run, lambda i, t: t + 3600 if i == 1 else t)
+    r = run_cli(run, "--config", "test/cfg", "--timestamp", "2026-11-29T22:19:13Z")
+    assert one_row(r) == {**LAUNCH_ROW, "config": "test/cfg", "timestamp": "2026-11-29T22:19:13Z"}
+    assert notes_of(r) == [MFU_NOTE]
+
+
+def test_implausible_first_step_is_not_counted_twice(tmp_path):
+    run = launch(tmp_path)
+    _clock(run, lambda i, t: 12.5 if i == 1 else 4102444800.0 if i in (10, 20) else t)
+    second = launch_records()[1]["timestamp"]
+    r = run_cli(run, "--config", "test/cfg")
+    assert one_row(r) == {**LAUNCH_ROW, "config": "test/cfg",
+                          "timestamp": format_timestamp(second)}
+    assert notes_of(r)[:2] == [
+        "step 1's timestamp 12.5 (1970-01-01T00:00:12Z) is before 2015 (a clock counting from "
+        f"boot, like time.monotonic?); the row's timestamp is step 2's "
+        f"({format_timestamp(second)}); pass --timestamp to set it",
+        # 2: steps 10 and 20, step 1 is in the note above (the example is the first bad one)
+        "ignored 2 step timestamps before 2015 or later than now (e.g. 12.5 "
+        "(1970-01-01T00:00:12Z) is before 2015 (a clock counting from boot, like "
+        "time.monotonic?))"]
+
+
+def test_skewed_step_after_a_missing_first_timestamp_is_named(tmp_path):
+    """Regression: the note named step 1 and printed '?' for step 2's skewed timestamp."""
+    t0 = 1795990000.0
+    run = tmp_path / "run"
+    recs = [step(i, dt=1.0, ts=t0) for i in range(1, 6)]
+    del recs[0]["timestamp"]
+    recs[1]["timestamp"] += 3600
+    write_jsonl(run / "metrics-0.jsonl", recs)
+    write_run_info(run)
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["timestamp"] == format_timestamp(t0 + 3)
+    assert notes_of(r) == [
+        f"step 2's timestamp {format_timestamp(t0 + 3602)} is later than step 3's; the row's "
+        f"timestamp is step 3's ({format_timestamp(t0 + 3)}); pass --timestamp to set it"]
+
+
+def test_row_timestamp_from_a_step_without_number(tmp_path):
+    t0 = 1795990000.0
+    run = tmp_path / "run"
+    nameless = {**step(0, dt=1.0), "timestamp": t0 + 2}
+    nameless["metrics"]["train/iter"] = float("nan")
+    write_jsonl(run / "metrics-0.jsonl", [step(1, dt=1.0, ts=t0 + 3600), nameless])
+    write_run_info(run)
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["timestamp"] == format_timestamp(t0 + 2)
+    assert (f"step 1's timestamp {format_timestamp(t0 + 3601)} is later than the next step's; "
+            "the row's timestamp is a step without number's "
+            f"({format_timestamp(t0 + 2)}); pass --timestamp to set it") in notes_of(r)
 
 
 # ---------------------------------------------------------------- rule 13: coverage
