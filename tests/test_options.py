@@ -215,3 +215,11 @@ def test_pipeline_error_is_a_plain_exception():
 ])
 def test_about_names_a_path_once(path, message, shown):
     assert about(path, message) == shown
+
+
+def test_options_cannot_change_after_validation():
+    # validated once when built: a field set later would skip every check
+    opts = ExportOptions(config="c")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        opts.nodes = 0  # type: ignore[misc]
+    assert opts.nodes is None
