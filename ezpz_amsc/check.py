@@ -7,7 +7,7 @@ import csv
 import os
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from .errors import AmscError
@@ -71,7 +71,7 @@ def check_results_file(
                 if on_cells is not None:
                     on_cells(line, row)
                 found = [f"{p}:{line}: {what}" for what in dashboard_problems(row)]
-                key = tuple(row.get(c, "") for c in KEY_COLUMNS)
+                key = run_key(row)
                 if key in seen:
                     found.append(f"{p}:{line}: same run as line {seen[key]}")
                 else:
@@ -136,13 +136,13 @@ def record_problems(path: str | os.PathLike[str], rows: list[tuple[int, dict[str
     problems: list[str] = []
     records = 0
     for line, row in rows:
-        by_key.setdefault(_run_key(row), ([], []))[0].append((line, row))
+        by_key.setdefault(run_key(row), ([], []))[0].append((line, row))
     for rec_path, rec, why in iter_records(folder):
         if rec is None:
             problems.append(str(why))  # names the file itself
             continue
         records += 1
-        by_key.setdefault(_run_key(rec["row"]), ([], []))[1].append((rec_path, rec["row"]))
+        by_key.setdefault(run_key(rec["row"]), ([], []))[1].append((rec_path, rec["row"]))
     for key, (lines, recs) in by_key.items():
         for line, row in list(lines):  # equal pairs first
             twin = next((r for r in recs if _cells_differ(row, r[1]) == []), None)
@@ -160,7 +160,8 @@ def record_problems(path: str | os.PathLike[str], rows: list[tuple[int, dict[str
     return records, problems
 
 
-def _run_key(row: dict[str, str]) -> tuple[str, ...]:
+def run_key(row: Mapping[str, str]) -> tuple[str, ...]:
+    """A row's run identity (:data:`KEY_COLUMNS`): two rows with one key double-count a run."""
     return tuple(row.get(c, "") for c in KEY_COLUMNS)
 
 

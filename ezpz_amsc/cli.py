@@ -79,7 +79,6 @@ def one_line_errors() -> Iterator[None]:
         raise CliError(os_error_text(e)) from None
 
 
-
 @contextlib.contextmanager
 def option_errors(ctx: click.Context) -> Iterator[None]:
     """A bad option value becomes click's ``invalid value for '--flag': ...`` (exit 2)."""

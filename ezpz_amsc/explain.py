@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from .details import TREND_SERIES, Details, SeriesDetail, Trend, to_data
-from .export import plural
+from .errors import plural
 from .row import HEADER
 
 if TYPE_CHECKING:

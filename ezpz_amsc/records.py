@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
+from .discover import rel_to
 from .errors import AmscError
 from .files import create_file, make_folders, remove_folders
 from .options import ExportOptions
@@ -110,13 +111,6 @@ def _role(path: Path) -> str:
     return {"run_info.json": "run_info", "config.json": "config"}.get(path.name, "report")
 
 
-def _rel(root: Path, path: Path) -> str:
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return str(path)
-
-
 @dataclass
 class _Sources:
     """The files a row came from, and the run_info.json sections copied."""
@@ -126,7 +120,7 @@ class _Sources:
     run_info: dict[str, Any] | None = None
 
     def add(self, path: Path, role: str, digest: Mapping[str, Any]) -> None:
-        rel = _rel(self.root, path)
+        rel = rel_to(self.root, path)
         self.files.setdefault(rel, {"path": rel, "role": role, **digest})
 
 
@@ -142,7 +136,7 @@ def _sources(read: FilesRead) -> _Sources:
         src.run_info, digest = _read_run_info(run_info)
         src.add(run_info, "run_info", digest)
     for p in read.provenance:
-        if _rel(read.root, p) not in src.files:
+        if rel_to(read.root, p) not in src.files:
             src.add(p, _role(p), digest_file(p))
     return src
 

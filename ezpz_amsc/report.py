@@ -24,11 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .check import check_results_file
-from .errors import AmscError
-from .export import plural
-from .provenance import MAX_COUNT
-from .sink import KEY_COLUMNS
+from .check import check_results_file, run_key
+from .errors import AmscError, plural
+from .options import MAX_COUNT
 
 # Efficiency above this is superlinear. Per-GPU throughput cannot really grow
 # with the node count of a weak-scaling run; a few percent can (a cooler node,
@@ -113,7 +111,7 @@ def _take(sweep: Sweep, first_seen: dict[tuple[str, ...], str], found: list[tupl
           path: str, line: int, row: dict[str, str]) -> None:
     """One row ``--check`` passed: a run seen in an earlier file is a problem, else file it."""
     source = f"{path}:{line}"
-    key = tuple(row.get(c, "") for c in KEY_COLUMNS)
+    key = run_key(row)
     if key in first_seen:
         found.append((line, f"{source}: same run as {first_seen[key]}"))
         return

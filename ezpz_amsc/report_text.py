@@ -13,8 +13,8 @@ import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from .errors import plural
 from .explain import _Paint
-from .export import plural
 from .report import TPS, TPS_PER_GPU, rate_text
 
 WIDTH = 80

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .errors import AmscError
+from .errors import AmscError, plural
 from .records import TOOL, build_record, load_record, options_from_record
 from .row import HEADER
 
@@ -95,7 +95,7 @@ def _short(sha: Any) -> str:
 
 def render(rep: Reproduction) -> list[str]:
     """The report for one record: a verdict line, then what differs and what changed."""
-    files = f"{rep.files_same} source file{'s' if rep.files_same != 1 else ''} unchanged"
+    files = f"{plural(rep.files_same, 'source file')} unchanged"
     if rep.identical:
         head = f"{rep.record}: identical row ({len(HEADER)} cells)"
         head += f"; {files}" if not rep.files_changed else "; but source files changed:"

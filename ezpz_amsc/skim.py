@@ -253,9 +253,6 @@ class RankCounts:
         for r, c in zip(values.tolist(), counts.tolist(), strict=True):
             self._sparse[r] = self._sparse.get(r, 0) + c
 
-    def total(self) -> int:
-        return int(self._dense.sum()) + sum(self._sparse.values())
-
     def drain_into(self, out: dict[int, int]) -> None:
         """Add the counts to ``out`` (rank -> records) and start again from zero."""
         dense = self._dense

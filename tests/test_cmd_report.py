@@ -800,6 +800,7 @@ def test_the_command_loads_only_click_and_the_report_no_numpy(tmp_path):
     assert "click" in loaded
     assert not {m.split(".")[0] for m in ran} & {"numpy", "matplotlib", "ezpz"}
     assert "ezpz_amsc.report" in ran and "ezpz_amsc.plot" not in ran
+    assert "ezpz_amsc.export" not in ran  # the export pipeline is not the report's to load
 
 
 def test_smallest_and_largest_rates(tmp_path):

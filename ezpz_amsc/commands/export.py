@@ -123,7 +123,8 @@ def export(ctx: click.Context, run_dirs: tuple[str, ...], append: str | None, no
                           lock_timeout, allow_duplicate,
                           _records(done, opts, provenance, append, allow_duplicate))
     # Notes only once the rows are out: a failed command prints its error line alone.
-    from ..export import batch_notes, plural
+    from ..errors import plural
+    from ..export import batch_notes
 
     if explain:  # the report lists every note itself, after the row
         for _, result in done:

@@ -39,7 +39,7 @@ def reproduce(records: tuple[str, ...], run_dir: str | None) -> None:
 
 def reproduce_all(records: list[str], run_dir: str | None) -> None:
     """Report on every record; an :class:`AmscError` unless every row is identical."""
-    from ..export import plural
+    from ..errors import plural
     from ..reproduce import render, reproduce
 
     differ = failed = 0
