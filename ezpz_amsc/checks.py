@@ -171,7 +171,7 @@ def check_clock(ctx: Context) -> list[str]:
                 "timestamp from --timestamp"]
     others = t.implausible
     if t.used_index and flag is None:
-        assert red.step_values is not None and red.first_timestamp is not None
+        assert red.first_timestamp is not None
         subject = float(red.step_values[0])
         if t.skewed_first:
             assert t.skewed_ts is not None
@@ -211,10 +211,9 @@ def check_training_steps(ctx: Context) -> list[str]:
 def check_rank_filter(ctx: Context) -> list[str]:
     """A per-rank file that also holds other ranks' records (files named by local rank)."""
     steps, src = ctx.steps, ctx.files.metrics
-    if not ctx.red.steps or src is None or src.scheme != "per-rank":
-        return []
     others = {r: n for r, n in steps.other_ranks.items() if r is not None}
-    if not others:
+    # One interleaved file holds every rank by design; others' records come from a file.
+    if not others or src is None or src.scheme != "per-rank":
         return []
     ranks = ", ".join(str(r) for r in sorted(others)[:4]) + (", ..." if len(others) > 4 else "")
     return [f"{steps.files_read[-1].name} also holds {plural(sum(others.values()), 'record')} "
@@ -246,23 +245,20 @@ def check_gpus(ctx: Context) -> list[str]:
         return []
     gpus, source = ctx.placement.gpus, ctx.placement.gpus_source
     tps, tpg = red.stats["tps"].values, red.stats["tps_per_gpu"].values
-    both = np.isfinite(tps) & np.isfinite(tpg) & (tpg > 0) if tps is not None and \
-        tpg is not None else np.zeros(0, dtype=bool)
+    # 0 / 0 says nothing; a per-GPU 0 beside a global rate is a ratio of inf, said so
+    both = np.isfinite(tps) & np.isfinite(tpg) & ((tpg > 0) | (tps > 0))
     if not both.any():
         if source == "NGPUS":
             return [f"gpus {gpus} is the allocation's NGPUS: no world size was recorded and no "
                     "per-GPU throughput was logged to check it; pass --gpus N if fewer ranks ran"]
         return []
-    assert tps is not None and tpg is not None
-    names = (f"{steps.keys_used.get('tps', 'train/tps')} / "
-             f"{steps.keys_used.get('tps_per_gpu', 'train/tps_per_gpu')}")
+    # a finite value of each was read, so each has its key
+    names = f"{steps.keys_used['tps']} / {steps.keys_used['tps_per_gpu']}"
     ranks = ranks_per_step(tps[both], tpg[both])
     whole = ranks[np.isfinite(ranks)]
     if not whole.size:
-        with np.errstate(all="ignore"):
-            ratios = tps[both] / tpg[both]
-            ratio = median_sorted(np.sort(ratios[np.isfinite(ratios)])) if np.isfinite(
-                ratios).any() else math.inf
+        with np.errstate(all="ignore"):  # x / 0 is inf, never NaN: 0 / 0 is not in both
+            ratio = median_sorted(np.sort(tps[both] / tpg[both]))
         return [f"logged {names} is {ratio:.4g}, not a whole number of ranks; "
                 f"gpus {gpus} not checked against it"]
     logged = int(whole[0])  # one value: a change splits the records into attempts
@@ -296,19 +292,18 @@ def _step_time(ctx: Context) -> list[str]:
     if not red.steps:
         return []
     ts, step, dt = red.ts_values, red.step_values, red.stats["dt"].values
-    if ts is None or step is None or dt is None or ts.size < 2:
-        return []
     flag = ctx.opts.wall_time_sec is not None
     span_each = np.diff(ts)
     # Steps each interval covers: 10 when logging every 10th step, 9 for "plus the last".
     steps_each = np.diff(step) if red.counter is not None else np.ones(span_each.size)
     dt_each = dt[1:]
-    ok = (np.isfinite(span_each) & (span_each > 0) & np.isfinite(dt_each)
-          & np.isfinite(steps_each) & (steps_each >= 1))
-    if not ok.any():
+    # Every interval with elapsed time and a step time counts against the clock, whatever
+    # the counter does; pauses and coverage need a whole number of steps between records.
+    timed = np.isfinite(span_each) & (span_each > 0) & np.isfinite(dt_each)
+    if not timed.any():
         return []
-    span, summed = float(span_each[ok].sum()), float(dt_each[ok].sum())
-    if not summed <= STEP_TIME_OVER_SPAN_MAX * span + 1e-3 * int(ok.sum()):
+    span, summed = float(span_each[timed].sum()), float(dt_each[timed].sum())
+    if not summed <= STEP_TIME_OVER_SPAN_MAX * span + 1e-3 * int(timed.sum()):
         why = (f"step times add up to {summed:.4g} s, {summed / span:.3g}x the {span:.4g} s "
                "between the first and last record: dt is not in seconds, or the records are "
                "not one process's")
@@ -317,6 +312,9 @@ def _step_time(ctx: Context) -> list[str]:
         return [f"{why}; wall_time_sec from --wall-time-sec"]
 
     notes = []
+    ok = timed & np.isfinite(steps_each) & (steps_each >= 1)
+    if not ok.any():
+        return []
     per_step = span_each[ok] / steps_each[ok]
     typical = median_sorted(np.sort(per_step))  # np.median would import numpy.ma (~7 ms)
     gap = np.zeros(ok.size, dtype=bool)
@@ -352,7 +350,7 @@ def check_resumed(ctx: Context) -> list[str]:
     import numpy as np
 
     red = ctx.red
-    if not red.steps or red.counter is None or red.step_values is None:
+    if not red.steps or red.counter is None:
         return []
     step = red.step_values[np.isfinite(red.step_values)]
     if not step.size:

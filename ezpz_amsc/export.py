@@ -338,7 +338,7 @@ def _trend(red: Reduced, series: dict[str, SeriesDetail], warmup: int) -> Trend 
 
     for name in TREND_SERIES:
         s = red.stats.get(name)  # no stats at all when no step was logged (a failed run)
-        if s is not None and s.present and s.values is not None:
+        if s is not None and s.present:
             warm = 0 if s.kept_warmup else min(warmup, int(s.values.size))
             return Trend(series=name, key=series[name].key, **trend(s.values, warm))
     return None

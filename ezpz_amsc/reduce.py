@@ -59,7 +59,8 @@ class SeriesStats:
     kept_warmup: bool  # warmup would have left nothing, so it was kept
     p10: float | None = None
     p90: float | None = None
-    values: np.ndarray | None = None  # all steps in order (NaN = absent), for sparklines
+    # all steps in order (NaN = absent), for sparklines and the checks
+    values: np.ndarray = field(default_factory=lambda: np.zeros(0))
     all_zero: bool = False  # every finite value is exactly 0.0
 
 
@@ -70,12 +71,13 @@ class Reduced:
     wall_time_sec: float | None
     final_loss: float | None
     stats: dict[str, SeriesStats] = field(default_factory=dict)
-    step_values: np.ndarray | None = None
+    step_values: np.ndarray = field(default_factory=lambda: np.zeros(0))  # empty: no step
     notes: list[str] = field(default_factory=list)
     coverage: StepCoverage | None = None  # set only when the step numbers have gaps
     invalid: dict[str, int] = field(default_factory=dict)  # series -> values dropped as impossible
     mfu_over_100: int = 0  # mfu values dropped for being above 100 %
-    ts_values: np.ndarray | None = None  # plausible timestamps in step order (NaN = none)
+    # plausible timestamps in step order (NaN = none)
+    ts_values: np.ndarray = field(default_factory=lambda: np.zeros(0))
     timestamps: Timestamps = field(default_factory=Timestamps)
     not_steps: int = 0  # records without the run's step counter, left out
     counter: str | None = None  # the run's step counter key
@@ -89,7 +91,7 @@ class Reduced:
 # the rest of the export of a 300-step run). These are their default methods,
 # value for value, on the sorted finite values.
 def median_sorted(ordered: np.ndarray) -> float:
-    """``np.median`` of an ascending, finite, non-empty 1-D array."""
+    """``np.median`` of an ascending, NaN-free, non-empty 1-D array (inf is fine)."""
     n = ordered.size
     mid = n // 2
     if n % 2:

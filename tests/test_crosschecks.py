@@ -44,6 +44,7 @@ from helpers import (
     set_metric,
     step,
     write_jsonl,
+    write_run,
     write_run_info,
 )
 
@@ -180,6 +181,41 @@ def test_ratio_that_is_not_a_whole_rank_count_is_noted(tmp_path):
             "gpus 1 not checked against it") in notes_of(r)
 
 
+def _throughput_run(folder: Path, key: str, tps: float, tpg: float) -> Path:
+    return write_run(folder, [step(i, dt=0.5, loss=2.0, **{key: tps, "tps_per_gpu": tpg})
+                              for i in range(1, 5)])
+
+
+def test_per_gpu_zero_beside_a_global_rate_is_noted(tmp_path):
+    r = run_cli(_throughput_run(tmp_path, "tps", 100.0, 0.0), "--config", "c")
+    row = one_row(r)
+    assert (row["gpus"], row["throughput_tokens_per_sec"],
+            row["throughput_tokens_per_sec_per_gpu"]) == ("1", "100.000", "0.000")
+    assert notes_of(r) == ["logged train/tps / train/tps_per_gpu is inf, not a whole number of "
+                           "ranks; gpus 1 not checked against it"]
+
+
+def test_zero_over_zero_throughput_checks_nothing(tmp_path):
+    r = run_cli(_throughput_run(tmp_path, "tps", 0.0, 0.0), "--config", "c")
+    row = one_row(r)
+    assert (row["gpus"], row["throughput_tokens_per_sec"],
+            row["throughput_tokens_per_sec_per_gpu"]) == ("1", "0.000", "0.000")
+    assert notes_of(r) == []
+
+
+@pytest.mark.parametrize(("key", "tps", "tpg"), [
+    ("tps", 1.0, 0.25),  # rates below 1 are still rates
+    ("tokens_per_sec", 400.0, 100.0),  # the other global key, named in the error
+])
+def test_ratio_check_names_the_keys_it_read(tmp_path, key, tps, tpg):
+    r = run_cli(_throughput_run(tmp_path, key, tps, tpg), "--config", "c")
+    assert error_line(r) == (
+        f"error: gpus 1 = max(WORLD_SIZE_IN_USE 1, world_size 1) disagrees with the logged "
+        f"throughput: train/{key} / train/tps_per_gpu = 4; pass --gpus 4 (or --gpus 1 if the "
+        "per-GPU figure is what is wrong)")
+    assert r.exit_code == 1
+
+
 # ---------------------------------------------------------------- rule 3: step time vs the clock
 
 
@@ -260,6 +296,35 @@ def test_step_time_under_span_threshold(tmp_path, dt, interval, noted):
     r = run_cli(_even_run(tmp_path, dt, interval), "--config", "c")
     one_row(r)
     assert any(n.startswith("step times cover") for n in notes_of(r)) == noted
+
+
+def _timed(folder: Path, n: int, ts: Callable[[int], float], counter: Callable[[int], float],
+           dt: float) -> Path:
+    return write_run(folder, [{"timestamp": ts(i), "rank": 0, "metrics": {
+        "train/iter": counter(i), "train/dt": dt, "train/loss": 2.0}} for i in range(1, n + 1)])
+
+
+def test_intervals_without_elapsed_time_say_nothing_of_step_time(tmp_path):
+    """A clock that moves every other record: 5 intervals of 2 s, 5 of 0 s, 1.5 s steps."""
+    run = _timed(tmp_path / "run", 11, lambda i: 1795990000.0 + 2 * (i // 2), float, 1.5)
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    assert (row["steps"], row["wall_time_sec"]) == ("11", "16.500")
+    assert notes_of(r) == []  # 7.5 s of step time in the 2 s intervals: 0.75 of 10 s
+
+
+@pytest.mark.parametrize(("n", "counter", "summed", "ratio", "span"), [
+    (2, float, "900", "900", "1"),  # two records are one interval: enough to check
+    (11, lambda i: i / 2, "9000", "900", "10"),  # a counter in halves is checked all the same
+])
+def test_step_time_is_checked_on_any_interval(tmp_path, n, counter, summed, ratio, span):
+    run = _timed(tmp_path / "run", n, lambda i: 1795990000.0 + i, counter, 900.0)
+    r = run_cli(run, "--config", "c")
+    assert error_line(r) == (
+        f"error: step times add up to {summed} s, {ratio}x the {span} s between the first "
+        "and last record: dt is not in seconds, or the records are not one process's; pass "
+        "--wall-time-sec SECONDS")
+    assert r.exit_code == 1
 
 
 # ---------------------------------------------------------------- rule 4: attempts and resumes
@@ -532,6 +597,25 @@ def test_file_named_by_local_rank_holding_two_ranks(tmp_path):
                         "rank?); used rank 0's only", MFU_NOTE]
 
 
+@pytest.mark.parametrize(("others", "listed"), [
+    ((3, 5, 7, 9), "4 records of rank 3, 5, 7, 9"),
+    ((3, 5, 7, 9, 11), "5 records of rank 3, 5, 7, 9, ..."),
+])
+def test_other_ranks_in_the_file_used_are_named(tmp_path, others, listed):
+    """Rank 0's file holds only rank 8's steps; rank 1's file holds other ranks' too."""
+    run = tmp_path / "run"
+    write_run_info(run, WORLD_SIZE_IN_USE="2", world_size="2")
+    write_jsonl(run / "metrics-0.jsonl", [step(i, rank=8, dt=0.5, loss=2.0) for i in (1, 2, 3)])
+    write_jsonl(run / "metrics-1.jsonl", [step(i, rank=1, dt=0.5, loss=2.0) for i in range(1, 6)]
+                + [step(1, rank=k, dt=0.5, loss=2.0) for k in others])
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    assert (row["gpus"], row["steps"], row["wall_time_sec"]) == ("2", "5", "2.500")
+    assert notes_of(r) == [
+        "rank 0 logged no step; used rank 1",
+        f"metrics-1.jsonl also holds {listed} (files named by local rank?); used rank 1's only"]
+
+
 # ---------------------------------------------------------------- rule 7: throughput keys
 
 
@@ -553,6 +637,18 @@ def test_bare_tokens_per_sec_is_not_training_throughput(tmp_path):
         "ignored bare tokens_per_sec: not training throughput (bare tokens_per_sec is ezpz's "
         "inference rate, per rank); only train/tps, train/tps_per_gpu and train/tokens_per_sec "
         "are", MFU_NOTE]
+
+
+def test_every_bare_throughput_key_is_named(tmp_path):
+    run = write_run(tmp_path / "run", [{"timestamp": 1795990000.0 + i, "rank": 0, "metrics": {
+        "train/iter": i, "train/dt": 0.5, "tps": 5.0, "tokens_per_sec": 4.0}} for i in (1, 2)])
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    assert (row["throughput_tokens_per_sec"], row["steps"]) == ("", "2")
+    assert notes_of(r) == [
+        "ignored bare tokens_per_sec, tps: not training throughput (bare tokens_per_sec is "
+        "ezpz's inference rate, per rank); only train/tps, train/tps_per_gpu and "
+        "train/tokens_per_sec are"]
 
 
 # ---------------------------------------------------------------- rule 8: impossible values

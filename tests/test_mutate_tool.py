@@ -175,3 +175,18 @@ def test_stage_one_is_the_tests_of_the_first_two_files_in_order():
     assert mutate._stages(tests) == [["a.py::t1", "b.py::t1", "a.py::t2", "b.py::t2"],
                                      ["c.py::t1", "d.py::t1"]]
     assert mutate._stages(["a.py::t1", "a.py::t2"]) == [["a.py::t1", "a.py::t2"]]
+
+
+def test_a_class_decorator_selects_the_tests_that_run_its_methods():
+    # @dataclass(frozen=True) -> False runs at import, which no test's coverage sees
+    src = (b"from dataclasses import dataclass\n\n\n@dataclass(frozen=True)\nclass Opts:\n"
+           b"    n: int = 1\n\n    def __post_init__(self) -> None:\n        self.check()\n\n"
+           b"    def check(self) -> None:\n        pass\n\n\ndef build() -> Opts:\n"
+           b"    return Opts()\n")
+    deco = [m for m in mutate.mutants_of("ezpz_amsc/opts.py", src) if m.line == 4]
+    assert deco and all(m.def_time and "Opts" in m.defines for m in deco)
+    tests = {"t::builds": mutate.TestInfo(0.1, {"ezpz_amsc/opts.py": [9]}),
+             "t::names_it": mutate.TestInfo(0.1, {"ezpz_amsc/opts.py": [16]}),
+             "t::elsewhere": mutate.TestInfo(0.1, {"ezpz_amsc/other.py": [1]})}
+    sel = mutate.Selector(tests, {"ezpz_amsc/opts.py": src})
+    assert sel.select(deco[0]) == ["t::builds", "t::names_it"]

@@ -467,11 +467,16 @@ def _users_of_names(sources: dict[str, bytes]) -> dict[str, list[tuple[str, int,
     """Name -> the lines of every statement in a package function that refers to it.
 
     A function's own name maps to its whole body: its defaults and decorators
-    act on every call.
+    act on every call. A class's name maps to its methods' bodies.
     """
     users: dict[str, list[tuple[str, int, int]]] = defaultdict(list)
     for path, source in sources.items():
         for fn in ast.walk(ast.parse(source)):
+            # A class's decorators and bases act on every instance: its methods' tests.
+            if isinstance(fn, ast.ClassDef):
+                users[fn.name] += [(path, m.body[0].lineno, m.body[-1].end_lineno)
+                                   for m in fn.body
+                                   if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.body:
                 continue
             users[fn.name].append((path, fn.body[0].lineno, fn.body[-1].end_lineno))
