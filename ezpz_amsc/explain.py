@@ -74,7 +74,8 @@ def _num(x: float | None, digits: int = 6) -> str:
         return "-"
     if x != 0 and (abs(x) >= 1e9 or abs(x) < 1e-4):
         return f"{x:.{digits - 1}e}"
-    return f"{x:.{digits}g}" if abs(x) < 10 ** digits else f"{x:.0f}"
+    short = f"{x:.{digits}g}"
+    return f"{x:.0f}" if "e" in short else short  # 999999.5 rounds to 1e+06: write 1000000
 
 
 def spread(value: float | None, p10: float | None, p90: float | None) -> float | None:

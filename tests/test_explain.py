@@ -266,6 +266,21 @@ def test_explain_wraps_words_not_numbers():
     assert f"note: {MFU_NOTE}" in joined
 
 
+
+@pytest.mark.parametrize(("top", "dt_row"), [
+    # 6 digits would make the table 77 wide, 81 with its indent: it loses a digit
+    (0.00012345, "train/dt           5.0000e-05  5.0000e-05  0.00012345  146.9%    11       0"),
+    # 6 digits make it 76 wide, 80 with its indent: it keeps them
+    (0.0001234, "train/dt           5.00000e-05  5.00000e-05  0.0001234  146.8%    11       0"),
+])
+def test_the_reduced_table_fills_80_columns_and_no_more(tmp_path, top, dt_row):
+    dts = [5e-5] * 9 + [top] * 2  # median and p10 5e-5, p90 top
+    run = write_run(tmp_path / "run", [step(i, dt=dt, tps=100.0, tps_per_gpu=100.0)
+                                       for i, dt in enumerate(dts, 1)])
+    lines = render(export_run(run, ExportOptions(config="c", warmup=0))).splitlines()
+    assert "    " + dt_row in lines
+    assert max(map(len, lines)) <= WIDTH
+
 # --- colour --------------------------------------------------------------------------------
 
 
@@ -575,6 +590,7 @@ def test_explain_names_the_files_read(tmp_path):
     (None, "-"), (float("nan"), "-"), (0.0, "0"), (1e9, "1.00000e+09"),
     (999999999.0, "999999999"), (1e-4, "0.0001"), (9.99e-5, "9.99000e-05"),
     (1e6, "1000000"), (999999.0, "999999"), (-2.5e-5, "-2.50000e-05"),
+    (999999.5, "1000000"), (-999999.7, "-1000000"), (531441.25, "531441"), (12.345678, "12.3457"),
 ])
 def test_num(x, want):
     assert _num(x) == want
