@@ -455,7 +455,7 @@ def test_a_key_holding_secret_is_redacted():
 
 def test_encode_writes_indented_utf8_strict_json():
     assert records_mod.encode({"a": [1], "s": "√"}) == (
-        '{\n  "a": [\n    1\n  ],\n  "s": "√"\n}\n').encode("utf-8")
+        '{\n  "a": [\n    1\n  ],\n  "s": "√"\n}\n').encode()
     with pytest.raises(ValueError):
         records_mod.encode({"x": float("nan")})
 
