@@ -108,7 +108,8 @@ def digest_file(path: Path) -> dict[str, Any]:
 
 
 def _role(path: Path) -> str:
-    return {"run_info.json": "run_info", "config.json": "config"}.get(path.name, "report")
+    # Never a run_info.json: placement uses one at most, and _sources adds it first.
+    return "config" if path.name == "config.json" else "report"
 
 
 @dataclass

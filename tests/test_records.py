@@ -24,6 +24,7 @@ from helpers import (
     sha256,
     step,
     write_jsonl,
+    write_run,
     write_run_info,
 )
 
@@ -364,3 +365,325 @@ def test_secrets_in_a_launch_command_written_as_a_list():
                               "argv": ["--token", "abc"], "n": 3, "ok": None})
     assert got == {"cmd": "['mpiexec', '--api-key', '<redacted>', '--np', '4', '-v']",
                    "argv": ["--token", "abc"], "n": 3, "ok": None}
+
+
+# ------------------------------------------------- each rule by value (mutation survivors)
+
+
+def _build(run: Path, **opts: object) -> dict:
+    """The record of ``run`` built in process: export_run + build_record."""
+    from ezpz_amsc.export import export_run
+    from ezpz_amsc.options import ExportOptions
+
+    o = ExportOptions(config="c", **opts)
+    return records_mod.build_record(export_run(run, o, hash_files=True), o)
+
+
+def test_the_run_info_copied_is_the_one_placement_used_not_the_nearest(tmp_path):
+    """The nearest run_info.json has no Distributed section: placement reads the parent's,
+    and that one is recorded and copied, the unused nearer one is not."""
+    run = tmp_path / "run"
+    write_jsonl(run / "sub" / "metrics.jsonl", [step(i, tps=10.0, dt=0.5) for i in (1, 2, 3)])
+    (run / "sub" / "run_info.json").write_text(json.dumps({"Python": {"Version": "nearest"}}))
+    info = write_run_info(run)
+    doc = json.loads(info.read_text())
+    doc["Python"] = {"Version": "used"}
+    info.write_text(json.dumps(doc))
+    rec = _build(run)
+    assert [(f["path"], f["role"]) for f in rec["files"]] == [
+        ("sub/metrics.jsonl", "metrics"), ("run_info.json", "run_info")]
+    assert rec["files"][1]["sha256"] == sha256(info)
+    assert rec["run_info"] == {"Python": {"Version": "used"}, "Distributed": doc["Distributed"]}
+
+
+def test_a_config_json_placement_used_is_recorded_as_config(tmp_path):
+    run = write_run(tmp_path / "run", [step(i, tps=10.0, dt=0.5) for i in (1, 2, 3)],
+                    world_size=None, WORLD_SIZE_IN_USE=None, MACHINE=None)
+    (run / "config.json").write_text(json.dumps({"MACHINE": "Polaris", "world_size": 1}))
+    rec = _build(run)
+    assert rec["row"]["system"] == "Polaris"
+    assert [(f["path"], f["role"], f["sha256"]) for f in rec["files"]] == [
+        ("metrics-0.jsonl", "metrics", sha256(run / "metrics-0.jsonl")),
+        ("run_info.json", "run_info", sha256(run / "run_info.json")),
+        ("config.json", "config", sha256(run / "config.json"))]
+
+
+def test_the_exporting_user_is_recorded():
+    import getpass
+
+    assert records_mod._user() == getpass.getuser()
+
+
+def test_build_record_needs_hashed_files(tmp_path):
+    from ezpz_amsc.export import export_run
+    from ezpz_amsc.options import ExportOptions
+
+    run = write_run(tmp_path / "run", [step(i, tps=10.0, dt=0.5) for i in (1, 2, 3)])
+    opts = ExportOptions(config="c")
+    with pytest.raises(ValueError, match=r"^a record needs export_run\(\.\.\., hash_files=True\)$"):
+        records_mod.build_record(export_run(run, opts), opts)
+
+
+@pytest.mark.parametrize("key", ["PBS_JOBID", "SLURM_JOB_ID", "SLURM_JOBID", "LSB_JOBID",
+                                 "COBALT_JOBID", "FLUX_JOB_ID"])
+def test_every_scheduler_job_id_is_recorded(key):
+    launch, jobs = records_mod._launch_and_job({"Distributed": {key: "42", "OTHER_ID": "7"}})
+    assert (launch, jobs) == (None, {key: "42"})
+
+
+@pytest.mark.parametrize("text, want", [
+    ("--client-secret abc", "--client-secret <redacted>"),
+    ("--aws-credentials abc", "--aws-credentials <redacted>"),
+    ("--secrets=abc", "--secrets=<redacted>"),
+    ("--db-passwd abc", "--db-passwd <redacted>"),
+    ("--apikey abc", "--apikey <redacted>"),
+    ("CLIENT_SECRET=abc python", "CLIENT_SECRET=<redacted> python"),
+    ("OMP_NUM_THREADS=4 python -m x", "OMP_NUM_THREADS=4 python -m x"),  # kept whole
+    ("--passwords abc --tokens 9", "--passwords abc --tokens 9"),  # no whole secret part
+])
+def test_secret_parts_on_a_launch_line(text, want):
+    assert records_mod.redact(text) == want
+
+
+def test_a_key_holding_secret_is_redacted():
+    assert records_mod.redact({"CLIENT_SECRET": "abc", "SECTOR": "x"}) == {
+        "CLIENT_SECRET": REDACTED, "SECTOR": "x"}
+
+
+# --------------------------------------------------------------------- the file's bytes
+
+
+def test_encode_writes_indented_utf8_strict_json():
+    assert records_mod.encode({"a": [1], "s": "√"}) == (
+        '{\n  "a": [\n    1\n  ],\n  "s": "√"\n}\n').encode()
+    with pytest.raises(ValueError):
+        records_mod.encode({"x": float("nan")})
+
+
+def test_encode_keeps_a_lone_surrogate_escaped():
+    assert records_mod.encode({"a": [1], "s": "a\ud800"}) == (
+        b'{\n  "a": [\n    1\n  ],\n  "s": "a\\ud800"\n}\n')
+
+
+def test_write_record_file_replaces_an_earlier_record_whole(tmp_path):
+    path = tmp_path / "amsc.json"
+    records_mod.write_record_file(path, {"n": 1, "long": "x" * 50})
+    records_mod.write_record_file(path, {"n": 2})
+    assert path.read_bytes() == b'{\n  "n": 2\n}\n'
+
+
+# ---------------------------------------------------------------------------- naming
+
+
+@pytest.mark.parametrize("text, limit, want", [
+    ("Xy.z", 20, "Xy.z"),
+    ("--" + "a" * 30, 20, "a" * 20),
+    ("a" * 19 + "-b", 20, "a" * 19),
+    ("a" * 19 + ".b", 20, "a" * 19),
+    ("///", 8, "x"),
+    ("", 8, "x"),
+    ("a/b c", 8, "a-b-c"),
+])
+def test_slug(text, limit, want):
+    assert records_mod._slug(text, limit) == want
+
+
+def test_record_name_caps_each_part():
+    row = dict.fromkeys(HEADER, "")
+    row |= {"timestamp": "1" * 30, "system": "s" * 50, "config": "c" * 100,
+            "nodes": "9" * 10, "gpus": "8" * 10}
+    tag = hashlib.sha256("\0".join(row[c] for c in ("timestamp", "system", "config", "nodes",
+                                                     "gpus")).encode()).hexdigest()[:8]
+    assert record_name(row) == (f"{'1' * 20}_{'s' * 40}_{'c' * 80}_{'9' * 8}n-{'8' * 8}g_"
+                                f"{tag}.json")
+
+
+def test_record_name_of_a_config_with_a_lone_surrogate():
+    row = dict.fromkeys(HEADER, "")
+    row |= {"timestamp": "2026-08-11T17:11:17Z", "system": "A", "config": "a\udc80",
+            "nodes": "1", "gpus": "2"}
+    key = "2026-08-11T17:11:17Z\0A\0a\udc80\x001\x002".encode("utf-8", "surrogatepass")
+    assert record_name(row) == (f"20260811T171117Z_A_a_1n-2g_"
+                                f"{hashlib.sha256(key).hexdigest()[:8]}.json")
+
+
+def test_check_record_folder_names_what_it_cannot_create(tmp_path, monkeypatch):
+    blocker = tmp_path / "f"
+    blocker.write_text("x")
+    with pytest.raises(AmscError) as e:
+        records_mod.check_record_folder(blocker)
+    assert e.value.format_message() == (
+        f"{blocker}: not a folder; --provenance needs a folder for the records")
+    monkeypatch.setattr(os, "access", lambda *a, **k: False)  # root may write anywhere
+    with pytest.raises(AmscError, match="cannot create record.json there"):
+        records_mod.check_record_folder(tmp_path)
+
+
+# ------------------------------------------------------------------- run_info.json sizes
+
+
+_CAP = 16 << 20
+
+
+def _padded_run_info(path: Path, size: int) -> bytes:
+    """A run_info.json of exactly ``size`` bytes: a Python section, then spaces."""
+    head = json.dumps({"Python": {"Version": "3.12"}, "Paths": {}}).encode()
+    path.write_bytes(head + b" " * (size - len(head)))
+    return path.read_bytes()
+
+
+def test_a_run_info_json_at_the_export_cap_is_copied(tmp_path):
+    data = _padded_run_info(tmp_path / "run_info.json", _CAP)
+    assert records_mod._read_run_info(tmp_path / "run_info.json") == (
+        {"Python": {"Version": "3.12"}},
+        {"size": _CAP, "sha256": hashlib.sha256(data).hexdigest()})
+
+
+def test_a_run_info_json_over_the_export_cap_is_only_hashed(tmp_path):
+    data = _padded_run_info(tmp_path / "run_info.json", _CAP + 1)
+    assert records_mod._read_run_info(tmp_path / "run_info.json") == (
+        None, {"size": _CAP + 1, "sha256": hashlib.sha256(data).hexdigest()})
+
+
+@pytest.mark.parametrize("text", ["", "{not json", "[1, 2]", '"Python"'])
+def test_a_run_info_json_without_sections_is_only_hashed(tmp_path, text):
+    (tmp_path / "run_info.json").write_text(text)
+    assert records_mod._read_run_info(tmp_path / "run_info.json") == (
+        None, {"size": len(text), "sha256": hashlib.sha256(text.encode()).hexdigest()})
+
+
+def test_an_unreadable_run_info_json_is_an_error(tmp_path):
+    path = tmp_path / "run_info.json"
+    path.mkdir()
+    with pytest.raises(AmscError) as e:
+        records_mod._read_run_info(path)
+    assert e.value.format_message() == (
+        f"{path}: cannot read it for the provenance record: Is a directory")
+
+
+# --------------------------------------------------------------------- reading records
+
+
+def _minimal_record(**changes: object) -> dict:
+    rec = {"schema": 1, "row": dict.fromkeys(HEADER, ""), "options": {}, "run_dir": "/r",
+           "files": []}
+    return {**rec, **changes}
+
+
+@pytest.mark.parametrize("changes, why", [
+    ({"schema": 0}, "no schema version"),
+    ({"schema": True}, "no schema version"),
+    ({"options": None}, "no options or run_dir"),
+    ({"run_dir": 3}, "no options or run_dir"),
+    ({"files": None}, "no files list"),
+    ({"files": [1]}, "no files list"),
+])
+def test_a_record_of_the_wrong_shape_is_refused(tmp_path, changes, why):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(_minimal_record(**changes)))
+    with pytest.raises(AmscError) as e:
+        load_record(path)
+    assert e.value.format_message() == f"{path}: not an ezpz-amsc provenance record ({why})"
+
+
+def test_a_record_of_the_minimal_shape_loads(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(_minimal_record(schema=2)))
+    assert load_record(path) == _minimal_record(schema=2)
+
+
+_RECORD_CAP = 64 << 20
+
+
+@pytest.mark.parametrize("size, why", [
+    (_RECORD_CAP, "not JSON"),  # read whole, then parsed
+    (_RECORD_CAP + 1, "larger than 64 MiB"),  # refused unparsed
+])
+def test_the_record_size_cap(tmp_path, size, why):
+    path = tmp_path / "big.json"
+    with open(path, "wb") as f:
+        f.truncate(size)  # sparse: NUL bytes, no JSON
+    with pytest.raises(AmscError) as e:
+        load_record(path)
+    assert e.value.format_message() == f"{path}: not an ezpz-amsc provenance record ({why})"
+
+
+@pytest.mark.parametrize("what", ["folder", "missing", "under-a-file"])
+def test_load_record_says_why_it_cannot_read(tmp_path, what):
+    (tmp_path / "f").write_text("x")
+    path, want = {
+        "folder": (tmp_path, "is a directory, not a provenance record"),
+        "missing": (tmp_path / "none.json", "no such file"),
+        "under-a-file": (tmp_path / "f" / "r.json", "cannot read: Not a directory"),
+    }[what]
+    with pytest.raises(AmscError) as e:
+        load_record(path)
+    assert e.value.format_message() == f"{path}: {want}"
+
+
+def test_iter_records_reads_the_visible_json_files_only(tmp_path):
+    (tmp_path / "a.json").write_text(json.dumps(_minimal_record()))
+    (tmp_path / "b.json").write_text("[]")
+    for name in ("notes.txt", ".tmp-c.json", "json"):
+        (tmp_path / name).write_text("x")
+    got = list(records_mod.iter_records(tmp_path))
+    assert got == [
+        (tmp_path / "a.json", _minimal_record(), None),
+        (tmp_path / "b.json", None,
+         f"{tmp_path / 'b.json'}: not an ezpz-amsc provenance record (not a JSON object)")]
+
+
+def test_iter_records_refuses_what_is_no_folder(tmp_path, monkeypatch):
+    (tmp_path / "f").write_text("x")
+    for path, what in ((tmp_path / "f", "not a folder"), (tmp_path / "no", "no such folder")):
+        with pytest.raises(AmscError) as e:
+            list(records_mod.iter_records(path))
+        assert e.value.format_message() == (
+            f"{path}: {what}; --provenance needs the folder of the records")
+
+    def scandir(p):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    with pytest.raises(AmscError) as e:
+        list(records_mod.iter_records(tmp_path))
+    assert e.value.format_message() == f"{tmp_path}: cannot list: Permission denied"
+
+
+# -------------------------------------------------------------- options of a record
+
+
+def _options_rec(version: str | None = "9.9", **options: object) -> dict:
+    rec = {"options": {"config": "c", "warmup": 3, **options}}
+    if version is not None:
+        rec["tool"] = {"name": "ezpz-amsc", "version": version}
+    return rec
+
+
+def test_unknown_options_left_unset_are_ignored():
+    opts = records_mod.options_from_record(_options_rec(new_a=None, new_b=False, new_c=""), "r")
+    assert (opts.config, opts.warmup) == ("c", 3)
+
+
+@pytest.mark.parametrize("version, options, what, by", [
+    ("9.9", {"new_b": True}, "option new_b", "9.9"),
+    ("9.9", {"new_b": 0.5, "new_a": "x"}, "options new_a, new_b", "9.9"),
+    (None, {"new_a": 1}, "option new_a", "?"),
+])
+def test_unknown_options_that_were_set_are_refused(version, options, what, by):
+    with pytest.raises(AmscError) as e:
+        records_mod.options_from_record(_options_rec(version, **options), "r.json")
+    assert e.value.format_message() == (
+        f"r.json: made with {what} that ezpz-amsc {ezpz_amsc.__version__} does not know; "
+        f"reproduce it with ezpz-amsc {by} or later")
+
+
+@pytest.mark.parametrize("options, why", [
+    ({"config": "c", "warmup": -1}, "--warmup must be 0 or more, got -1"),
+    ({"warmup": 1}, "missing 1 required positional argument: 'config'"),  # a TypeError
+])
+def test_recorded_options_that_cannot_be_used_are_refused(options, why):
+    with pytest.raises(AmscError) as e:
+        records_mod.options_from_record({"options": options}, "r.json")
+    message = e.value.format_message()
+    assert message.startswith("r.json: its options cannot be used: ") and message.endswith(why)
