@@ -332,7 +332,7 @@ def _step_time(ctx: Context) -> list[str]:
     rest = ok & ~gap
     covered = float((dt_each[rest] * steps_each[rest]).sum())
     between = float(span_each[rest].sum())
-    if (not flag and between > 0 and covered < STEP_TIME_UNDER_SPAN_MIN * between
+    if (not flag and covered < STEP_TIME_UNDER_SPAN_MIN * between  # dt > 0: between > 0 too
             and between - covered >= UNCOVERED_MIN_SEC):
         scaled = " (scaled for the steps not logged)" if bool((steps_each[rest] > 1).any()) else ""
         where = " outside the pauses" if gap.any() else ""

@@ -186,13 +186,17 @@ def _throughput_run(folder: Path, key: str, tps: float, tpg: float) -> Path:
                               for i in range(1, 5)])
 
 
-def test_per_gpu_zero_beside_a_global_rate_is_noted(tmp_path):
-    r = run_cli(_throughput_run(tmp_path, "tps", 100.0, 0.0), "--config", "c")
+@pytest.mark.parametrize(("tps", "tpg", "ratio"), [
+    (100.0, 0.0, "inf"), (0.5, 0.0, "inf"),  # a per-GPU 0 beside a global rate
+    (0.0, 0.5, "0"),  # a global 0 beside a per-GPU rate
+])
+def test_a_zero_beside_a_rate_is_noted(tmp_path, tps, tpg, ratio):
+    r = run_cli(_throughput_run(tmp_path, "tps", tps, tpg), "--config", "c")
     row = one_row(r)
     assert (row["gpus"], row["throughput_tokens_per_sec"],
-            row["throughput_tokens_per_sec_per_gpu"]) == ("1", "100.000", "0.000")
-    assert notes_of(r) == ["logged train/tps / train/tps_per_gpu is inf, not a whole number of "
-                           "ranks; gpus 1 not checked against it"]
+            row["throughput_tokens_per_sec_per_gpu"]) == ("1", f"{tps:.3f}", f"{tpg:.3f}")
+    assert notes_of(r) == [f"logged train/tps / train/tps_per_gpu is {ratio}, not a whole "
+                           "number of ranks; gpus 1 not checked against it"]
 
 
 def test_zero_over_zero_throughput_checks_nothing(tmp_path):
@@ -325,6 +329,76 @@ def test_step_time_is_checked_on_any_interval(tmp_path, n, counter, summed, rati
         "and last record: dt is not in seconds, or the records are not one process's; pass "
         "--wall-time-sec SECONDS")
     assert r.exit_code == 1
+
+
+def _clocked(folder: Path, gaps: list[float], steps: list[float], dts: list[float]) -> Path:
+    """Records whose timestamps are ``gaps`` apart, with these step numbers and dt."""
+    ts = [1795990000.0]
+    for g in gaps:
+        ts.append(ts[-1] + g)
+    return write_run(folder, [{"timestamp": t, "rank": 0, "metrics": {
+        "train/iter": s, "train/dt": d, "train/loss": 2.0}}
+        for t, s, d in zip(ts, steps, dts, strict=True)])
+
+
+_UNDER = ("({pct}): dt may miss part of each step (gradient accumulation timing only the "
+          "last micro-batch), or the run paused (eval, checkpoints); wall_time_sec is the "
+          "summed step time; pass --wall-time-sec SECONDS for the job's real time")
+_EVERY_2ND = ("wall_time_sec covers 10 of ~20 steps (logged every 2 steps, steps 2..20); pass "
+              "--wall-time-sec")
+_PAUSE = ("1 pause between records far above the typical {typical} per step: the longest "
+          "{longest} between {where} (eval, checkpointing, a restart?); wall_time_sec, the "
+          "summed step time, leaves it out")
+_ONE_TO_TEN, _EVEN = list(range(1, 11)), list(range(2, 21, 2))
+
+
+@pytest.mark.parametrize(("gaps", "steps", "dts", "extra", "wall", "notes"), [
+    # summed dt exactly 1.25x the span plus 1 ms per interval: still accepted
+    ([4.0, 4.0], [1, 2, 3], [1.0, 6.0, 1.25 * 8.0 + 1e-3 * 2 - 6.0], (), "11.002", []),
+    # a counter in halves: the clock check runs, coverage (which needs whole steps) does not
+    ([1.0] * 10, [i / 2 for i in range(1, 12)], [0.1] * 11, (), "1.100", []),
+    # a pause must be over 10x the typical step (100 s at 10 s is not) ...
+    ([10.0] * 8 + [100.0], _ONE_TO_TEN, [10.0] * 10, (), "100.000", []),
+    # ... and over 60 s more than it (61 s at 1 s is not: only coverage is noted)
+    ([1.0] * 8 + [61.0], _ONE_TO_TEN, [1.0] * 10, (), "10.000",
+     ["step times cover 9 s of the 69 s between the first and last record "
+      + _UNDER.format(pct="13%")]),
+    # logged every 2nd step: the typical step is the interval / 2, both thresholds x2
+    ([2.0] * 8 + [61.5], _EVEN, [1.0] * 10, (), "10.000",
+     ["step times (scaled for the steps not logged) cover 18 s of the 77.5 s between the "
+      "first and last record " + _UNDER.format(pct="23%"), _EVERY_2ND]),
+    ([20.0] * 8 + [150.0], _EVEN, [10.0] * 10, (), "100.000", [_EVERY_2ND]),
+    ([2.0] * 8 + [200.0], _EVEN, [1.0] * 10, (), "10.000",
+     [_PAUSE.format(typical="1 s", longest="3 min", where="step 18 and step 20")
+      + "; pass --wall-time-sec SECONDS to count it", _EVERY_2ND]),
+    ([2.0] * 8 + [200.0], _EVEN, [1.0] * 10, ("--wall-time-sec", "300"), "300.000",
+     [_PAUSE.format(typical="1 s", longest="3 min", where="step 18 and step 20"),
+      "wall_time_sec from --wall-time-sec; summed step time is 10.000 and covers 10 of ~20 "
+      "steps (logged every 2 steps, steps 2..20)"]),
+    ([2.0] * 9, _EVEN, [0.1] * 10, (), "1.000",
+     ["step times (scaled for the steps not logged) cover 1.8 s of the 18 s between the first "
+      "and last record " + _UNDER.format(pct="10%"), _EVERY_2ND]),
+    # coverage is measured outside the pauses
+    ([2.0] * 8 + [200.0], _ONE_TO_TEN, [0.1] * 10, (), "1.000",
+     [_PAUSE.format(typical="2 s", longest="3 min", where="step 9 and step 10")
+      + "; pass --wall-time-sec SECONDS to count it",
+      "step times cover 0.8 s of the 16 s between the first and last record outside the "
+      "pauses " + _UNDER.format(pct="5%")]),
+    # exactly 1 s not covered is enough for the note; 0.7 s is not
+    ([1.25], [1, 2], [0.25, 0.25], (), "0.500",
+     ["step times cover 0.25 s of the 1.25 s between the first and last record "
+      + _UNDER.format(pct="20%")]),
+    ([0.09] * 10, list(range(1, 12)), [0.02] * 11, (), "0.220", []),
+    # a clock that moves every other record: only the 2 s intervals are measured
+    ([2.0, 0.0] * 5, list(range(1, 12)), [0.1] * 11, (), "1.100",
+     ["step times cover 0.5 s of the 10 s between the first and last record "
+      + _UNDER.format(pct="5%")]),
+])
+def test_step_time_rules_at_their_edges(tmp_path, gaps, steps, dts, extra, wall, notes):
+    r = run_cli(_clocked(tmp_path / "run", gaps, steps, dts), "--config", "c", *extra)
+    row = one_row(r)
+    assert (row["steps"], row["wall_time_sec"]) == (str(len(steps)), wall)
+    assert notes_of(r) == notes
 
 
 # ---------------------------------------------------------------- rule 4: attempts and resumes
