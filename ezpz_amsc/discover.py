@@ -114,7 +114,7 @@ def sniff_jsonl(path: Path) -> str:
 def rel_to(root: Path, p: Path) -> str:
     """``p`` relative to the run directory, for messages; ``p`` as is outside it."""
     try:
-        return str(p.relative_to(root)) or "."
+        return str(p.relative_to(root))  # "." for root itself
     except ValueError:
         return str(p)
 

@@ -506,12 +506,17 @@ LONG_HEADER = ",".join(f"column_{i}" for i in range(30))
      "header is not CSV (field larger than field limit (131072)); refusing to append"),
     (b"y" * (1 << 20) + b"\n", "first line is longer than 1 MiB; not a results file, "
                               "refusing to append"),
+    (b"X\n", "existing header differs from this tool's ('X'); refusing to append \u2014 "
+              "write to a new file"),
+    (HEADER_LINE.encode() + b"X\n", f"existing header differs from this tool's "
+                                    f"({(HEADER_LINE + 'X')[:120]!r}); refusing to append "
+                                    "\u2014 write to a new file"),
     (b'a,"b\n', "existing header differs from this tool's ('a,b'); refusing to append "
                 "\u2014 write to a new file"),
     (LONG_HEADER.encode() + b"\n", f"existing header differs from this tool's "
                                    f"({LONG_HEADER[:120]!r}); refusing to append \u2014 "
                                    "write to a new file"),
-], ids=["not-utf8", "not-csv", "1MiB", "longer", "quoted", "long"])
+], ids=["not-utf8", "not-csv", "1MiB", "longer", "X", "header-X", "quoted", "long"])
 def test_a_foreign_first_line_is_refused_by_its_exact_text(tmp_path, first, why):
     out = tmp_path / "runs.csv"
     out.write_bytes(first + EXISTING)
@@ -671,3 +676,20 @@ def test_a_writer_whose_file_was_moved_away_appends_to_the_new_one(tmp_path, mon
     assert len(waits) == 2
     assert moved.read_bytes() == EXISTING
     assert out.read_bytes() == EXISTING + ROW_LINE
+
+
+def test_bytes_another_program_appended_meanwhile_are_kept(tmp_path, monkeypatch):
+    """The file is open for appending: a program that ignores the lock (a shell's >>)
+    and appends between our seek to the end and our write loses nothing."""
+    out = tmp_path / "runs.csv"
+    out.write_bytes(EXISTING)
+    real = sink.write_all
+
+    def someone_appends_first(fd, data):
+        with open(out, "ab") as f:
+            f.write(b"# by hand\n")
+        real(fd, data)
+
+    monkeypatch.setattr(sink, "write_all", someone_appends_first)
+    sink.append_rows(out, [ROW])
+    assert out.read_bytes() == EXISTING + b"# by hand\n" + ROW_LINE
