@@ -17,11 +17,11 @@ from pathlib import Path
 from .errors import AmscError, os_error_text
 
 # Folders that hold plots, checkpoints or tracker caches: never metrics, and
-# often thousands of files each.
+# often thousands of files each. Names are compared in lower case; the prefixes
+# also cover checkpoints/, ckpts/, .git/, .cache/ and .aim/.
 _SKIP_DIRS = frozenset(
     {"plots", "mplot", "tplot", "assets", "wandb", "mlruns", "tensorboard", "tb", "runs_tb",
-     "aim", ".aim", ".git", "__pycache__", ".cache", "cache", "lightning_logs", "ckpt",
-     "ckpts", "checkpoint", "checkpoints", "hub", "datasets"}
+     "aim", "__pycache__", "cache", "lightning_logs", "hub", "datasets"}
 )
 _SKIP_PREFIXES = ("checkpoint", "ckpt", "global_step", "step_", ".")
 
@@ -93,23 +93,19 @@ def sniff_jsonl(path: Path) -> str:
         with open(path, "rb") as f:
             budget = _SNIFF_BYTES
             for _ in range(_SNIFF_LINES):
-                line = f.readline(budget)
+                line = f.readline(budget)  # b"" once the budget is spent
                 if not line:
                     break
                 budget -= len(line)
                 try:
                     rec = json.loads(line)
                 except (ValueError, RecursionError):
-                    if budget <= 0:
-                        break
                     continue
                 if isinstance(rec, dict):
                     if isinstance(rec.get("metrics"), dict):
                         return "metrics"
                     if "message" in rec or "level" in rec:
                         return "log"
-                if budget <= 0:
-                    break
     except OSError:
         return "unreadable"
     return "unknown"
@@ -118,7 +114,7 @@ def sniff_jsonl(path: Path) -> str:
 def rel_to(root: Path, p: Path) -> str:
     """``p`` relative to the run directory, for messages; ``p`` as is outside it."""
     try:
-        return str(p.relative_to(root)) or "."
+        return str(p.relative_to(root))  # "." for root itself
     except ValueError:
         return str(p)
 

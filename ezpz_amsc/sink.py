@@ -60,10 +60,13 @@ from .row import HEADER
 KEY_COLUMNS = ("timestamp", "system", "config", "nodes", "gpus")
 _KEY_IDX = tuple(HEADER.index(c) for c in KEY_COLUMNS)
 DEFAULT_LOCK_TIMEOUT_SEC = 60.0
+# A header is a few hundred bytes: a longer first line is no results file, and
+# reading it whole could cost a line's worth of memory.
+_HEAD_MAX_BYTES = 1 << 20
+_BOM = b"\xef\xbb\xbf"
 
 
-def render_csv(rows: Iterable[Sequence[str]], header: bool = True,
-               newline: str = "\n") -> str:
+def render_csv(rows: Iterable[Sequence[str]], header: bool, newline: str = "\n") -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator=newline)
     if header:
@@ -103,7 +106,7 @@ def _read_state(fd: int, path: Path) -> _FileState:
     """
     try:
         with _reader(fd) as f:
-            head = f.readline(1 << 20)
+            head = f.readline(_HEAD_MAX_BYTES)
             size = f.seek(0, os.SEEK_END)
             last = b""
             if size:
@@ -111,16 +114,22 @@ def _read_state(fd: int, path: Path) -> _FileState:
                 last = f.read(1)
     except OSError as e:
         raise AmscError(f"{path}: cannot read results file: {e.strerror or e}") from None
-    if not head.strip(b"\xef\xbb\xbf\r\n \t"):
-        if size > len(head):
-            raise AmscError(f"{path}: first line is empty; not a results file, refusing to append")
+    if head in (b"", _BOM):  # empty, or only a byte-order mark: a new file
         return _FileState(False, "\n", True)
+    # Whitespace alone is refused too: the header would go after it, and every
+    # later append would find an empty or foreign first line.
+    if not head.strip(_BOM + b"\r\n \t"):
+        raise AmscError(f"{path}: first line is empty; not a results file, refusing to append")
     # Old Mac / some spreadsheet exports end lines with a bare CR: readline sees
-    # no line end there, so cut the header at the first CR or LF ourselves.
-    cr, lf = head.find(b"\r"), head.find(b"\n")
-    if cr != -1 and (lf == -1 or cr < lf):
-        newline = "\r\n" if head[cr:cr + 2] == b"\r\n" else "\r"
+    # no line end there, so cut the header at the first CR ourselves. (readline
+    # stops at the first LF, so a CR in ``head`` always comes before any LF.)
+    cr = head.find(b"\r")
+    if cr != -1:
+        newline = "\r\n" if head[cr:] == b"\r\n" else "\r"
         head = head[:cr]
+    elif len(head) == _HEAD_MAX_BYTES and not head.endswith(b"\n"):
+        raise AmscError(f"{path}: first line is longer than 1 MiB; not a results file, "
+                        "refusing to append")
     else:
         newline = "\n"
     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import builtins
 import errno
+import json
 import os
 import shutil
 from pathlib import Path
@@ -30,7 +31,15 @@ from helpers import (
     write_run_info,
 )
 
-from ezpz_amsc.discover import RankFiles, find_run_files
+from ezpz_amsc.discover import (
+    RankFiles,
+    find_run_files,
+    holds_metrics,
+    rel_to,
+    sniff_jsonl,
+    where_the_run_is,
+)
+from ezpz_amsc.errors import AmscError
 from ezpz_amsc.export import ExportOptions, export_run
 
 LAUNCH_ROW = expected_row(LAUNCH)
@@ -86,6 +95,7 @@ def test_rank_files_mapping(tmp_path):
     assert 3 not in files
     with pytest.raises(KeyError):
         files[3]
+    assert repr(files) == f"RankFiles({str(tmp_path)!r}, 4 ranks)"
 
 
 def test_only_the_chosen_rank_file_is_opened_among_200(tmp_path, monkeypatch):
@@ -328,3 +338,181 @@ def test_provenance_of_a_parent_folder_is_used(tmp_path):
     r = run_cli(run, "--config", "test/cfg")
     assert one_row(r) == {**LAUNCH_ROW, "config": "test/cfg"}
     assert notes_of(r)[-1] == MFU_NOTE
+
+
+# ------------------------------------------- what the walk skips, sniffs, names and refuses
+
+
+def _metrics(path: Path) -> Path:
+    return write_jsonl(path, [step(1, dt=1.0)])
+
+
+def _refusal(run_dir: Path) -> str:
+    with pytest.raises(AmscError) as e:
+        find_run_files(run_dir)
+    return str(e.value)
+
+
+@pytest.mark.parametrize("name", [
+    "plots", "mplot", "tplot", "assets", "wandb", "mlruns", "tensorboard", "tb", "runs_tb",
+    "aim", "__pycache__", "cache", "lightning_logs", "hub", "datasets",
+    # by prefix
+    "checkpoint", "checkpoints", "checkpoint-100", "ckpt", "ckpts", "ckpt_5", "global_step10",
+    "step_3", ".git", ".cache", ".aim", ".hidden",
+    # in any case
+    "Plots", "WandB", "Checkpoint-7",
+])
+def test_a_skipped_folder_is_not_walked(tmp_path, name):
+    _metrics(tmp_path / "metrics-0.jsonl")
+    _metrics(tmp_path / name / "metrics-0.jsonl")
+    write_run_info(tmp_path / name)
+    (tmp_path / name / "report.md").write_text("# another run\n")
+    files = find_run_files(tmp_path)
+    assert (files.metrics.scheme, files.metrics.folder) == ("per-rank", tmp_path)
+    assert (files.run_info, files.reports, files.notes) == ([], [], [])
+
+
+@pytest.mark.parametrize("name", ["plot", "tbx", "steps", "my_checkpoint", "hubs"])
+def test_a_folder_named_like_a_skipped_one_is_walked(tmp_path, name):
+    _metrics(tmp_path / "metrics-0.jsonl")
+    _metrics(tmp_path / name / "metrics-0.jsonl")
+    assert _refusal(tmp_path) == (f"{tmp_path}: metrics files in 2 folders (., {name}); "
+                                  "pass the directory of a single run")
+
+
+JUNK = b"not json\n"
+METRICS_LINE = json.dumps(step(1, dt=1.0)).encode() + b"\n"
+
+
+@pytest.mark.parametrize("lines,kind", [
+    ([JUNK] * 7 + [METRICS_LINE], "metrics"),  # the 8th line is read ...
+    ([JUNK] * 8 + [METRICS_LINE], "unknown"),  # ... the 9th is not
+    ([b'{"other": 1}\n', b"[1]\n", METRICS_LINE], "metrics"),
+    ([b'{"level": "INFO"}\n', METRICS_LINE], "log"),
+    ([b'{"message": "hi"}\n', METRICS_LINE], "log"),
+    ([b'"a string"\n', b"{}\n", b"{\n"], "unknown"),
+    ([b"x" * ((1 << 20) - 200) + b"\n", METRICS_LINE], "metrics"),  # within the 1 MiB read
+    ([b"x" * (1 << 20) + b"\n", METRICS_LINE], "unknown"),  # past it
+], ids=["8th-line", "9th-line", "other-dict", "level", "message", "none", "1MiB", "past-1MiB"])
+def test_a_jsonl_is_told_by_its_first_lines_within_1_mib(tmp_path, lines, kind):
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b"".join(lines))
+    assert sniff_jsonl(path) == kind
+
+
+def test_jsonl_files_are_told_apart_by_content(tmp_path):
+    run_id = _metrics(tmp_path / "20260811-182837.jsonl")
+    write_jsonl(tmp_path / "train.jsonl", [{"level": "INFO", "message": "step 1"}])
+    (tmp_path / "notes.jsonl").write_text("not json\n")
+    files = find_run_files(tmp_path)
+    assert (files.metrics.scheme, files.metrics.single) == ("run-id", run_id)
+    assert files.skipped_logs == [tmp_path / "train.jsonl"]
+    assert files.notes == []
+
+
+def test_only_report_md_files_are_reports(tmp_path):
+    _metrics(tmp_path / "metrics-0.jsonl")
+    for name in ("report.md", "report-train.md", "report.txt", "notes.md", "my_report.md"):
+        (tmp_path / name).write_text("x")
+    assert find_run_files(tmp_path).reports == [tmp_path / "report-train.md",
+                                                tmp_path / "report.md"]
+
+
+@pytest.mark.parametrize("sub,names,shown", [
+    ("", ["metrics-0.jsonl", "metrics.jsonl"], "metrics-<rank>.jsonl, metrics.jsonl"),
+    ("a", ["metrics-0.jsonl", "metrics.jsonl"], "metrics-<rank>.jsonl, metrics.jsonl"),
+    ("", ["metrics.jsonl", "20260811-182837.jsonl"], "metrics.jsonl, 20260811-182837.jsonl"),
+])
+def test_two_metrics_schemes_in_one_folder_are_refused(tmp_path, sub, names, shown):
+    for name in names:
+        _metrics(tmp_path / sub / name)
+    assert _refusal(tmp_path) == (f"{sub or '.'}: more than one metrics file scheme ({shown}); "
+                                  "keep one run per directory")
+
+
+@pytest.mark.parametrize("n,shown", [(4, "a, b, c, d"), (5, "a, b, c, d and 1 more"),
+                                     (6, "a, b, c, d and 2 more")])
+def test_a_folder_of_many_runs_names_the_first_four(tmp_path, n, shown):
+    for sub in "abcdef"[:n]:
+        _metrics(tmp_path / sub / "metrics-0.jsonl")
+    assert _refusal(tmp_path) == (f"{tmp_path}: a folder of {n} runs ({shown}); pass one of "
+                                  f"them, or {tmp_path}/*/ to export each (one row per run)")
+
+
+def test_a_file_given_as_the_run_directory_is_refused(tmp_path):
+    path = _metrics(tmp_path / "metrics-0.jsonl")
+    assert _refusal(path) == f"{path}: not a directory; pass the run directory ezpz wrote"
+
+
+@pytest.mark.parametrize("where", ["run", "subfolder"])
+def test_a_folder_that_cannot_be_listed(tmp_path, monkeypatch, where):
+    _metrics(tmp_path / "metrics-0.jsonl")
+    (tmp_path / "sub").mkdir()
+    denied = tmp_path if where == "run" else tmp_path / "sub"
+    real = os.scandir
+
+    def scandir(path):
+        if Path(path) == denied:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    if where == "run":
+        assert _refusal(tmp_path) == f"{tmp_path}: cannot list directory: Permission denied"
+    else:
+        files = find_run_files(tmp_path)
+        assert files.metrics.folder == tmp_path
+        assert files.notes == ["skipped folder sub: Permission denied"]
+
+
+def test_paths_in_messages_are_relative_to_the_run(tmp_path):
+    assert rel_to(tmp_path, tmp_path) == "."
+    assert rel_to(tmp_path, tmp_path / "a" / "b.json") == "a/b.json"
+    assert rel_to(tmp_path / "run", tmp_path / "other") == str(tmp_path / "other")
+
+
+@pytest.mark.parametrize("name", ["metrics.jsonl", "metrics-3.jsonl"])
+def test_a_metrics_file_is_known_by_its_name_alone(tmp_path, name):
+    (tmp_path / "a.jsonl").touch()
+    (tmp_path / name).touch()  # empty: named, not sniffed
+    assert holds_metrics(tmp_path) == name
+
+
+def test_the_run_is_looked_for_three_folders_up_at_most(tmp_path):
+    run = tmp_path / "run"
+    _metrics(run / "metrics-0.jsonl")
+    (run / "a" / "b" / "c" / "d").mkdir(parents=True)
+    assert where_the_run_is(run / "a" / "b" / "c") == (
+        f"it is inside the run {run} (which holds metrics-0.jsonl): pass that")
+    assert where_the_run_is(run / "a" / "b" / "c" / "d") is None
+
+
+def test_the_next_output_folder_is_a_later_one_not_the_announced_one(tmp_path):
+    # The announced folder names a metrics file that is not there (a dangling link):
+    # the advice still names the later folder, never the announced one itself.
+    announced, (landed,) = _diffusion_outputs(tmp_path, "2026-11-29-222215")
+    (announced / "metrics-0.jsonl").symlink_to(tmp_path / "gone.jsonl")
+    assert find_run_files(announced).metrics is None
+    assert f"ezpz probably put this run's data in {landed}, " in where_the_run_is(announced)
+
+
+def test_reports_sort_by_nearness_to_the_metrics(tmp_path):
+    attempt = tmp_path / "attempt"
+    _metrics(attempt / "metrics-0.jsonl")
+    for report in (tmp_path / "report.md", attempt / "train" / "report-train.md",
+                   attempt / "report.md"):
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text("x")
+    assert find_run_files(tmp_path).reports == [
+        attempt / "report.md", attempt / "train" / "report-train.md", tmp_path / "report.md"]
+
+
+def test_run_info_and_config_below_the_metrics_folder_are_ignored(tmp_path):
+    _metrics(tmp_path / "metrics-0.jsonl")
+    write_run_info(tmp_path / "train")
+    (tmp_path / "train" / "config.json").write_text("{}")
+    files = find_run_files(tmp_path)
+    assert (files.run_info, files.config) == ([], [])
+    assert files.notes == [
+        f"ignored train/{name}: not in the metrics folder or a folder above it (another "
+        "run's or attempt's?)" for name in ("run_info.json", "config.json")]

@@ -283,9 +283,9 @@ flags = st.one_of(st.tuples(sane_flags, placed).map(lambda t: {**t[0], **t[1]}),
                   sane_flags, hostile_flags)
 EXISTING_RESULTS = {
     "good": render_csv([["2026-01-01T00:00:00Z", "Aurora", "old", "1", "1", "pass", "1.0",
-                         "", "", "", "", "", "", ""]]).encode(),
-    "crlf-bom": b"\xef\xbb\xbf" + render_csv([], newline="\r\n").encode() + b"x,y\r\n",
-    "no-final-newline": render_csv([]).encode() + b"2026-01-01T00:00:00Z,A,c,1,1,pass,1",
+                         "", "", "", "", "", "", ""]], True).encode(),
+    "crlf-bom": b"\xef\xbb\xbf" + render_csv([], True, newline="\r\n").encode() + b"x,y\r\n",
+    "no-final-newline": render_csv([], True).encode() + b"2026-01-01T00:00:00Z,A,c,1,1,pass,1",
     "empty": b"",
     "other-header": b"timestamp,system,config\n1,2,3\n",
     "reordered": (",".join(reversed(HEADER)) + "\n").encode(),

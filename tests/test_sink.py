@@ -380,7 +380,8 @@ def test_append_fault_leaves_results_as_they_were(tmp_path, monkeypatch, fault, 
         target.write_bytes(EXISTING)
     before = _tree(tmp_path)
     _fail_os_call(monkeypatch, call, target, err, partial=call == "write")
-    assert message[not existing] in error_line(run_cli(run, "--config", "c", "--append", target))
+    line = error_line(run_cli(run, "--config", "c", "--append", target))
+    assert line.startswith(f"error: {out}/") and message[not existing] in line
     # Byte-identical when it existed; when new, no results file and no folder made
     # for it. Nothing else either: no lock file.
     assert _tree(tmp_path) == before
@@ -394,14 +395,15 @@ def test_append_target_is_a_directory(tmp_path):
         else:
             target.symlink_to(tmp_path / "results.csv", target_is_directory=True)
         line = error_line(run_cli(run, "--config", "c", "--append", target))
-        assert "is a directory; --append needs a CSV file path" in line
+        assert line == f"error: {target}: is a directory; --append needs a CSV file path"
 
 
 def test_append_target_is_a_fifo(tmp_path, no_hang):
     run = good_run(tmp_path / "run")
     os.mkfifo(tmp_path / "results.csv")
     line = error_line(run_cli(run, "--config", "c", "--append", tmp_path / "results.csv"))
-    assert "not a regular file" in line
+    assert line == (f"error: {tmp_path / 'results.csv'}: not a regular file; --append needs "
+                    "a CSV file path")
 
 
 def test_append_under_a_file_is_a_clear_error(tmp_path):
@@ -444,3 +446,250 @@ def test_symlink_to_a_missing_file_is_a_clear_error(tmp_path):
     link.symlink_to(tmp_path / "gone.csv")
     with pytest.raises(AmscError, match=f"^{link}: a symlink to .*gone.csv, which does not exist"):
         sink.append_rows(link, [ROW])
+
+
+# ------------------------------------------- every refusal by its exact text, byte for byte
+
+BOM = b"\xef\xbb\xbf"
+ROW_LINE = (",".join(ROW) + "\n").encode()
+KEY_TEXT = "2026-08-11T17:11:17Z, Aurora, sweep/0, 1, 12"
+DOUBLE_COUNT = "; not appending a double count (pass --allow-duplicate to add it anyway)"
+
+
+def _refusal(out: Path, rows: list[list[str]] | None = None, **kwargs) -> str:
+    with pytest.raises(AmscError) as e:
+        sink.append_rows(out, [ROW] if rows is None else rows, **kwargs)
+    return str(e.value)
+
+
+def test_appends_keep_lf_endings_byte_for_byte(tmp_path):
+    out = tmp_path / "runs.csv"
+    sink.append_rows(out, [ROW])
+    assert out.read_bytes() == (HEADER_LINE + "\n").encode() + ROW_LINE
+    out.write_bytes(EXISTING)
+    sink.append_rows(out, [ROW])
+    assert out.read_bytes() == EXISTING + ROW_LINE
+
+
+def test_a_file_holding_only_a_bom_is_a_new_file(tmp_path):
+    out = tmp_path / "runs.csv"
+    out.write_bytes(BOM)
+    sink.append_rows(out, [ROW])
+    assert out.read_bytes() == BOM + (HEADER_LINE + "\n").encode() + ROW_LINE
+    sink.append_rows(out, [[*ROW[:2], "sweep/1", *ROW[3:]]])  # ... and a results file after
+    assert [r["config"] for r in parse_csv(out.read_text("utf-8-sig"))] == ["sweep/0", "sweep/1"]
+
+
+@pytest.mark.parametrize("content", [b"\n", b"\r\n", b" \t", BOM + b"\n", b"\n" + EXISTING])
+def test_a_blank_first_line_is_refused(tmp_path, content):
+    """Regression: a file of blank lines was taken as new, the header went after the
+    blank line, and every later append refused the file."""
+    out = tmp_path / "runs.csv"
+    out.write_bytes(content)
+    message = f"{out}: first line is empty; not a results file, refusing to append"
+    assert _refusal(out) == message
+    with pytest.raises(AmscError) as e:
+        sink.check_append_target(out)
+    assert str(e.value) == message
+    assert out.read_bytes() == content
+
+
+LONG_HEADER = ",".join(f"column_{i}" for i in range(30))
+
+
+@pytest.mark.parametrize("first,why", [
+    (b"\xff\xfetimestamp\n", "header is not UTF-8; refusing to append"),
+    (b"x" * 200_000 + b"\n",
+     "header is not CSV (field larger than field limit (131072)); refusing to append"),
+    # the longest first line read whole, and one byte more
+    (b"y" * ((1 << 20) - 1) + b"\n",
+     "header is not CSV (field larger than field limit (131072)); refusing to append"),
+    (b"y" * (1 << 20) + b"\n", "first line is longer than 1 MiB; not a results file, "
+                              "refusing to append"),
+    (b"X\n", "existing header differs from this tool's ('X'); refusing to append \u2014 "
+              "write to a new file"),
+    (HEADER_LINE.encode() + b"X\n", f"existing header differs from this tool's "
+                                    f"({(HEADER_LINE + 'X')[:120]!r}); refusing to append "
+                                    "\u2014 write to a new file"),
+    (b'a,"b\n', "existing header differs from this tool's ('a,b'); refusing to append "
+                "\u2014 write to a new file"),
+    (LONG_HEADER.encode() + b"\n", f"existing header differs from this tool's "
+                                   f"({LONG_HEADER[:120]!r}); refusing to append \u2014 "
+                                   "write to a new file"),
+], ids=["not-utf8", "not-csv", "1MiB", "longer", "X", "header-X", "quoted", "long"])
+def test_a_foreign_first_line_is_refused_by_its_exact_text(tmp_path, first, why):
+    out = tmp_path / "runs.csv"
+    out.write_bytes(first + EXISTING)
+    assert _refusal(out) == f"{out}: {why}"
+    assert out.read_bytes() == first + EXISTING
+
+
+@pytest.mark.parametrize("nth", [1, 2], ids=["header", "earlier-runs"])
+def test_a_read_error_is_named_and_nothing_written(tmp_path, monkeypatch, nth):
+    out = tmp_path / "runs.csv"
+    out.write_bytes(EXISTING)
+    real, calls = sink._reader, []
+
+    def failing(fd):
+        calls.append(fd)
+        if len(calls) == nth:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return real(fd)
+
+    monkeypatch.setattr(sink, "_reader", failing)
+    assert _refusal(out) == f"{out}: cannot read results file: Input/output error"
+    assert out.read_bytes() == EXISTING
+
+
+def test_duplicates_are_refused_by_their_exact_text(tmp_path):
+    out = tmp_path / "runs.csv"
+    assert _refusal(out, [ROW, ROW]) == (
+        f"rows 1 and 2 of this export are the same run ({KEY_TEXT}){DOUBLE_COUNT}")
+    assert not out.exists()
+    sink.append_rows(out, [ROW])
+    before = out.read_bytes()
+    assert _refusal(out) == f"the run ({KEY_TEXT}) is already at line 2 of {out}{DOUBLE_COUNT}"
+    assert out.read_bytes() == before
+
+
+class _Clock:
+    """A stand-in for the time module: sleeping moves the clock, nothing waits."""
+
+    def __init__(self) -> None:
+        self.now, self.sleeps = 1000.0, []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, sec: float) -> None:
+        self.sleeps.append(sec)
+        self.now += sec
+
+
+def _lockf_fails(monkeypatch, err: int) -> None:
+    def lockf(fd, op):
+        raise OSError(err, os.strerror(err))
+
+    monkeypatch.setattr(sink.fcntl, "lockf", lockf)
+
+
+def test_the_lock_is_polled_5_ms_doubling_to_250_ms_for_the_default_60_s(tmp_path, monkeypatch):
+    out = tmp_path / "runs.csv"
+    out.write_bytes(EXISTING)
+    clock = _Clock()
+    monkeypatch.setattr(sink, "time", clock)
+    _lockf_fails(monkeypatch, errno.EAGAIN)
+    assert _refusal(out) == (f"{out}: still locked by another writer after 60 s; retry, or "
+                             "raise --lock-timeout")
+    assert clock.sleeps[:8] == [0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.25, 0.25]
+    assert set(clock.sleeps[6:]) == {0.25}
+    assert 60 <= sum(clock.sleeps) < 60.25  # the first poll past the deadline gives up
+    # A timeout of 0: one try, no pause.
+    clock.sleeps.clear()
+    assert _refusal(out, lock_timeout_sec=0) == (
+        f"{out}: still locked by another writer after 0 s; retry, or raise --lock-timeout")
+    assert clock.sleeps == []
+    assert out.read_bytes() == EXISTING
+
+
+def test_a_lock_error_other_than_busy_is_named(tmp_path, monkeypatch):
+    out = tmp_path / "runs.csv"
+    out.write_bytes(EXISTING)
+    _lockf_fails(monkeypatch, errno.ENOLCK)
+    assert _refusal(out) == (f"{out}: cannot lock: No locks available (on Lustre, mount with "
+                             "-o flock)")
+    assert out.read_bytes() == EXISTING
+
+
+def test_a_file_that_keeps_vanishing_is_given_up_after_100_tries(tmp_path, monkeypatch):
+    out = tmp_path / "runs.csv"
+    real, creates = os.open, []
+
+    def flickering(path, flags, *args, **kwargs):
+        if Path(path) != out:
+            return real(path, flags, *args, **kwargs)
+        if flags & os.O_EXCL:
+            creates.append(path)
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST))
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
+
+    monkeypatch.setattr(sink.os, "open", flickering)
+    assert _refusal(out) == (f"{out}: appeared and disappeared 100 times while opening it; "
+                             "is another program removing it?")
+    assert len(creates) == 100
+
+
+def test_locking_a_directory_is_refused(tmp_path):
+    with pytest.raises(AmscError) as e, sink.locked(tmp_path, 1):
+        pass
+    assert str(e.value) == f"{tmp_path}: is a directory; --append needs a CSV file path"
+
+
+def test_the_pre_check_opens_the_file_for_writing(tmp_path, monkeypatch):
+    """A file that can be read but not written is refused before any export work."""
+    out = tmp_path / "runs.csv"
+    out.write_bytes(EXISTING)
+    real = os.open
+
+    def read_only_fs(path, flags, *args, **kwargs):
+        if Path(path) == out and flags & (os.O_RDWR | os.O_WRONLY):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+        return real(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(sink.os, "open", read_only_fs)
+    with pytest.raises(AmscError) as e:
+        sink.check_append_target(out)
+    assert str(e.value) == f"{out}: cannot open results file: Read-only file system"
+
+
+def test_create_permission_is_judged_by_effective_ids_for_write_and_search(tmp_path,
+                                                                          monkeypatch):
+    # Tests run as root, whom access() lets write anywhere: watch the question instead.
+    asked = []
+
+    def access(path, mode, *, effective_ids=False):
+        asked.append((Path(path), mode, effective_ids))
+        return False
+
+    monkeypatch.setattr(sink.os, "access", access)
+    with pytest.raises(AmscError) as e:
+        sink.check_can_create(tmp_path / "new" / "runs.csv")
+    assert str(e.value).startswith(f"{tmp_path}: cannot create new there: not writable by you")
+    # open() judges by the effective ids (Linux: os.access supports effective_ids)
+    assert asked == [(tmp_path, os.W_OK | os.X_OK, True)]
+
+
+def test_a_writer_whose_file_was_moved_away_appends_to_the_new_one(tmp_path, monkeypatch):
+    out, moved = tmp_path / "runs.csv", tmp_path / "runs-old.csv"
+    out.write_bytes(EXISTING)
+    real, waits = sink._wait_for_lock, []
+
+    def replaced_while_waiting(fd, *args):
+        if not waits:
+            out.rename(moved)  # still linked, under another name
+            out.write_bytes(EXISTING)
+        waits.append(fd)
+        real(fd, *args)
+
+    monkeypatch.setattr(sink, "_wait_for_lock", replaced_while_waiting)
+    sink.append_rows(out, [ROW])
+    assert len(waits) == 2
+    assert moved.read_bytes() == EXISTING
+    assert out.read_bytes() == EXISTING + ROW_LINE
+
+
+def test_bytes_another_program_appended_meanwhile_are_kept(tmp_path, monkeypatch):
+    """The file is open for appending: a program that ignores the lock (a shell's >>)
+    and appends between our seek to the end and our write loses nothing."""
+    out = tmp_path / "runs.csv"
+    out.write_bytes(EXISTING)
+    real = sink.write_all
+
+    def someone_appends_first(fd, data):
+        with open(out, "ab") as f:
+            f.write(b"# by hand\n")
+        real(fd, data)
+
+    monkeypatch.setattr(sink, "write_all", someone_appends_first)
+    sink.append_rows(out, [ROW])
+    assert out.read_bytes() == EXISTING + b"# by hand\n" + ROW_LINE
