@@ -53,7 +53,8 @@ PACKAGE = "ezpz_amsc"
 # The modules that compute, check or publish a number (a row cell, a report
 # figure, an accept/refuse decision, a note). One not there yet is skipped.
 DEFAULT_MODULES = ("reduce", "row", "provenance", "steps", "export", "options", "checks",
-                   "report", "report_text", "files", "sink", "check", "discover", "explain")
+                   "report", "report_text", "files", "sink", "check", "discover", "explain",
+                   "records")
 EQUIVALENTS = REPO / "tools" / "mutation-equivalents.txt"
 CACHE = REPO / ".mutate"
 CACHE_VERSION = "1"
