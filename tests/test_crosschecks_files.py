@@ -268,3 +268,43 @@ def test_only_the_provenance_used_is_checked_for_staleness(tmp_path, stale):
     r = run_cli(root, "--config", "c")
     assert one_row(r) == {**LAUNCH_ROW, "config": "c"}
     assert not [n for n in notes_of(r) if "unfinished" in n], notes_of(r)
+
+
+@pytest.mark.parametrize("short_file", [0, 1])
+def test_files_named_by_local_rank_compare_the_file_the_steps_came_from(tmp_path, short_file):
+    """metrics-0.jsonl holds rank 12, metrics-1.jsonl rank 13 (files named by local rank on
+    a second node). Rank 12's steps come from metrics-0.jsonl: when it is the short one
+    it stopped early; when metrics-1.jsonl is, rank 12 did not (it was once compared with
+    metrics-1.jsonl as its own file, and with its own file as another rank's)."""
+    run = launch(tmp_path)
+    recs = read_records(run / "metrics-0.jsonl")
+    short = [x for x in recs if not is_step(x) or x["metrics"]["train/iter"] <= 10]
+    for k in (0, 1):
+        write_jsonl(run / f"metrics-{k}.jsonl", _as_rank(short if k == short_file else recs,
+                                                         12 + k))
+    r = run_cli(run, "--config", "c", "--gpus", "2")
+    steps = 10 if short_file == 0 else 30
+    assert one_row(r)["steps"] == str(steps)
+    own, other = (os.path.getsize(run / f"metrics-{k}.jsonl") for k in (0, 1))
+    stopped = [n for n in notes_of(r) if "stopped early" in n]
+    assert stopped == ([] if short_file == 1 else [
+        f"metrics-1.jsonl is {other / own:.1f}x the size of metrics-0.jsonl, which holds rank "
+        f"12's ({other:,} vs {own:,} bytes): rank 12 may have stopped early; the row covers "
+        "its 10 steps only"])
+
+
+def test_truncated_file_named_is_the_one_the_steps_came_from(tmp_path):
+    """Rank 12's metrics-0.jsonl ends in a cut line; metrics-1.jsonl (rank 13) is whole."""
+    run = launch(tmp_path)
+    recs = read_records(run / "metrics-0.jsonl")
+    write_jsonl(run / "metrics-1.jsonl", _as_rank(recs, 13))
+    write_jsonl(run / "metrics-0.jsonl", _as_rank(recs, 12))
+    with open(run / "metrics-0.jsonl", "a") as f:
+        f.write('{"timestamp": 1795990999.0, "rank": 12, "metr')
+    r = run_cli(run, "--config", "c", "--gpus", "2")
+    assert one_row(r)["steps"] == "30"
+    notes = notes_of(r)
+    assert "last line of metrics-0.jsonl is truncated; ignored it" in notes
+    assert [n for n in notes if n.startswith("run looks unfinished")] == [
+        "run looks unfinished (metrics-0.jsonl ends in a truncated line); status stays 'pass'; "
+        "pass --status fail if the job failed"]
