@@ -30,6 +30,8 @@ from helpers import (
     write_jsonl,
 )
 
+from ezpz_amsc.export import ExportOptions, export_run
+
 LAUNCH_ROW = expected_row(LAUNCH)
 UNFINISHED_FLAGS = ("--timestamp", "2026-11-29T22:00:00Z", "--wall-time-sec", "10")
 
@@ -283,6 +285,10 @@ def test_files_named_by_local_rank_compare_the_file_the_steps_came_from(tmp_path
         write_jsonl(run / f"metrics-{k}.jsonl", _as_rank(short if k == short_file else recs,
                                                          12 + k))
     r = run_cli(run, "--config", "c", "--gpus", "2")
+    # both files were read, rank 12's again after rank 13's: it is the last one read
+    details = export_run(run, ExportOptions(config="c", gpus=2)).details
+    assert details.files_read == [str(run / "metrics-1.jsonl"), str(run / "metrics-0.jsonl")]
+    assert (details.rank, details.rank_files_not_read) == (12, 0)
     steps = 10 if short_file == 0 else 30
     assert one_row(r)["steps"] == str(steps)
     own, other = (os.path.getsize(run / f"metrics-{k}.jsonl") for k in (0, 1))
