@@ -414,17 +414,32 @@ def check_rank0_stopped_early(ctx: Context) -> list[str]:
         what = larger and f"rank {larger[0]} logged {larger[1]} records, rank {steps.rank} " \
                           f"only {mine}"
     else:
-        others = sorted(r for r in src.per_rank if r != steps.rank)
-        picks = {others[0], others[len(others) // 2], others[-1]} if others else set()
-        own = _size(steps.files_read[-1]) or 0
-        larger = _far_larger({r: s for r in sorted(picks)[:RANK_FILES_STATTED]
-                              if (s := _size(src.per_rank[r])) is not None}, own)
-        what = larger and (f"rank {larger[0]}'s metrics file is {larger[1] / own:.1f}x the "
-                           f"size of rank {steps.rank}'s ({larger[1]:,} vs {own:,} bytes)")
-    if not larger:
+        what = _larger_rank_file(ctx)
+    if not what:
         return []
     return [f"{what}: rank {steps.rank} may have stopped early; the row covers its "
             f"{plural(red.steps, 'step')} only"]
+
+
+def _larger_rank_file(ctx: Context) -> str | None:
+    """Another rank's file far larger than the file the steps came from (stat only)."""
+    steps, per_rank = ctx.steps, ctx.files.metrics.per_rank if ctx.files.metrics else {}
+    # files_read[-1] is the steps' file: the rank's own, or (no file holds its own rank)
+    # the file numbered otherwise that its records were found in, no other rank's.
+    own_path = steps.files_read[-1]
+    others = sorted(r for r in per_rank if r != steps.rank)
+    picks = {others[0], others[len(others) // 2], others[-1]} if others else set()
+    own = _size(own_path) or 0
+    larger = _far_larger({r: s for r in sorted(picks)[:RANK_FILES_STATTED]
+                          if (p := per_rank[r]) != own_path and (s := _size(p)) is not None}, own)
+    if not larger:
+        return None
+    if steps.rank in per_rank:
+        theirs, ours = f"rank {larger[0]}'s metrics file", f"rank {steps.rank}'s"
+    else:  # files named by local rank: name the files
+        theirs, ours = per_rank[larger[0]].name, f"{own_path.name}, which holds rank {steps.rank}'s"
+    return (f"{theirs} is {larger[1] / own:.1f}x the size of {ours} "
+            f"({larger[1]:,} vs {own:,} bytes)")
 
 
 def _far_larger(amounts: dict[int, int], own: int) -> tuple[int, int] | None:

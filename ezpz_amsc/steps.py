@@ -384,7 +384,8 @@ def read_steps(source: MetricsSource, max_line: int = MAX_LINE_BYTES,
             again = Steps(rank=chosen)
             _read_file(seen_in[chosen], again, chosen, True, max_line, digests=digests)
             again.bad_lines, again.long_lines = out.bad_lines, out.long_lines
-            again.files_read = list(tried)
+            # Read again, so last: files_read[-1] is the file the steps came from.
+            again.files_read = [*(p for p in tried if p != seen_in[chosen]), seen_in[chosen]]
             out = again
         out.files_not_read = len(ranks) - len(tried)
         return out
