@@ -478,3 +478,72 @@ def test_a_block_of_paired_lines_is_not_searched_for_newlines(monkeypatch):
     _, ends, skip, ranks = classify_block(bytearray(data) + bytearray(64), len(data), 0, 1 << 20)
     assert searched == [ord("{")]
     assert skip.tolist() == [False] + [True] * 49 and ranks.tolist()[1:] == list(range(1, 50))
+
+
+# --- the exact bytes of the shape, byte by byte -----------------------------------------------
+
+def _corrupted() -> list[tuple[str, bytes]]:
+    """GOOD (rank 5) with one byte of a fixed part changed in its lowest or highest bit."""
+    good = GOOD.encode()
+    parts = [(b'{"timestamp": ', 0), (b'"rank": ', good.index(b'"rank": ')),
+             (b', "metrics": ', good.index(b', "metrics": '))]
+    cases = []
+    for part, at in parts:
+        for i in range(len(part)):
+            for bit in (0x01, 0x80):
+                b = bytearray(good)
+                b[at + i] ^= bit
+                cases.append((f"{part.decode()!r}[{i}] ^ {bit:#04x}", bytes(b)))
+    return cases
+
+
+@pytest.mark.parametrize(("what", "data"), _corrupted(), ids=[c[0] for c in _corrupted()])
+def test_one_changed_byte_of_the_shape_is_never_passed_over(what, data):
+    # The rule asks for these bytes exactly; the block classifier compares them as
+    # masked 8-byte words, so each byte and each bit of it must count.
+    assert other_rank(data, 0) is None
+    _, _, skip, _ = classify_block(bytearray(data) + bytearray(64), len(data), 0, 1 << 20)
+    assert not skip[0]
+
+
+@pytest.mark.parametrize("digits", range(1, 8))
+@pytest.mark.parametrize("odd", [b"/", b":", b"\xb0", b"\xb9", b" ", b"X"])
+def test_a_rank_with_a_byte_that_is_not_a_digit_is_never_passed_over(digits, odd):
+    # '/' and ':' sit either side of the digits in ASCII; 0xb0 and 0xb9 are digits with the
+    # top bit set: each lane of the word-at-a-time digit test must tell them apart.
+    for at in range(digits):
+        rank = bytearray(str(10 ** (digits - 1) + 1).encode())  # 1, 11, 101, ...
+        rank[at:at + 1] = odd
+        data = GOOD.encode().replace(b'"rank": 5,', b'"rank": ' + bytes(rank) + b",")
+        assert other_rank(data, 0) is None, (digits, odd, at)
+        _, _, skip, _ = classify_block(bytearray(data) + bytearray(64), len(data), 0, 1 << 20)
+        assert not skip[0], (digits, odd, at)
+
+
+@pytest.mark.parametrize(("last", "rank"), [(b"9", 5), (b"0", 5), (b":", None), (b"/", None)])
+def test_the_byte_before_the_closing_braces(last, rank):
+    data = GOOD.encode()
+    data = data[:-4] + last + data[-3:]  # ...94.2X}}
+    assert other_rank(data, 0) == rank
+    _, _, skip, ranks = classify_block(bytearray(data) + bytearray(64), len(data), 0, 1 << 20)
+    assert (int(ranks[0]) if skip[0] else None) == rank
+
+
+@pytest.mark.parametrize("digits", range(1, 8))
+def test_every_rank_length_is_decoded(digits):
+    rank = int("9876543"[:digits])
+    data = GOOD.encode().replace(b'"rank": 5,', f'"rank": {rank},'.encode())
+    assert other_rank(data, 0) == rank
+    _, _, skip, ranks = classify_block(bytearray(data) + bytearray(64), len(data), 0, 1 << 20)
+    assert skip[0] and int(ranks[0]) == rank
+
+
+@pytest.mark.parametrize("blank", [8, 9, 17, 64])
+def test_runs_of_blank_lines_and_braces_read_like_full_parse(tmp_path, blank):
+    # Eight newlines in a row pack into one byte with every bit set (and so may braces).
+    lines = [line(rec(0, 1)), line(rec(3, 1)), "\n" * blank, line(rec(0, 2)),
+             "{" * blank + "\n", line(rec(2, 2)), "\n" * blank]
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(lines))
+    got = assert_reads_like_full_parse(path)
+    assert got["other_ranks"] == {3: 1, 2: 1} and got["bad_lines"] == 1
