@@ -13,6 +13,7 @@ import random
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 from helpers import notes_of, one_row, run_cli, snapshot, write_run_info
 from hypothesis import HealthCheck, given, settings
@@ -547,3 +548,13 @@ def test_runs_of_blank_lines_and_braces_read_like_full_parse(tmp_path, blank):
     path.write_text("".join(lines))
     got = assert_reads_like_full_parse(path)
     assert got["other_ranks"] == {3: 1, 2: 1} and got["bad_lines"] == 1
+
+
+@pytest.mark.parametrize("low", [200, 9_999_999])
+def test_a_high_rank_is_read_when_rank_0_logged_nothing(tmp_path, low):
+    # The lowest rank that logged is the one read: its lines must not be passed over.
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(line(rec(r, s)) for s in (1, 2, 3) for r in (low + 1, low)))
+    got = assert_reads_like_full_parse(path)
+    assert got["rank"] == low and got["other_ranks"] == {low + 1: 3}
+    assert got["step"] == np.array([1.0, 2.0, 3.0]).tobytes()
