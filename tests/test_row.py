@@ -96,6 +96,8 @@ def test_tiny_positive_value_is_not_published_as_zero(tmp_path):
     (0.0004999, 3, "0.000500"), (1.234e-5, 3, "0.0000123"), (-1.234e-5, 3, "-0.0000123"),
     (1e-300, 3, "1.00e-300"), (0.0, 3, "0.000"), (-0.0, 3, "0.000"), (0.0005, 3, "0.001"),
     (1.5e-7, 6, "0.000000150"), (7.871283531, 6, "7.871284"),
+    # up to 20 decimals plainly, then an exponent
+    (5e-18, 3, "0.00000000000000000500"), (5e-19, 3, "5.00e-19"),
 ])
 def test_fmt_keeps_non_zero_values_non_zero(value, decimals, cell):
     assert fmt(value, decimals) == cell
