@@ -54,7 +54,7 @@ PACKAGE = "ezpz_amsc"
 # figure, an accept/refuse decision, a note). One not there yet is skipped.
 DEFAULT_MODULES = ("reduce", "row", "provenance", "steps", "export", "options", "checks",
                    "report", "report_text", "files", "sink", "check", "discover", "explain",
-                   "records")
+                   "records", "details")
 EQUIVALENTS = REPO / "tools" / "mutation-equivalents.txt"
 CACHE = REPO / ".mutate"
 CACHE_VERSION = "1"
