@@ -222,6 +222,11 @@ def test_ratio_check_names_the_keys_it_read(tmp_path, key, tps, tpg):
 # ---------------------------------------------------------------- rule 3: step time vs the clock
 
 
+def _over_span(summed: str, ratio: str, span: str) -> str:
+    return (f"error: step times add up to {summed} s, {ratio}x the {span} s between the first "
+            "and last record: dt is not in seconds, or the records are not one process's; pass "
+            "--wall-time-sec SECONDS")
+
 def test_dt_in_milliseconds_is_refused(tmp_path):
     run = launch(tmp_path)
     recs = launch_records()
@@ -230,10 +235,7 @@ def test_dt_in_milliseconds_is_refused(tmp_path):
     summed = sum(r["metrics"]["train/dt"] * 1000 for r in recs[1:])
     span = recs[-1]["timestamp"] - recs[0]["timestamp"]
     r = run_cli(run, "--config", "c")
-    assert error_line(r) == (
-        f"error: step times add up to {summed:.4g} s, {summed / span:.3g}x the {span:.4g} s "
-        "between the first and last record: dt is not in seconds, or the records are not one "
-        "process's; pass --wall-time-sec SECONDS")
+    assert error_line(r) == _over_span(f"{summed:.4g}", f"{summed / span:.3g}", f"{span:.4g}")
     assert r.exit_code == 1
     ok = run_cli(run, "--config", "c", "--wall-time-sec", "1.2")
     row = one_row(ok)
@@ -323,10 +325,7 @@ def test_intervals_without_elapsed_time_say_nothing_of_step_time(tmp_path):
 def test_step_time_is_checked_on_any_interval(tmp_path, n, counter, summed, ratio, span):
     run = _timed(tmp_path / "run", n, lambda i: 1795990000.0 + i, counter, 900.0)
     r = run_cli(run, "--config", "c")
-    assert error_line(r) == (
-        f"error: step times add up to {summed} s, {ratio}x the {span} s between the first "
-        "and last record: dt is not in seconds, or the records are not one process's; pass "
-        "--wall-time-sec SECONDS")
+    assert error_line(r) == _over_span(summed, ratio, span)
     assert r.exit_code == 1
 
 
