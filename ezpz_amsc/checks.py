@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -30,6 +30,8 @@ from .row import format_timestamp
 from .steps import EPOCH_KEYS, Steps
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from .export import ExportOptions
     from .reduce import Reduced
 
@@ -414,16 +416,15 @@ def check_rank0_stopped_early(ctx: Context) -> list[str]:
         what = larger and f"rank {larger[0]} logged {larger[1]} records, rank {steps.rank} " \
                           f"only {mine}"
     else:
-        what = _larger_rank_file(ctx)
+        what = _larger_rank_file(steps, src.per_rank)
     if not what:
         return []
     return [f"{what}: rank {steps.rank} may have stopped early; the row covers its "
             f"{plural(red.steps, 'step')} only"]
 
 
-def _larger_rank_file(ctx: Context) -> str | None:
+def _larger_rank_file(steps: Steps, per_rank: Mapping[int, Path]) -> str | None:
     """Another rank's file far larger than the file the steps came from (stat only)."""
-    steps, per_rank = ctx.steps, ctx.files.metrics.per_rank if ctx.files.metrics else {}
     # files_read[-1] is the steps' file: the rank's own, or (no file holds its own rank)
     # the file numbered otherwise that its records were found in, no other rank's.
     own_path = steps.files_read[-1]
