@@ -303,32 +303,6 @@ def test_step_time_under_span_threshold(tmp_path, dt, interval, noted):
     assert any(n.startswith("step times cover") for n in notes_of(r)) == noted
 
 
-def _timed(folder: Path, n: int, ts: Callable[[int], float], counter: Callable[[int], float],
-           dt: float) -> Path:
-    return write_run(folder, [{"timestamp": ts(i), "rank": 0, "metrics": {
-        "train/iter": counter(i), "train/dt": dt, "train/loss": 2.0}} for i in range(1, n + 1)])
-
-
-def test_intervals_without_elapsed_time_say_nothing_of_step_time(tmp_path):
-    """A clock that moves every other record: 5 intervals of 2 s, 5 of 0 s, 1.5 s steps."""
-    run = _timed(tmp_path / "run", 11, lambda i: 1795990000.0 + 2 * (i // 2), float, 1.5)
-    r = run_cli(run, "--config", "c")
-    row = one_row(r)
-    assert (row["steps"], row["wall_time_sec"]) == ("11", "16.500")
-    assert notes_of(r) == []  # 7.5 s of step time in the 2 s intervals: 0.75 of 10 s
-
-
-@pytest.mark.parametrize(("n", "counter", "summed", "ratio", "span"), [
-    (2, float, "900", "900", "1"),  # two records are one interval: enough to check
-    (11, lambda i: i / 2, "9000", "900", "10"),  # a counter in halves is checked all the same
-])
-def test_step_time_is_checked_on_any_interval(tmp_path, n, counter, summed, ratio, span):
-    run = _timed(tmp_path / "run", n, lambda i: 1795990000.0 + i, counter, 900.0)
-    r = run_cli(run, "--config", "c")
-    assert error_line(r) == _over_span(summed, ratio, span)
-    assert r.exit_code == 1
-
-
 def _clocked(folder: Path, gaps: list[float], steps: list[float], dts: list[float]) -> Path:
     """Records whose timestamps are ``gaps`` apart, with these step numbers and dt."""
     ts = [1795990000.0]
@@ -337,6 +311,26 @@ def _clocked(folder: Path, gaps: list[float], steps: list[float], dts: list[floa
     return write_run(folder, [{"timestamp": t, "rank": 0, "metrics": {
         "train/iter": s, "train/dt": d, "train/loss": 2.0}}
         for t, s, d in zip(ts, steps, dts, strict=True)])
+
+
+def test_intervals_without_elapsed_time_say_nothing_of_step_time(tmp_path):
+    """A clock that moves every other record: 5 intervals of 2 s, 5 of 0 s, 1.5 s steps."""
+    run = _clocked(tmp_path / "run", [2.0, 0.0] * 5, list(range(1, 12)), [1.5] * 11)
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    assert (row["steps"], row["wall_time_sec"]) == ("11", "16.500")
+    assert notes_of(r) == []  # 7.5 s of step time in the 2 s intervals: 0.75 of 10 s
+
+
+@pytest.mark.parametrize(("steps", "summed", "ratio", "span"), [
+    ([1, 2], "900", "900", "1"),  # two records are one interval: enough to check
+    ([i / 2 for i in range(1, 12)], "9000", "900", "10"),  # a counter in halves all the same
+])
+def test_step_time_is_checked_on_any_interval(tmp_path, steps, summed, ratio, span):
+    run = _clocked(tmp_path / "run", [1.0] * (len(steps) - 1), steps, [900.0] * len(steps))
+    r = run_cli(run, "--config", "c")
+    assert error_line(r) == _over_span(summed, ratio, span)
+    assert r.exit_code == 1
 
 
 _UNDER = ("({pct}): dt may miss part of each step (gradient accumulation timing only the "
