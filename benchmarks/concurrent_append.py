@@ -20,8 +20,8 @@ from pathlib import Path
 
 CHILD = r"""
 import os, sys, time
-from ezpz_amsc.row import build_row
-from ezpz_amsc.sink import append_rows
+from ezpz_amsc.results.schema import build_row
+from ezpz_amsc.results.append import append_rows
 target, go, i = sys.argv[1], sys.argv[2], int(sys.argv[3])
 while not os.path.exists(go):
     time.sleep(0.001)
@@ -44,7 +44,7 @@ def run(n: int, folder: Path) -> tuple[bool, str]:
     errs = [p.communicate(timeout=300)[1] for p in procs]
     codes = [p.returncode for p in procs]
 
-    from ezpz_amsc.check import check_results_file
+    from ezpz_amsc.results.validate import check_results_file
 
     text = target.read_text()
     rows, problems = check_results_file(target)

@@ -24,12 +24,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import Cmd, run_once  # noqa: E402
 
-from ezpz_amsc.row import HEADER  # noqa: E402
+from ezpz_amsc.results.schema import HEADER  # noqa: E402
 
 SYSTEMS = {"aurora": 12, "perlmutter": 4, "sunspot": 12}
 NODES = [2 ** k for k in range(10)]
 START_EPOCH = 1_786_000_000  # 2026-08-06; one row a second, so every run is distinct
-REPORT = "from ezpz_amsc.commands.report import report_command; report_command()"
+REPORT = "from ezpz_amsc.cli.report_command import report_command; report_command()"
 
 
 def write_sweep(path: Path, rows: int, seed: int = 0) -> None:

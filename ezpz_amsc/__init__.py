@@ -4,7 +4,9 @@ Importing the package is cheap (no numpy, no ezpz): the host CLI loads the
 plugin on every call.
 """
 
-__version__ = "0.1.0"
+from ezpz_amsc.version import __version__
+
+__all__ = ["__version__", "install"]
 
 
 def install() -> bool:
@@ -12,6 +14,6 @@ def install() -> bool:
 
     Defined here, importing the hook lazily, so that ``import ezpz_amsc`` stays cheap.
     """
-    from .hook import install as _install
+    from ezpz_amsc.hook import install as _install
 
     return _install()

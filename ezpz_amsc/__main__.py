@@ -1,5 +1,5 @@
 """``python -m ezpz_amsc``: the ezpz-amsc command line."""
 
-from .cli import main
+from ezpz_amsc.cli.group import main
 
 main(prog_name="python -m ezpz_amsc")

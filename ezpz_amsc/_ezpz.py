@@ -1,4 +1,4 @@
-"""The one place that touches ezpz (SPEC §1.4, §1.5).
+"""The one place that touches ezpz (docs/ezpz-integration.md).
 
 Nothing here imports ezpz at module level, and nothing trusts the module name:
 the PyPI project called ``ezpz`` is an unrelated 2016 package that also
@@ -13,7 +13,7 @@ import importlib.machinery
 import importlib.util
 from typing import Any
 
-# SPEC §1.4, in ezpz's own order; the first matching prefix wins.
+# ezpz's get_machine() table, in its own order; the first matching prefix wins.
 _MACHINE_PREFIXES: tuple[tuple[str, str], ...] = (
     ("frontier", "Frontier"),
     ("sophia", "Sophia"),

@@ -12,24 +12,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .checks import Context, run_checks, unfinished_evidence
-from .details import (
+from ezpz_amsc.errors import AmscError, plural
+from ezpz_amsc.options import ExportOptions  # re-exported: its home moved to options.py
+from ezpz_amsc.run.columns import resolve_columns
+from ezpz_amsc.run.crosschecks import Context, run_checks, unfinished_evidence
+from ezpz_amsc.run.details import (
     TREND_SERIES,
     Details,
     PlacementDetail,
     ProvenanceDetail,
     SeriesDetail,
     Trend,
+    as_data,
 )
-from .discover import RunFiles, find_run_files, where_the_run_is
-from .errors import AmscError, plural
-from .options import ExportOptions  # re-exported: its home moved to options.py
-from .provenance import load_provenance, resolve_placement
-from .row import build_row, dashboard_problems, fmt, format_timestamp
-from .steps import Digest, Steps, read_steps
+from ezpz_amsc.run.layout import RunFiles, find_run_files, where_the_run_is
+from ezpz_amsc.run.placement import load_provenance, resolve_placement
+from ezpz_amsc.run.steps import Digest, Steps, read_steps
 
 if TYPE_CHECKING:
-    from .reduce import Reduced
+    from ezpz_amsc.run.reduce import Reduced
 
 __all__ = ["ExportOptions", "ExportResult", "batch_notes", "export_many", "export_run",
            "plural"]
@@ -52,6 +53,16 @@ class ExportResult:
     notes: list[str]
     details: Details
     read: FilesRead | None = None  # only when export_run was asked to hash
+
+    def to_data(self) -> dict[str, Any]:
+        """``{"row": ..., "details": ...}``: JSON-ready, the one serialisation of a result.
+
+        ``row`` holds the exact CSV cell strings; ``details`` the fields of
+        :class:`Details` in their order, then the notes. ``--format json`` and
+        provenance records both print this.
+        """
+        return {"row": dict(self.row),
+                "details": {**as_data(self.details), "notes": list(self.notes)}}
 
 
 def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions, *,
@@ -177,7 +188,7 @@ def reading_notes(steps: Steps, red: Reduced, max_line: int) -> list[str]:
 
 def reduce_run(steps: Steps, files: RunFiles, opts: ExportOptions) -> Reduced:
     """Every series reduced; a passing run must have logged at least one training step."""
-    from .reduce import reduce_steps  # numpy: only once there is work to do
+    from ezpz_amsc.run.reduce import reduce_steps  # numpy: only once there is work to do
 
     red = reduce_steps(steps, opts.warmup, opts.reducer, opts.attempt)
     if not red.steps and opts.status == "pass":
@@ -186,122 +197,6 @@ def reduce_run(steps: Steps, files: RunFiles, opts: ExportOptions) -> Reduced:
         raise AmscError(f"{read}: no step records (lines with numeric 'metrics'); "
                         "if the run failed, pass --status fail")
     return red
-
-
-# ------------------------------------------------------------------ resolve columns
-
-
-def resolve_columns(ctx: Context, notes: list[str]) -> dict[str, str]:
-    """The row: flags, placement and the reduced steps; notes what a column derived."""
-    opts, placement = ctx.opts, ctx.placement
-    values: dict[str, Any] = {
-        "config": opts.config, "system": placement.system, "nodes": placement.nodes,
-        "gpus": placement.gpus, "status": opts.status, "error": opts.error or "",
-        "steps": ctx.red.steps or None,
-        **_time_values(ctx, notes), **_metric_values(ctx, notes),
-    }
-    if opts.error and opts.status == "pass":
-        notes.append(f"--error {opts.error!r} is set but the status is pass; "
-                     "pass --status fail if the run failed")
-    row = build_row(values)
-    problems = dashboard_problems(row)
-    if problems:  # a bug, not a user error: never print a row the dashboard rejects
-        raise AmscError(f"internal: row would be rejected by the dashboard: {'; '.join(problems)}")
-    return row
-
-
-def coverage_text(red: Reduced) -> str | None:
-    """``30 of ~300 steps (...)`` when the logged step numbers leave gaps."""
-    cov = red.coverage
-    timed = red.stats["dt"].present if "dt" in red.stats else 0
-    if cov is None or not timed:
-        return None
-    every = f"every {cov.stride} steps" if cov.stride > 1 else "with gaps"
-    return (f"{timed} of ~{cov.estimated_total} steps (logged {every}, "
-            f"steps {cov.first}..{cov.last})")
-
-
-def _time_values(ctx: Context, notes: list[str]) -> dict[str, Any]:
-    """timestamp and wall_time_sec: from the steps, else the flags; refuse when neither."""
-    opts, red = ctx.opts, ctx.red
-    values: dict[str, Any] = {}
-    missing: list[str] = []
-    if opts.timestamp:
-        values["timestamp"] = opts.timestamp
-    elif red.first_timestamp is not None:
-        values["timestamp"] = format_timestamp(red.first_timestamp)
-    else:
-        missing.append("--timestamp YYYY-MM-DDTHH:MM:SSZ")
-
-    # Summed step time over all steps (warmup included), else the flag.
-    summed, covers = red.wall_time_sec, coverage_text(red)
-    if opts.wall_time_sec is not None:
-        values["wall_time_sec"] = fmt(opts.wall_time_sec, 3)
-        if summed is not None:
-            notes.append(f"wall_time_sec from --wall-time-sec; summed step time is {summed:.3f}"
-                         + (f" and covers {covers}" if covers else ""))
-    elif summed is not None and summed > 0:
-        values["wall_time_sec"] = fmt(summed, 3)
-        if covers:  # the sum is of the logged steps only; never scaled up silently
-            notes.append(f"wall_time_sec covers {covers}; pass --wall-time-sec")
-    else:
-        missing.append("--wall-time-sec SECONDS")
-
-    if missing:
-        why = "no step was logged" if not red.steps else "the steps do not record it"
-        if red.invalid.get("dt") and red.wall_time_sec is None:
-            why += f"; all {red.invalid['dt']} step times logged are zero or negative"
-        what = ", ".join(m.split()[0][2:].replace("-", "_") for m in missing)
-        raise AmscError(f"cannot tell {what} ({why}); pass {' '.join(missing)}")
-    return values
-
-
-def _metric_values(ctx: Context, notes: list[str]) -> dict[str, Any]:
-    """The reduced metric cells; a throughput logged one way only is derived the other."""
-    red, gpus = ctx.red, ctx.placement.gpus
-    if not red.steps:
-        return {}
-    st = red.stats
-    tps, tpg = st["tps"].value, st["tps_per_gpu"].value
-    if tps is None and tpg is not None:
-        tps = tpg * gpus
-        notes.append(f"throughput_tokens_per_sec derived as per-GPU x {plural(gpus, 'gpu')} "
-                     "(no global throughput logged)")
-    elif tpg is None and tps is not None:
-        tpg = tps / gpus
-        notes.append(f"throughput_tokens_per_sec_per_gpu derived as global / "
-                     f"{plural(gpus, 'gpu')} (no per-GPU throughput logged)")
-    mfu = st["mfu"].value
-    if st["mfu"].all_zero:
-        mfu = None
-        notes.append("mfu is 0.0 on every step (ezpz writes 0.0 when it does not know the "
-                     "device's peak FLOPS); left empty")
-    kept = warmup_kept_note(ctx.opts.warmup, red)
-    if kept:
-        notes.append(kept)
-    return {
-        "throughput_tokens_per_sec": fmt(tps, 3),
-        "throughput_tokens_per_sec_per_gpu": fmt(tpg, 3),
-        "mfu": fmt(mfu, 3),
-        "tflops": fmt(st["tflops"].value, 3),
-        "final_loss": fmt(red.final_loss, 6),
-    }
-
-
-def warmup_kept_note(warmup: int, red: Reduced) -> str | None:
-    """One note for every published series that ``--warmup`` would have left empty.
-
-    The loss is left out: its reduced value is no column (final_loss is the last one).
-    """
-    kept = {name: s.used for name, s in red.stats.items() if s.kept_warmup and name != "loss"}
-    if not kept:
-        return None
-    names = list(kept)
-    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
-    counts = set(kept.values())
-    reduced = (f"all {plural(counts.pop(), 'step')}" if len(counts) == 1 else
-               "all their steps (" + ", ".join(f"{k} {n}" for k, n in kept.items()) + ")")
-    return f"--warmup {warmup} leaves no {listed} values; reduced {reduced}"
 
 
 # ------------------------------------------------------------------ build details
@@ -334,7 +229,7 @@ def build_details(ctx: Context) -> Details:
 
 
 def _trend(red: Reduced, series: dict[str, SeriesDetail], warmup: int) -> Trend | None:
-    from .reduce import trend
+    from ezpz_amsc.run.reduce import trend
 
     for name in TREND_SERIES:
         s = red.stats.get(name)  # no stats at all when no step was logged (a failed run)

@@ -1,4 +1,4 @@
-"""Export at the end of training: the ``ezpz.finalize`` hook and :func:`install` (SPEC §3).
+"""Export at the end of training: the ``ezpz.finalize`` hook and :func:`install`.
 
 The hook runs inside a training job, after ``History.finalize()`` has written
 the run directory. Its one promise: the job never dies because of it. Every
@@ -35,14 +35,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .errors import AmscError, about
-from .options import ENV_APPEND, ENV_CONFIG, ENV_PROVENANCE, ExportOptions
+from ezpz_amsc.errors import AmscError, about
+from ezpz_amsc.options import ENV_APPEND, ENV_CONFIG, ENV_PROVENANCE, ExportOptions, PublishOptions
 
 log = logging.getLogger("ezpz_amsc")
 
 RANK_ENV = ("RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK")
-ROW_FILE = "amsc.csv"
-RECORD_FILE = "amsc.json"
 _DONE_ATTR = "_ezpz_amsc_exported"  # on the History object: run dirs already exported
 _WRAPPED_ATTR = "_ezpz_amsc_wrapped"
 
@@ -68,7 +66,7 @@ def _rank(history: Any) -> int:
 
 
 def run_dir_of(history: Any, outdir: str | os.PathLike[str] | None) -> Path:
-    """The directory ``finalize`` wrote (SPEC §1.5).
+    """The directory ``finalize`` wrote (docs/ezpz-integration.md).
 
     ``outdir`` when the caller passed one. Otherwise finalize picked a stamped
     folder and left two pointers into it: ``_jsonl_path`` (the metrics file it
@@ -91,34 +89,12 @@ def run_dir_of(history: Any, outdir: str | os.PathLike[str] | None) -> Path:
     return Path(report) if report else a  # unrelated: run_info.json is next to the report
 
 
-def _write_run_dir_files(run_dir: Path, cells: list[str], record: dict[str, Any]) -> None:
-    """amsc.json, then amsc.csv (header + row), each replacing an earlier file whole.
-
-    If the row cannot be written, the record just written is removed again:
-    a record always has its row beside it.
-    """
-    from .files import create_file
-    from .records import write_record_file
-    from .sink import render_csv
-
-    record_path = run_dir / RECORD_FILE
-    write_record_file(record_path, record)
-    try:
-        create_file(run_dir / ROW_FILE, render_csv([cells], header=True).encode("utf-8"),
-                    replace=True)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            record_path.unlink()
-        raise
-
-
 def _export(history: Any, run_dir: Path, config: str) -> None:
     from dataclasses import replace
 
-    from .errors import SeveralAttempts
-    from .export import export_run
-    from .records import RecordBatch, build_record
-    from .sink import append_rows
+    from ezpz_amsc.errors import SeveralAttempts
+    from ezpz_amsc.export import export_run
+    from ezpz_amsc.results.publish import RECORD_FILE, publish, publish_into_run_dir
 
     key = str(run_dir.resolve())
     done = getattr(history, _DONE_ATTR, None)
@@ -135,17 +111,13 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
         result = export_run(run_dir, opts, hash_files=True)
         result.notes.insert(0, f"the records hold {e.attempts} attempts (a retried job); "
                                "exported the last, the one this finalize ended (--attempt last)")
-    cells = [result.row[k] for k in result.row]
     target = os.environ.get(ENV_APPEND, "").strip()
     records = os.environ.get(ENV_PROVENANCE, "").strip()
     notes = list(result.notes)
     if target:
-        batch = (RecordBatch(Path(records), [build_record(result, opts, target)])
-                 if records else None)
-        append_rows(target, [cells], before_write=batch.write if batch else None)
+        publish([result], opts, PublishOptions(append=target, provenance=records or None))
     else:
-        target = str(run_dir / ROW_FILE)
-        _write_run_dir_files(run_dir, cells, build_record(result, opts, target))
+        target = str(publish_into_run_dir(result, opts, run_dir))
         if records:  # a records folder goes with a shared results file, not with amsc.csv
             notes.append(f"{ENV_PROVENANCE} is used only with {ENV_APPEND}; the record is "
                          f"{run_dir / RECORD_FILE}")
@@ -197,7 +169,7 @@ def install() -> bool:
     nothing, when ezpz is not installed or is the unrelated PyPI namesake.
     Calling it again is harmless: the method is wrapped once.
     """
-    from ._ezpz import find_history_class
+    from ezpz_amsc._ezpz import find_history_class
 
     cls = find_history_class()
     if cls is None:

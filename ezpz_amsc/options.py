@@ -10,28 +10,27 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
+from typing import Any
 
-from .errors import AmscUsageError
+from ezpz_amsc.errors import AmscUsageError
+from ezpz_amsc.results.schema import STATUSES, format_timestamp, formula_like, parse_timestamp
 
 REDUCERS = ("median", "mean", "max", "min", "last")
-STATUSES = ("pass", "fail")
 # No machine runs a million ranks or nodes (Aurora: 10,624 nodes, 127,488 GPU
 # tiles); a larger count is a broken record or a typo, never a real run.
 MAX_COUNT = 1_000_000
 # A metrics line longer than this is skipped unread rather than held in memory.
 MAX_LINE_BYTES = 64 << 20
+# A provenance file (run_info.json, config.json, a report) larger than this is
+# skipped by the export, and only hashed in a provenance record.
+MAX_PROVENANCE_BYTES = 16 << 20
 CONFIG_EXAMPLE = "agpt-2b/bs1/seq2048/tp1"
 # Step timestamps the row may use: from 2015-01-01 (older is a clock counting
 # from boot, e.g. time.monotonic()) to now, plus some skew between two hosts' clocks.
 TIMESTAMP_MIN = 1420070400.0
 CLOCK_SLACK_SEC = 600.0
-# A cell starting like this runs as a formula when the CSV is opened in a
-# spreadsheet; "-" followed by a digit is a negative number and stays.
-_FORMULA = re.compile(r"[=+@]|-[^0-9]")
-
 # The finalize hook's settings (read when it runs, so a job script can ``export`` them).
 ENV_CONFIG = "EZPZ_AMSC_CONFIG"
 ENV_APPEND = "EZPZ_AMSC_APPEND"
@@ -58,11 +57,6 @@ class OptionError(AmscUsageError):
 def flag_of(name: str) -> str:
     """``wall_time_sec`` → ``--wall-time-sec``."""
     return "--" + name.replace("_", "-")
-
-
-def formula_like(text: str) -> bool:
-    """True when a spreadsheet would run ``text`` as a formula (=, +, @, or - and no digit)."""
-    return bool(_FORMULA.match(text))
 
 
 def digits(text: str) -> str:
@@ -181,8 +175,6 @@ def check_timestamp(text: str) -> None:
     """Exactly ``YYYY-MM-DDTHH:MM:SSZ``, the form the row is written in."""
     import time
 
-    from .row import format_timestamp, parse_timestamp
-
     try:
         # strptime also takes "2026-8-1T1:1:1Z" and second 61; the row needs the
         # exact form, so only a text that formats back to itself is accepted.
@@ -201,3 +193,31 @@ def check_lock_timeout(seconds: float) -> float:
     if not 0 <= seconds < math.inf:
         raise OptionError("lock_timeout", f"must be 0 or more seconds, got {seconds}")
     return seconds
+
+
+@dataclass(frozen=True)
+class PublishOptions:
+    """Where rows go once exported: stdout, or appended to a results file (and records).
+
+    One home for the CLI and the finalize hook; :func:`ezpz_amsc.results.publish.publish`
+    takes it.
+    """
+
+    append: str | None = None  # results CSV; None: stdout
+    header: bool = True  # on stdout
+    allow_duplicate: bool = False
+    lock_timeout: float = 60.0  # seconds --append waits for the results file's lock
+    provenance: str | None = None  # folder of provenance records
+
+    def __post_init__(self) -> None:
+        check_lock_timeout(self.lock_timeout)
+
+
+def default_of(cls: type, name: str) -> Any:
+    """The default of field ``name`` of the options dataclass ``cls``: its one home."""
+    for f in fields(cls):
+        if f.name == name:
+            if f.default is MISSING:
+                raise KeyError(f"{cls.__name__}.{name} has no default")
+            return f.default
+    raise KeyError(f"{cls.__name__} has no field {name}")

@@ -23,8 +23,8 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from ezpz_amsc.cli import cli, export_amsc
-from ezpz_amsc.row import HEADER
+from ezpz_amsc.cli.group import cli, export_amsc
+from ezpz_amsc.results.schema import HEADER
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = REPO / "examples" / "runs"  # copies of shared/fixtures/runs, written by real ezpz
@@ -350,7 +350,7 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 def run_report(*args: object):
     """The report command alone (its usage line names it ``report``)."""
-    from ezpz_amsc.commands.report import report_command
+    from ezpz_amsc.cli.report_command import report_command
 
     return runner().invoke(report_command, [str(a) for a in args], catch_exceptions=False)
 

@@ -21,7 +21,7 @@ from click.shell_completion import ShellComplete
 from helpers import REPO, RUNS, error_line, one_row, outcome, run_cli, run_group, runner
 
 import ezpz_amsc
-from ezpz_amsc.cli import cli, export_amsc
+from ezpz_amsc.cli.group import cli, export_amsc
 
 GOOD = RUNS / "fsdp_tp-2rank"
 
@@ -246,7 +246,7 @@ def test_bash_completion_through_the_console_script():
 
 _HELP_AND_LIST = """
 import json, sys
-from ezpz_amsc.cli import main
+from ezpz_amsc.cli.group import main
 try:
     main(sys.argv[1:])
 except SystemExit:
@@ -257,16 +257,18 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith(("ezpz", "numpy")
 
 @pytest.mark.parametrize("argv, expected", [
     (["--version"], []),
-    (["check", "--help"], ["ezpz_amsc.commands", "ezpz_amsc.commands.check"]),
-    (["--help"], ["ezpz_amsc.commands", "ezpz_amsc.commands.check",
-                  "ezpz_amsc.commands.export", "ezpz_amsc.commands.report",
-                  "ezpz_amsc.commands.reproduce"]),
+    (["check", "--help"], ["ezpz_amsc.cli.params", "ezpz_amsc.cli.check_command"]),
+    (["--help"], ["ezpz_amsc.cli.params", "ezpz_amsc.cli.check_command",
+                  "ezpz_amsc.cli.export_command", "ezpz_amsc.cli.report_command",
+                  "ezpz_amsc.cli.reproduce_command"]),
 ])
 def test_subcommands_load_only_when_needed(argv, expected):
     p = subprocess.run([sys.executable, "-c", _HELP_AND_LIST, *argv], capture_output=True,
                        text=True, cwd=REPO, check=True)
-    base = ["ezpz_amsc", "ezpz_amsc.cli", "ezpz_amsc.errors", "ezpz_amsc.help_layout",
-            "ezpz_amsc.options"]  # what loading the CLI costs: no pipeline, no numpy
+    # What loading the CLI costs: no pipeline, no numpy.
+    base = ["ezpz_amsc", "ezpz_amsc.version", "ezpz_amsc.cli", "ezpz_amsc.cli.group",
+            "ezpz_amsc.cli.edge", "ezpz_amsc.cli.help", "ezpz_amsc.errors", "ezpz_amsc.options",
+            "ezpz_amsc.results", "ezpz_amsc.results.schema"]
     assert json.loads(p.stdout.splitlines()[-1]) == sorted(base + expected)
 
 

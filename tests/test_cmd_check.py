@@ -26,9 +26,9 @@ from helpers import (
     run_group,
 )
 
-from ezpz_amsc.check import sharing_notes
-from ezpz_amsc.records import load_record
-from ezpz_amsc.row import HEADER
+from ezpz_amsc.records.record import load_record
+from ezpz_amsc.results.schema import HEADER
+from ezpz_amsc.results.validate import sharing_notes
 
 pytestmark = pytest.mark.usefixtures("clean_hook_env")
 

@@ -32,7 +32,8 @@ from helpers import (
     write_run_info,
 )
 
-from ezpz_amsc.export import ExportOptions, batch_notes, export_many, export_run
+from ezpz_amsc.export import batch_notes, export_many, export_run
+from ezpz_amsc.options import ExportOptions
 
 A = RUNS / "fsdp_tp-2rank"
 B = RUNS / "fsdp_tp-1rank-launch"
@@ -669,8 +670,8 @@ def test_long_line_note_in_bytes_below_one_mib(tmp_path):
 
 
 def test_a_row_the_dashboard_would_reject_is_never_printed(tmp_path, monkeypatch):
-    import ezpz_amsc.export as export_mod
-    monkeypatch.setattr(export_mod, "dashboard_problems", lambda row: ["nodes 0 < 1", "gpus"])
+    import ezpz_amsc.run.columns as columns
+    monkeypatch.setattr(columns, "dashboard_problems", lambda row: ["nodes 0 < 1", "gpus"])
     result = run_cli(write_run(tmp_path / "run", simple_steps(3)), "--config", "c")
     assert outcome(result) == (1, "", "error: internal: row would be rejected by the dashboard: "
                                       "nodes 0 < 1; gpus\n")

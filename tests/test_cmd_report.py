@@ -28,9 +28,9 @@ from hypothesis import strategies as st
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.options import MAX_COUNT
-from ezpz_amsc.report import build_report, read_sweep
-from ezpz_amsc.report_text import render_text
-from ezpz_amsc.row import HEADER
+from ezpz_amsc.report.data import build_report, read_sweep
+from ezpz_amsc.report.text import render_text
+from ezpz_amsc.results.schema import HEADER
 
 ANSI = "\x1b["
 
@@ -630,17 +630,19 @@ def test_plot_into_a_missing_folder(tmp_path):
 
 def test_plot_write_failure_leaves_the_old_file_and_no_temp(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
-    from matplotlib.figure import Figure
+    import os
+
+    from ezpz_amsc.fs import create
 
     p = scaling_sweep().write(tmp_path / "sweep.csv")
     png = tmp_path / "s.png"
     png.write_bytes(b"old plot")
 
-    def disk_full(self, f, **kwargs):
-        f.write(b"half a png")
+    def disk_full(fd, data):
+        os.write(fd, bytes(data[:10]))
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(Figure, "savefig", disk_full)
+    monkeypatch.setattr(create, "write_all", disk_full)
     line = error_line(run_report(p, "--plot", png))
     assert line == f"error: {png}: cannot write plot: No space left on device"
     assert png.read_bytes() == b"old plot"
@@ -668,7 +670,7 @@ def test_plot_never_fails_on_what_a_results_file_holds(tmp_path_factory, rows):
     for config, system, nodes, rate in rows:
         s.add(system, nodes, nodes * 4, rate, config=config)
     d = tmp_path_factory.mktemp("plot")
-    from ezpz_amsc.plot import write_plot
+    from ezpz_amsc.report.plot import write_plot
 
     report = _report_of(s.write(d / "s.csv"))
     if not report["groups"]:
@@ -720,7 +722,7 @@ def test_colour_only_paints(tmp_path):
 
 _ON_TTY = """
 import sys
-from ezpz_amsc.commands.report import report_command
+from ezpz_amsc.cli.report_command import report_command
 report_command.main(sys.argv[1:], prog_name="report")
 """
 
@@ -781,7 +783,7 @@ def test_every_line_fits_80_columns(tmp_path_factory, rows):
 _MODULES = """
 import json, sys
 before = set(sys.modules)
-from ezpz_amsc.commands.report import report_command
+from ezpz_amsc.cli.report_command import report_command
 loaded = set(sys.modules) - before
 report_command.main(sys.argv[1:], standalone_mode=False)
 ran = set(sys.modules) - before
@@ -795,11 +797,13 @@ def test_the_command_loads_only_click_and_the_report_no_numpy(tmp_path):
                          text=True, check=True)
     loaded, ran = map(set, json.loads(out.stderr))
     assert {m for m in loaded if m.startswith("ezpz_amsc")} == {
-        "ezpz_amsc", "ezpz_amsc.cli", "ezpz_amsc.errors", "ezpz_amsc.commands",
-        "ezpz_amsc.commands.report", "ezpz_amsc.help_layout", "ezpz_amsc.options"}
+        "ezpz_amsc", "ezpz_amsc.version", "ezpz_amsc.cli", "ezpz_amsc.cli.edge",
+        "ezpz_amsc.cli.help", "ezpz_amsc.cli.params",
+        "ezpz_amsc.cli.report_command", "ezpz_amsc.errors", "ezpz_amsc.options",
+        "ezpz_amsc.results", "ezpz_amsc.results.schema"}
     assert "click" in loaded
     assert not {m.split(".")[0] for m in ran} & {"numpy", "matplotlib", "ezpz"}
-    assert "ezpz_amsc.report" in ran and "ezpz_amsc.plot" not in ran
+    assert "ezpz_amsc.report.data" in ran and "ezpz_amsc.report.plot" not in ran
     assert "ezpz_amsc.export" not in ran  # the export pipeline is not the report's to load
 
 
@@ -926,13 +930,13 @@ def test_gpus_mismatch_is_judged_on_the_ratio_shown(tmp_path, tps_per_gpu, flagg
 @pytest.mark.parametrize("x,text", [
     (10, "10.0"), (9.999, "9.999"), (9.5, "9.500"), (12345.678, "12,345.7"), (0.001, "0.001")])
 def test_rate_text_shows_three_decimals_below_ten(x, text):
-    from ezpz_amsc.report import rate_text
+    from ezpz_amsc.report.data import rate_text
 
     assert rate_text(x) == text
 
 
 def test_json_is_indented_by_two_keeps_non_ascii_and_refuses_nan():
-    from ezpz_amsc.report import to_json
+    from ezpz_amsc.report.data import to_json
 
     assert to_json({"config": "größe", "n": [1]}) == (
         '{\n  "config": "größe",\n  "n": [\n    1\n  ]\n}\n')

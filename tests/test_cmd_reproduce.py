@@ -19,7 +19,7 @@ from helpers import (
 )
 
 from ezpz_amsc.errors import AmscError
-from ezpz_amsc.records import load_record, options_from_record
+from ezpz_amsc.records.record import load_record, options_from_record
 
 pytestmark = pytest.mark.usefixtures("clean_hook_env")
 

@@ -48,8 +48,8 @@ from helpers import (
     write_run_info,
 )
 
-from ezpz_amsc.checks import clock_problem, duration
-from ezpz_amsc.row import HEADER, format_timestamp
+from ezpz_amsc.results.schema import HEADER, format_timestamp
+from ezpz_amsc.run.crosschecks import clock_problem, duration
 
 LAUNCH_ROW = expected_row(LAUNCH)
 
@@ -98,7 +98,7 @@ def test_clock_problem(ts, why):
 
 def test_shipped_fixture_ratios_are_inside_the_thresholds():
     """The thresholds are chosen from these runs: sum(dt) over steps 2..n / time span."""
-    from ezpz_amsc import checks
+    from ezpz_amsc.run import crosschecks as checks
 
     for name in FIXTURE_NAMES:
         folder = RUNS / name

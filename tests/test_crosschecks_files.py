@@ -30,7 +30,8 @@ from helpers import (
     write_jsonl,
 )
 
-from ezpz_amsc.export import ExportOptions, export_run
+from ezpz_amsc.export import export_run
+from ezpz_amsc.options import ExportOptions
 
 LAUNCH_ROW = expected_row(LAUNCH)
 UNFINISHED_FLAGS = ("--timestamp", "2026-11-29T22:00:00Z", "--wall-time-sec", "10")
@@ -198,7 +199,7 @@ def test_files_compared_with_the_rank_used_not_the_first_file_read(tmp_path):
 def test_own_file_gone_after_reading_compares_nothing(tmp_path, monkeypatch):
     """Rank 0's file cannot be statted after it was read (rotated away): its size is
     unknown, so no other file is called far larger than it."""
-    from ezpz_amsc import checks
+    from ezpz_amsc.run import crosschecks as checks
 
     run = _per_rank(tmp_path, {1}, 2)
     real = checks._size

@@ -31,7 +31,10 @@ from helpers import (
     write_run_info,
 )
 
-from ezpz_amsc.discover import (
+from ezpz_amsc.errors import AmscError
+from ezpz_amsc.export import export_run
+from ezpz_amsc.options import ExportOptions
+from ezpz_amsc.run.layout import (
     RankFiles,
     find_run_files,
     holds_metrics,
@@ -39,8 +42,6 @@ from ezpz_amsc.discover import (
     sniff_jsonl,
     where_the_run_is,
 )
-from ezpz_amsc.errors import AmscError
-from ezpz_amsc.export import ExportOptions, export_run
 
 LAUNCH_ROW = expected_row(LAUNCH)
 

@@ -20,7 +20,7 @@ import click
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from helpers import PNG_SIGNATURE, REPO, RUNS, run_cli, run_group, run_report  # noqa: E402
 
-from ezpz_amsc.cli import cli  # noqa: E402
+from ezpz_amsc.cli.group import cli  # noqa: E402
 
 DOC = REPO / "docs" / "cli.md"
 PROG = "ezpz-amsc"

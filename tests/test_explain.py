@@ -24,26 +24,23 @@ from helpers import (
     write_run_info,
 )
 
-from ezpz_amsc.details import Trend
-from ezpz_amsc.explain import (
+from ezpz_amsc.export import export_run
+from ezpz_amsc.options import ExportOptions
+from ezpz_amsc.render.explain import (
     ABSENT,
     BARS,
     WARMUP_MARK,
-    WIDTH,
-    _num,
-    _Paint,
     _rel,
     _scale,
     _table,
     _table_lines,
     _trend_lines,
-    _wrap,
     render,
     sparkline,
     spread,
-    use_colour,
 )
-from ezpz_amsc.export import ExportOptions, export_run
+from ezpz_amsc.render.terminal import WIDTH, Paint, number, use_colour, wrap
+from ezpz_amsc.run.details import Trend
 
 ANSI = "\x1b["
 
@@ -522,9 +519,9 @@ def test_explain_report_word_for_word_other_shapes(tmp_path, case):
 def test_warmup_outside_the_scale_is_said_so(warm, where):
     t = Trend(series="tps", key="train/tps", steps=3, warmup_steps=1, steps_per_point=1,
               warmup=[warm], used=[5.0, 10.0])
-    lines = [plain for plain, _ in _trend_lines(t, _Paint(False))]
+    lines = [plain for plain, _ in _trend_lines(t, Paint(False))]
     assert lines[1:] == ["scale ▁ 5 .. █ 10", sparkline([warm], 5.0, 10.0) + "┊▁█",
-                         f"1 warmup step dropped, left of ┊: {_num(warm)}{where}"]
+                         f"1 warmup step dropped, left of ┊: {number(warm)}{where}"]
 
 
 def test_table_loses_digits_only_when_it_must(tmp_path):
@@ -592,8 +589,8 @@ def test_explain_names_the_files_read(tmp_path):
     (1e6, "1000000"), (999999.0, "999999"), (-2.5e-5, "-2.50000e-05"),
     (999999.5, "1000000"), (-999999.7, "-1000000"), (531441.25, "531441"), (12.345678, "12.3457"),
 ])
-def test_num(x, want):
-    assert _num(x) == want
+def test_number(x, want):
+    assert number(x) == want
 
 
 @pytest.mark.parametrize(("lo", "hi", "want"), [
@@ -609,8 +606,8 @@ def test_scale_gets_the_digits_that_tell_its_ends_apart(lo, hi, want):
 
 def test_wrap_keeps_long_and_hyphenated_words_whole():
     word = "x" * 90
-    assert _wrap(f"a {word} b", "  ", "    ") == ["  a", f"    {word}", "    b"]
-    lines = _wrap("y " * 33 + "--wall-time-sec-given", "", "")
+    assert wrap(f"a {word} b", "  ", "    ") == ["  a", f"    {word}", "    b"]
+    lines = wrap("y " * 33 + "--wall-time-sec-given", "", "")
     assert lines == [("y " * 33).rstrip(), "--wall-time-sec-given"]
 
 

@@ -30,8 +30,8 @@ from helpers import (
 
 from ezpz_amsc import hook
 from ezpz_amsc.errors import AmscError
-from ezpz_amsc.files import create_file, make_folders
-from ezpz_amsc.row import HEADER
+from ezpz_amsc.fs.create import create_file, make_folders
+from ezpz_amsc.results.schema import HEADER
 
 A = RUNS / "fsdp_tp-2rank"
 B = RUNS / "fsdp_tp-1rank-launch"
@@ -162,8 +162,11 @@ def team_folder():
 # with one export to nowhere, then becomes the second user and runs the CLI.
 AS_USER = r"""
 import codecs, contextlib, difflib, io, os, sys  # noqa: F401 (difflib: the error hint)
-from ezpz_amsc.cli import main
-from ezpz_amsc import check, export, files, sink  # noqa: F401
+from ezpz_amsc.cli.group import main
+from ezpz_amsc.results import validate as check
+from ezpz_amsc import export
+from ezpz_amsc.fs import create as files
+from ezpz_amsc.results import append as sink  # noqa: F401
 codecs.lookup("utf-8-sig")
 uid, gid, umask, run_dir = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3], 8), sys.argv[4]
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
@@ -297,7 +300,7 @@ def test_the_append_itself_gives_the_same_reasons_as_the_pre_check(team_folder):
     """The CLI checks the target before exporting; the hook goes straight to append_rows."""
     code = (
         "import os, sys\n"
-        "from ezpz_amsc import sink\n"
+        "from ezpz_amsc.results import append as sink\n"
         "from ezpz_amsc.errors import AmscError\n"
         "os.setgroups([65534]); os.setgid(65534); os.setuid(65534)\n"
         "for target in sys.argv[1:]:\n"
@@ -348,7 +351,7 @@ def _no_passwd_id() -> int:
 
 def test_a_file_in_the_way_of_a_folder_is_named(tmp_path):
     from ezpz_amsc.errors import AmscError
-    from ezpz_amsc.files import make_folders
+    from ezpz_amsc.fs.create import make_folders
 
     (tmp_path / "f").write_text("")
     for target in (None, tmp_path / "f" / "sub" / "runs.csv"):
@@ -363,7 +366,7 @@ def test_a_file_in_the_way_of_a_folder_is_named(tmp_path):
 def test_a_folder_a_concurrent_writer_made_is_not_ours(tmp_path, monkeypatch):
     import os
 
-    from ezpz_amsc.files import make_folders
+    from ezpz_amsc.fs.create import make_folders
 
     real = os.mkdir
 
@@ -383,7 +386,7 @@ def test_a_folder_that_cannot_be_made_says_why(tmp_path, monkeypatch):
     import os
 
     from ezpz_amsc.errors import AmscError
-    from ezpz_amsc.files import make_folders
+    from ezpz_amsc.fs.create import make_folders
 
     def read_only(path, mode=0o777):
         raise OSError(errno.EROFS, "Read-only file system", os.fspath(path))
@@ -399,7 +402,7 @@ def test_the_temporary_file_is_hidden_and_a_stale_one_is_never_written_into(tmp_
     import os
 
     from ezpz_amsc.errors import AmscError
-    from ezpz_amsc.files import create_file
+    from ezpz_amsc.fs.create import create_file
 
     seen = []
     real_fsync = os.fsync
@@ -421,7 +424,7 @@ def test_creating_over_a_folder_names_the_folder_whatever_failed(tmp_path, monke
     import os
 
     from ezpz_amsc.errors import AmscError
-    from ezpz_amsc.files import create_file
+    from ezpz_amsc.fs.create import create_file
 
     (tmp_path / "d").mkdir()
 
@@ -439,7 +442,8 @@ def test_creating_in_a_folder_that_refuses_names_the_folder_and_its_mode(tmp_pat
     import os
 
     from ezpz_amsc.errors import AmscError
-    from ezpz_amsc.files import create_file, describe
+    from ezpz_amsc.fs.access import describe
+    from ezpz_amsc.fs.create import create_file
 
     tmp_path.chmod(0o755)
 
@@ -474,7 +478,7 @@ def _me() -> str:
 def test_permission_error_names_what_the_owner_lacks(tmp_path, mode, need, words, fix):
     import os
 
-    from ezpz_amsc.files import describe, permission_error
+    from ezpz_amsc.fs.access import describe, permission_error
 
     p = tmp_path / "x"
     p.mkdir() if "x" in need else p.write_text("")
@@ -488,7 +492,7 @@ def test_permission_error_names_what_the_owner_lacks(tmp_path, mode, need, words
 
 
 def test_permission_error_for_a_need_without_write_names_its_first_letter(tmp_path):
-    from ezpz_amsc.files import permission_error
+    from ezpz_amsc.fs.access import permission_error
 
     p = tmp_path / "x"
     p.write_text("")
@@ -497,7 +501,7 @@ def test_permission_error_for_a_need_without_write_names_its_first_letter(tmp_pa
 
 
 def test_permission_error_on_what_cannot_even_be_seen(tmp_path):
-    from ezpz_amsc.files import permission_error
+    from ezpz_amsc.fs.access import permission_error
 
     gone = tmp_path / "gone"
     assert str(permission_error(gone, "rw")) == f"{gone}: permission denied"
@@ -508,7 +512,7 @@ def test_permission_error_on_what_cannot_even_be_seen(tmp_path):
 def test_owner_and_group_without_a_name_are_shown_by_number():
     import os
 
-    from ezpz_amsc.files import describe
+    from ezpz_amsc.fs.access import describe
 
     n = _no_passwd_id()
     st = os.stat_result((0o100640, 0, 0, 1, n, n, 0, 0, 0, 0))
@@ -518,7 +522,7 @@ def test_owner_and_group_without_a_name_are_shown_by_number():
 def test_a_file_of_my_group_but_not_mine_is_judged_by_its_group_bits(tmp_path, monkeypatch):
     import os
 
-    from ezpz_amsc.files import describe, permission_error
+    from ezpz_amsc.fs.access import describe, permission_error
 
     p = tmp_path / "runs.csv"
     p.write_text("")

@@ -11,7 +11,7 @@ import time
 import pytest
 from helpers import EXPECTED, FIXTURE_NAMES, MFU_NOTE, RUNS, one_row, run_cli
 
-from ezpz_amsc.row import dashboard_problems
+from ezpz_amsc.results.schema import dashboard_problems
 
 
 def test_every_fixture_has_an_expectation():

@@ -27,10 +27,16 @@ from hypothesis import event, given, note
 from hypothesis import strategies as st
 
 from ezpz_amsc.errors import AmscError
-from ezpz_amsc.export import ExportOptions, export_run
-from ezpz_amsc.provenance import formula_like
-from ezpz_amsc.row import HEADER, dashboard_problems, format_timestamp, parse_timestamp
-from ezpz_amsc.sink import render_csv
+from ezpz_amsc.export import export_run
+from ezpz_amsc.options import ExportOptions
+from ezpz_amsc.results.schema import (
+    HEADER,
+    dashboard_problems,
+    format_timestamp,
+    formula_like,
+    parse_timestamp,
+    render_csv,
+)
 
 # ---------------------------------------------------------------- values
 

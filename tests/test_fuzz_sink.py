@@ -12,8 +12,8 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from ezpz_amsc.errors import AmscError
-from ezpz_amsc.row import HEADER, dashboard_problems
-from ezpz_amsc.sink import append_rows, render_csv
+from ezpz_amsc.results.append import append_rows
+from ezpz_amsc.results.schema import HEADER, dashboard_problems, render_csv
 
 ROW = ["2026-08-11T17:11:17Z", "Aurora", "agpt-2b/bs1,tp1", "2", "24", "pass", "61.500",
        "34686.000", "1445.250", "", "", "2.712345", "6", 'said "hi"']

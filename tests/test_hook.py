@@ -33,10 +33,12 @@ from standin_history import StandInHistory
 import ezpz_amsc
 from ezpz_amsc import hook
 from ezpz_amsc.errors import AmscError, SeveralAttempts
-from ezpz_amsc.export import ExportOptions, export_run
+from ezpz_amsc.export import export_run
 from ezpz_amsc.hook import finalize_hook, run_dir_of, wrap_finalize
-from ezpz_amsc.records import load_record, record_name
-from ezpz_amsc.row import HEADER
+from ezpz_amsc.options import ExportOptions
+from ezpz_amsc.records.folder import record_name
+from ezpz_amsc.records.record import load_record
+from ezpz_amsc.results.schema import HEADER
 
 pytestmark = pytest.mark.usefixtures("clean_hook_env")
 

@@ -15,12 +15,7 @@ from helpers import REPO, RUNS, parse_csv, run_group
 from ezpz_amsc import options as options_mod
 from ezpz_amsc.errors import AmscError, AmscUsageError, about
 from ezpz_amsc.hook import finalize_hook
-from ezpz_amsc.options import (
-    MAX_COUNT,
-    ExportOptions,
-    OptionError,
-    check_lock_timeout,
-)
+from ezpz_amsc.options import MAX_COUNT, ExportOptions, OptionError, check_lock_timeout
 
 GOOD = RUNS / "fsdp_tp-2rank"
 
@@ -70,7 +65,7 @@ def test_timestamp_may_run_ten_minutes_ahead_of_this_clock(monkeypatch, ahead_se
     # Another host's clock may be a little ahead: up to 600 s is skew, more is a typo.
     import time
 
-    from ezpz_amsc.row import format_timestamp
+    from ezpz_amsc.results.schema import format_timestamp
     now = 1_800_000_000.0
     monkeypatch.setattr(time, "time", lambda: now)
     text = format_timestamp(now + ahead_sec)
@@ -141,7 +136,9 @@ def test_from_env_errors_name_the_variable(env, message):
 
 
 def test_names_and_limits_have_one_home():
-    from ezpz_amsc import provenance, reduce, row, steps
+    from ezpz_amsc.results import schema as row
+    from ezpz_amsc.run import placement as provenance
+    from ezpz_amsc.run import reduce, steps
 
     assert reduce.REDUCERS is options_mod.REDUCERS
     assert row.STATUSES is options_mod.STATUSES
@@ -149,11 +146,21 @@ def test_names_and_limits_have_one_home():
     assert ExportOptions(config="c").max_line_bytes == steps.MAX_LINE_BYTES
 
 
-def test_cli_reducer_help_lists_the_pipeline_reducers():
-    from ezpz_amsc.cli import REDUCER_NAMES
-    from ezpz_amsc.reduce import REDUCERS
+def test_cli_choices_and_defaults_are_the_options_own():
+    from ezpz_amsc.cli.group import COMMANDS, load_command
+    from ezpz_amsc.options import REDUCERS, STATUSES, PublishOptions, default_of
 
-    assert REDUCER_NAMES == REDUCERS
+    params = {p.name: p for p in load_command(COMMANDS["export"]).params}
+    assert tuple(params["reducer"].type.choices) == REDUCERS
+    assert tuple(params["status"].type.choices) == STATUSES
+    for name in ("status", "error", "warmup", "reducer"):
+        assert params[name].default == default_of(ExportOptions, name), name
+    assert params["lock_timeout"].default == default_of(PublishOptions, "lock_timeout") == 60.0
+    assert default_of(ExportOptions, "warmup") == 1
+    with pytest.raises(KeyError, match="ExportOptions.config has no default"):
+        default_of(ExportOptions, "config")
+    with pytest.raises(KeyError, match="ExportOptions has no field nope"):
+        default_of(ExportOptions, "nope")
 
 
 def _count_validations(monkeypatch) -> list[object]:

@@ -20,8 +20,8 @@ import pytest
 from helpers import REPO, error_line, one_row, parse_csv, run_cli, runner
 from host_loader import REPLACEABLE, BrokenCommand, load_plugins, run_finalize_hooks
 
-from ezpz_amsc.cli import cli as amsc_group
-from ezpz_amsc.cli import export_amsc
+from ezpz_amsc.cli.group import cli as amsc_group
+from ezpz_amsc.cli.group import export_amsc
 
 TEST_GROUP = "amsc-test.commands"  # broken plugins only: our own entry points are not in it
 
@@ -75,7 +75,7 @@ def _write_dist(site: Path, name: str, eps: str, modules: dict[str, str]) -> Non
 def test_installed_metadata_names_both_entry_points():
     cmds = [ep for ep in entry_points(group="ezpz.commands") if ep.name == "export-amsc"]
     hooks = [ep for ep in entry_points(group="ezpz.finalize") if ep.name == "amsc"]
-    assert [ep.value for ep in cmds] == ["ezpz_amsc.cli:export_amsc"]
+    assert [ep.value for ep in cmds] == ["ezpz_amsc.cli.group:export_amsc"]
     assert [ep.value for ep in hooks] == ["ezpz_amsc.hook:finalize_hook"]
     assert cmds[0].load() is export_amsc
     assert isinstance(export_amsc, click.Command)
@@ -87,7 +87,7 @@ def test_entry_points_name_the_export_command_and_the_group():
     ours = {ep.name: ep for ep in entry_points(group="ezpz.commands")
             if ep.value.startswith("ezpz_amsc")}
     assert {n: ep.value for n, ep in ours.items()} == {
-        "export-amsc": "ezpz_amsc.cli:export_amsc", "amsc": "ezpz_amsc.cli:cli"}
+        "export-amsc": "ezpz_amsc.cli.group:export_amsc", "amsc": "ezpz_amsc.cli.group:cli"}
     export = ours["export-amsc"].load()
     assert not isinstance(export, click.Group)
     assert export is amsc_group.get_command(click.Context(amsc_group), "export")
@@ -224,17 +224,18 @@ def test_loading_the_entry_points_imports_nothing_heavy():
     ours = {m for m in new if m.startswith("ezpz_amsc")}
     # The pipeline (numpy) loads only when an export runs.
     # Of the subcommands, only export (the export-amsc entry point) is imported.
-    assert ours == {"ezpz_amsc", "ezpz_amsc.cli", "ezpz_amsc.errors", "ezpz_amsc.hook",
-                    "ezpz_amsc.options", "ezpz_amsc.help_layout", "ezpz_amsc.commands",
-                    "ezpz_amsc.commands.export"}
-    assert "click" in new  # the one dependency cli.py may load, so the check sees imports
+    assert ours == {"ezpz_amsc", "ezpz_amsc.version", "ezpz_amsc.errors", "ezpz_amsc.hook",
+                    "ezpz_amsc.options", "ezpz_amsc.results", "ezpz_amsc.results.schema",
+                    "ezpz_amsc.cli", "ezpz_amsc.cli.group", "ezpz_amsc.cli.edge",
+                    "ezpz_amsc.cli.help", "ezpz_amsc.cli.params", "ezpz_amsc.cli.export_command"}
+    assert "click" in new  # the one dependency the CLI may load, so the check sees imports
 
 
 def test_importing_the_package_does_not_load_the_hook():
     code = "import sys, ezpz_amsc; print(sorted(m for m in sys.modules if m.startswith('ezpz')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=REPO)
-    assert out.stdout.split() == ["['ezpz_amsc']"]
+    assert out.stdout.split() == ["['ezpz_amsc',", "'ezpz_amsc.version']"]
     assert callable(__import__("ezpz_amsc").install)
 
 
@@ -248,8 +249,8 @@ def broken_site(tmp_path, monkeypatch):
         "[ezpz.commands]",
         "raises = amsc_test_raising_plugin:cmd",
         "missing = amsc_test_no_such_module:cmd",
-        "notacommand = ezpz_amsc.cli:main",
-        "launch = ezpz_amsc.cli:export_amsc",
+        "notacommand = ezpz_amsc.cli.group:main",
+        "launch = ezpz_amsc.cli.group:export_amsc",
         "[ezpz.finalize]",
         "broken = amsc_test_raising_plugin:hook",
         "",
@@ -264,7 +265,7 @@ def test_broken_plugins_show_up_broken_and_the_cli_keeps_working(broken_site, fi
     assert broken["raises"].reason == "RuntimeError: plugin exploded on import"
     assert broken["missing"].reason.startswith("ModuleNotFoundError: ")
     assert broken["notacommand"].reason == (
-        "TypeError: ezpz_amsc.cli:main is not a click command")
+        "TypeError: ezpz_amsc.cli.group:main is not a click command")
 
     # Built-ins win a clash: the plugin named "launch" did not replace it.
     assert _invoke(cli, "launch").stdout == "built-in launch\n"
@@ -302,7 +303,7 @@ def test_host_finalize_hooks_reach_ours_past_a_broken_one(broken_site, fixture_r
     ("amsc_test_raising_plugin:cmd", "RuntimeError: plugin exploded on import"),
     ("amsc_test_no_such_module:cmd", "ModuleNotFoundError: No module named "
                                      "'amsc_test_no_such_module'"),
-    ("ezpz_amsc.cli:main", "TypeError: ezpz_amsc.cli:main is not a click command"),
+    ("ezpz_amsc.cli.group:main", "TypeError: ezpz_amsc.cli.group:main is not a click command"),
 ])
 def test_a_broken_replacement_keeps_the_builtin_with_one_warning(tmp_path, monkeypatch, capsys,
                                                                   target, reason):

@@ -29,7 +29,7 @@ from helpers import (
 )
 
 from ezpz_amsc._ezpz import get_machine, machine_from_hostname
-from ezpz_amsc.provenance import ranks_per_node
+from ezpz_amsc.run.placement import ranks_per_node
 
 # --------------------------------------------------------------------- the three tiers
 

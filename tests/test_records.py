@@ -29,12 +29,16 @@ from helpers import (
 )
 
 import ezpz_amsc
-from ezpz_amsc import records as records_mod
-from ezpz_amsc.discover import find_run_files
 from ezpz_amsc.errors import AmscError
-from ezpz_amsc.records import REDACTED, SCHEMA, load_record, record_name
-from ezpz_amsc.row import HEADER
-from ezpz_amsc.steps import read_steps
+from ezpz_amsc.records import folder as folder_mod
+from ezpz_amsc.records import record as record_mod
+from ezpz_amsc.records import redact as redact_mod
+from ezpz_amsc.records.folder import record_name
+from ezpz_amsc.records.record import SCHEMA, load_record
+from ezpz_amsc.records.redact import REDACTED
+from ezpz_amsc.results.schema import HEADER
+from ezpz_amsc.run.layout import find_run_files
+from ezpz_amsc.run.steps import read_steps
 
 pytestmark = pytest.mark.usefixtures("clean_hook_env")
 
@@ -196,7 +200,7 @@ def test_record_names_are_safe_readable_and_unique():
 def test_a_failed_record_write_leaves_no_row_and_no_record(fixture_run, tmp_path, monkeypatch):
     runs = five_runs(fixture_run)
     results, folder = tmp_path / "res.csv", tmp_path / "sub" / "records"
-    real = records_mod.create_file
+    real = folder_mod.create_file
     calls = []
 
     def create_file(path, data, **kw):
@@ -205,7 +209,7 @@ def test_a_failed_record_write_leaves_no_row_and_no_record(fixture_run, tmp_path
             raise AmscError(f"{path}: cannot write: No space left on device")
         return real(path, data, **kw)
 
-    monkeypatch.setattr(records_mod, "create_file", create_file)
+    monkeypatch.setattr(folder_mod, "create_file", create_file)
     result = export_with_records(runs, results, folder)
     assert error_line(result) == f"error: {calls[2]}: cannot write: No space left on device"
     assert result.exit_code == 1
@@ -229,7 +233,7 @@ def test_a_failed_row_write_leaves_no_record(fixture_run, tmp_path, monkeypatch)
         os.write(fd, data[:10])  # part of the rows, then the disk is full
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("ezpz_amsc.sink.write_all", write_all)
+    monkeypatch.setattr("ezpz_amsc.results.append.write_all", write_all)
     result = export_with_records(runs, results, folder)
     assert error_line(result) == (f"error: {results}: cannot write results file: No space left "
                                   "on device; file left as it was")
@@ -361,7 +365,7 @@ def test_secrets_are_redacted_in_every_copied_section(fixture_run, tmp_path):
 
 
 def test_secrets_in_a_launch_command_written_as_a_list():
-    got = records_mod.redact({"cmd": "['mpiexec', '--api-key', 'abc', '--np', '4', '-v']",
+    got = redact_mod.redact({"cmd": "['mpiexec', '--api-key', 'abc', '--np', '4', '-v']",
                               "argv": ["--token", "abc"], "n": 3, "ok": None})
     assert got == {"cmd": "['mpiexec', '--api-key', '<redacted>', '--np', '4', '-v']",
                    "argv": ["--token", "abc"], "n": 3, "ok": None}
@@ -376,7 +380,7 @@ def _build(run: Path, **opts: object) -> dict:
     from ezpz_amsc.options import ExportOptions
 
     o = ExportOptions(config="c", **opts)
-    return records_mod.build_record(export_run(run, o, hash_files=True), o)
+    return record_mod.build_record(export_run(run, o, hash_files=True), o)
 
 
 def test_the_run_info_copied_is_the_one_placement_used_not_the_nearest(tmp_path):
@@ -411,7 +415,7 @@ def test_a_config_json_placement_used_is_recorded_as_config(tmp_path):
 def test_the_exporting_user_is_recorded():
     import getpass
 
-    assert records_mod._user() == getpass.getuser()
+    assert record_mod._user() == getpass.getuser()
 
 
 def test_build_record_needs_hashed_files(tmp_path):
@@ -421,13 +425,13 @@ def test_build_record_needs_hashed_files(tmp_path):
     run = write_run(tmp_path / "run", [step(i, tps=10.0, dt=0.5) for i in (1, 2, 3)])
     opts = ExportOptions(config="c")
     with pytest.raises(ValueError, match=r"^a record needs export_run\(\.\.\., hash_files=True\)$"):
-        records_mod.build_record(export_run(run, opts), opts)
+        record_mod.build_record(export_run(run, opts), opts)
 
 
 @pytest.mark.parametrize("key", ["PBS_JOBID", "SLURM_JOB_ID", "SLURM_JOBID", "LSB_JOBID",
                                  "COBALT_JOBID", "FLUX_JOB_ID"])
 def test_every_scheduler_job_id_is_recorded(key):
-    launch, jobs = records_mod._launch_and_job({"Distributed": {key: "42", "OTHER_ID": "7"}})
+    launch, jobs = record_mod._launch_and_job({"Distributed": {key: "42", "OTHER_ID": "7"}})
     assert (launch, jobs) == (None, {key: "42"})
 
 
@@ -442,11 +446,11 @@ def test_every_scheduler_job_id_is_recorded(key):
     ("--passwords abc --tokens 9", "--passwords abc --tokens 9"),  # no whole secret part
 ])
 def test_secret_parts_on_a_launch_line(text, want):
-    assert records_mod.redact(text) == want
+    assert redact_mod.redact(text) == want
 
 
 def test_a_key_holding_secret_is_redacted():
-    assert records_mod.redact({"CLIENT_SECRET": "abc", "SECTOR": "x"}) == {
+    assert redact_mod.redact({"CLIENT_SECRET": "abc", "SECTOR": "x"}) == {
         "CLIENT_SECRET": REDACTED, "SECTOR": "x"}
 
 
@@ -454,21 +458,21 @@ def test_a_key_holding_secret_is_redacted():
 
 
 def test_encode_writes_indented_utf8_strict_json():
-    assert records_mod.encode({"a": [1], "s": "√"}) == (
+    assert record_mod.encode({"a": [1], "s": "√"}) == (
         '{\n  "a": [\n    1\n  ],\n  "s": "√"\n}\n').encode()
     with pytest.raises(ValueError):
-        records_mod.encode({"x": float("nan")})
+        record_mod.encode({"x": float("nan")})
 
 
 def test_encode_keeps_a_lone_surrogate_escaped():
-    assert records_mod.encode({"a": [1], "s": "a\ud800"}) == (
+    assert record_mod.encode({"a": [1], "s": "a\ud800"}) == (
         b'{\n  "a": [\n    1\n  ],\n  "s": "a\\ud800"\n}\n')
 
 
 def test_write_record_file_replaces_an_earlier_record_whole(tmp_path):
     path = tmp_path / "amsc.json"
-    records_mod.write_record_file(path, {"n": 1, "long": "x" * 50})
-    records_mod.write_record_file(path, {"n": 2})
+    folder_mod.write_record_file(path, {"n": 1, "long": "x" * 50})
+    folder_mod.write_record_file(path, {"n": 2})
     assert path.read_bytes() == b'{\n  "n": 2\n}\n'
 
 
@@ -485,7 +489,7 @@ def test_write_record_file_replaces_an_earlier_record_whole(tmp_path):
     ("a/b c", 8, "a-b-c"),
 ])
 def test_slug(text, limit, want):
-    assert records_mod._slug(text, limit) == want
+    assert folder_mod._slug(text, limit) == want
 
 
 def test_record_name_caps_each_part():
@@ -511,12 +515,12 @@ def test_check_record_folder_names_what_it_cannot_create(tmp_path, monkeypatch):
     blocker = tmp_path / "f"
     blocker.write_text("x")
     with pytest.raises(AmscError) as e:
-        records_mod.check_record_folder(blocker)
+        folder_mod.check_record_folder(blocker)
     assert e.value.format_message() == (
         f"{blocker}: not a folder; --provenance needs a folder for the records")
     monkeypatch.setattr(os, "access", lambda *a, **k: False)  # root may write anywhere
     with pytest.raises(AmscError, match="cannot create record.json there"):
-        records_mod.check_record_folder(tmp_path)
+        folder_mod.check_record_folder(tmp_path)
 
 
 # ------------------------------------------------------------------- run_info.json sizes
@@ -534,21 +538,21 @@ def _padded_run_info(path: Path, size: int) -> bytes:
 
 def test_a_run_info_json_at_the_export_cap_is_copied(tmp_path):
     data = _padded_run_info(tmp_path / "run_info.json", _CAP)
-    assert records_mod._read_run_info(tmp_path / "run_info.json") == (
+    assert record_mod._read_run_info(tmp_path / "run_info.json") == (
         {"Python": {"Version": "3.12"}},
         {"size": _CAP, "sha256": hashlib.sha256(data).hexdigest()})
 
 
 def test_a_run_info_json_over_the_export_cap_is_only_hashed(tmp_path):
     data = _padded_run_info(tmp_path / "run_info.json", _CAP + 1)
-    assert records_mod._read_run_info(tmp_path / "run_info.json") == (
+    assert record_mod._read_run_info(tmp_path / "run_info.json") == (
         None, {"size": _CAP + 1, "sha256": hashlib.sha256(data).hexdigest()})
 
 
 @pytest.mark.parametrize("text", ["", "{not json", "[1, 2]", '"Python"'])
 def test_a_run_info_json_without_sections_is_only_hashed(tmp_path, text):
     (tmp_path / "run_info.json").write_text(text)
-    assert records_mod._read_run_info(tmp_path / "run_info.json") == (
+    assert record_mod._read_run_info(tmp_path / "run_info.json") == (
         None, {"size": len(text), "sha256": hashlib.sha256(text.encode()).hexdigest()})
 
 
@@ -556,7 +560,7 @@ def test_an_unreadable_run_info_json_is_an_error(tmp_path):
     path = tmp_path / "run_info.json"
     path.mkdir()
     with pytest.raises(AmscError) as e:
-        records_mod._read_run_info(path)
+        record_mod._read_run_info(path)
     assert e.value.format_message() == (
         f"{path}: cannot read it for the provenance record: Is a directory")
 
@@ -626,7 +630,7 @@ def test_iter_records_reads_the_visible_json_files_only(tmp_path):
     (tmp_path / "b.json").write_text("[]")
     for name in ("notes.txt", ".tmp-c.json", "json"):
         (tmp_path / name).write_text("x")
-    got = list(records_mod.iter_records(tmp_path))
+    got = list(folder_mod.iter_records(tmp_path))
     assert got == [
         (tmp_path / "a.json", _minimal_record(), None),
         (tmp_path / "b.json", None,
@@ -637,7 +641,7 @@ def test_iter_records_refuses_what_is_no_folder(tmp_path, monkeypatch):
     (tmp_path / "f").write_text("x")
     for path, what in ((tmp_path / "f", "not a folder"), (tmp_path / "no", "no such folder")):
         with pytest.raises(AmscError) as e:
-            list(records_mod.iter_records(path))
+            list(folder_mod.iter_records(path))
         assert e.value.format_message() == (
             f"{path}: {what}; --provenance needs the folder of the records")
 
@@ -646,7 +650,7 @@ def test_iter_records_refuses_what_is_no_folder(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "scandir", scandir)
     with pytest.raises(AmscError) as e:
-        list(records_mod.iter_records(tmp_path))
+        list(folder_mod.iter_records(tmp_path))
     assert e.value.format_message() == f"{tmp_path}: cannot list: Permission denied"
 
 
@@ -661,7 +665,7 @@ def _options_rec(version: str | None = "9.9", **options: object) -> dict:
 
 
 def test_unknown_options_left_unset_are_ignored():
-    opts = records_mod.options_from_record(_options_rec(new_a=None, new_b=False, new_c=""), "r")
+    opts = record_mod.options_from_record(_options_rec(new_a=None, new_b=False, new_c=""), "r")
     assert (opts.config, opts.warmup) == ("c", 3)
 
 
@@ -672,7 +676,7 @@ def test_unknown_options_left_unset_are_ignored():
 ])
 def test_unknown_options_that_were_set_are_refused(version, options, what, by):
     with pytest.raises(AmscError) as e:
-        records_mod.options_from_record(_options_rec(version, **options), "r.json")
+        record_mod.options_from_record(_options_rec(version, **options), "r.json")
     assert e.value.format_message() == (
         f"r.json: made with {what} that ezpz-amsc {ezpz_amsc.__version__} does not know; "
         f"reproduce it with ezpz-amsc {by} or later")
@@ -684,6 +688,6 @@ def test_unknown_options_that_were_set_are_refused(version, options, what, by):
 ])
 def test_recorded_options_that_cannot_be_used_are_refused(options, why):
     with pytest.raises(AmscError) as e:
-        records_mod.options_from_record({"options": options}, "r.json")
+        record_mod.options_from_record({"options": options}, "r.json")
     message = e.value.format_message()
     assert message.startswith("r.json: its options cannot be used: ") and message.endswith(why)

@@ -26,7 +26,8 @@ from hypothesis.extra import numpy as hnp
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.options import CLOCK_SLACK_SEC, TIMESTAMP_MIN
-from ezpz_amsc.reduce import (
+from ezpz_amsc.results.schema import dashboard_problems
+from ezpz_amsc.run.reduce import (
     median_sorted,
     percentile_sorted,
     ranks_per_step,
@@ -34,8 +35,7 @@ from ezpz_amsc.reduce import (
     step_coverage,
     trend,
 )
-from ezpz_amsc.row import dashboard_problems
-from ezpz_amsc.steps import SERIES, Steps
+from ezpz_amsc.run.steps import SERIES, Steps
 
 # ------------------------------------------------------------- the reducers and warmup
 

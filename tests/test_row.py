@@ -23,7 +23,7 @@ from helpers import (
     write_run_info,
 )
 
-from ezpz_amsc.row import HEADER, build_row, dashboard_problems, fmt
+from ezpz_amsc.results.schema import HEADER, build_row, dashboard_problems, fmt
 
 GOOD = RUNS / "fsdp_tp-2rank"
 LAUNCH_ROW = expected_row(LAUNCH)

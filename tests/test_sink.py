@@ -28,9 +28,9 @@ from helpers import (
     run_group,
 )
 
-from ezpz_amsc import sink
 from ezpz_amsc.errors import AmscError
-from ezpz_amsc.row import HEADER
+from ezpz_amsc.results import append as sink
+from ezpz_amsc.results.schema import HEADER
 
 A = RUNS / "fsdp_tp-2rank"
 B = RUNS / "fsdp_tp-1rank-launch"
@@ -202,7 +202,7 @@ def _hold_lock(results, ready):
     """Another process holding the results file's lock (and creating the file if missing)."""
     code = (
         "import sys, time\n"
-        "from ezpz_amsc.sink import locked\n"
+        "from ezpz_amsc.results.append import locked\n"
         "with locked(sys.argv[1], 5):\n"
         "    open(sys.argv[2], 'w').close()\n"
         "    time.sleep(60)\n"
@@ -265,7 +265,7 @@ def test_a_writer_holding_the_lock_keeps_it_while_it_reads_the_file(tmp_path):
     ready, release = tmp_path / "ready", tmp_path / "release"
     code = (
         "import os, sys, time\n"
-        "from ezpz_amsc import sink\n"
+        "from ezpz_amsc.results import append as sink\n"
         "real = sink._write_all\n"
         "def slow(fd, path, data):\n"  # header and duplicates already read under the lock
         "    open(sys.argv[2], 'w').close()\n"

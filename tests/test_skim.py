@@ -19,11 +19,12 @@ from helpers import notes_of, one_row, run_cli, snapshot, write_run_info
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ezpz_amsc import skim as skim_mod
-from ezpz_amsc import steps as steps_mod
-from ezpz_amsc.discover import MetricsSource
-from ezpz_amsc.skim import RankCounts, classify_block, other_rank, skim_lines
-from ezpz_amsc.steps import _iter_lines, read_steps
+from ezpz_amsc.run import skim as skim_mod
+from ezpz_amsc.run import steps as steps_mod
+from ezpz_amsc.run.layout import MetricsSource
+from ezpz_amsc.run.lines import iter_lines
+from ezpz_amsc.run.skim import RankCounts, classify_block, other_rank, skim_lines
+from ezpz_amsc.run.steps import read_steps
 
 _SETTINGS = settings(max_examples=200, deadline=None,
                      suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -250,7 +251,7 @@ def test_per_rank_shaped_file_is_classified_once(tmp_path, monkeypatch):
     data = "".join(line(rec(0, i)) for i in range(1, 400)).encode()
     passed: dict[int, int] = {}
     got = list(skim_lines(io.BytesIO(data), 1 << 20, 0, passed, block_bytes=4096))
-    assert got == list(_iter_lines(io.BytesIO(data), 1 << 20))
+    assert got == list(iter_lines(io.BytesIO(data), 1 << 20))
     assert len(calls) == 1 and passed == {}
 
 
@@ -338,7 +339,7 @@ def test_skim_lines_is_iter_lines_less_what_it_counts(lines, want, limit, block,
         mp.setattr(skim_mod, "MIN_SKIPPED_SHARE", share)
         passed: dict[int, int] = {}
         got = list(skim_lines(io.BytesIO(data), limit, want, passed, block_bytes=block))
-    full = list(_iter_lines(io.BytesIO(data), limit))
+    full = list(iter_lines(io.BytesIO(data), limit))
     # ``got`` is ``full`` with some lines left out, each certainly another rank's.
     left_out: list[bytes] = []
     it = iter(got)

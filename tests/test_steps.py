@@ -36,10 +36,11 @@ from helpers import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ezpz_amsc import steps as steps_mod
-from ezpz_amsc.discover import MetricsSource, find_run_files
-from ezpz_amsc.export import ExportOptions, export_run
-from ezpz_amsc.steps import MAX_LINE_BYTES, SERIES, read_steps
+from ezpz_amsc.export import export_run
+from ezpz_amsc.options import MAX_LINE_BYTES, ExportOptions
+from ezpz_amsc.run import steps as steps_mod
+from ezpz_amsc.run.layout import MetricsSource, find_run_files
+from ezpz_amsc.run.steps import SERIES, read_steps
 
 try:
     import orjson
@@ -480,7 +481,7 @@ def test_line_over_the_real_64_mib_default_is_skipped_without_holding_it(tmp_pat
 
 _MODULES_AFTER_EXPORT = """
 import json, sys
-from ezpz_amsc.cli import main
+from ezpz_amsc.cli.group import main
 try:
     main(sys.argv[1:])
 except SystemExit:

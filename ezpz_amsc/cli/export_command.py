@@ -1,0 +1,180 @@
+"""``ezpz-amsc [export] RUN_DIR...``: one CSV row per run directory.
+
+Also the ``ezpz export-amsc`` command a host CLI loads from the
+``ezpz.commands`` entry point: this command object exactly, not the group.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ezpz_amsc.cli.edge import command, option_errors
+from ezpz_amsc.cli.params import (
+    RECORD_JSON,
+    RESULTS_CSV,
+    export_options,
+    provenance_option,
+    quiet_option,
+    results_file_options,
+    row_options,
+    run_dirs_argument,
+)
+from ezpz_amsc.errors import about
+from ezpz_amsc.options import CONFIG_EXAMPLE, ExportOptions, PublishOptions
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ezpz_amsc.export import ExportResult
+
+
+@command(
+    "export",
+    short_help="Export finished ezpz run directories as CSV rows, one per run.",
+    usages=("RUN_DIR... --config LABEL [OPTIONS]", "--check RESULTS_CSV"),
+    sections=(
+        ("Row values", ("config", "status", "error", "system", "nodes", "gpus", "timestamp",
+                        "wall_time_sec")),
+        ("Reducing per-step series", ("warmup", "reducer", "attempt")),
+        ("Where rows go", ("append", "no_header", "allow_duplicate", "lock_timeout",
+                           "keep_going", "provenance")),
+        ("Reporting", ("out_format", "explain", "quiet")),
+    ),
+    examples=(
+        (f"RUN_DIR --config {CONFIG_EXAMPLE}", "one row, with header, on stdout"),
+        ("RUN_DIR --config LABEL --append results.csv", "add it to a results file"),
+        ("runs/*/ --config LABEL --append results.csv", "a batch: every row or none"),
+        ("RUN_DIR --config LABEL --explain", "where each number came from"),
+        ("RUN_DIR --config LABEL --provenance records/", "the row and a provenance record"),
+        ("--check results.csv", "read it as the dashboard does"),
+    ),
+)
+@run_dirs_argument
+@row_options
+@results_file_options
+@click.option("--keep-going", is_flag=True,
+              help="With several RUN_DIRs: write the rows that worked, report the others "
+                   "(exit status stays 1).")
+@click.option("--format", "out_format", type=click.Choice(["csv", "json"]), default="csv",
+              show_default=True,
+              help="stdout format. json: JSON Lines, one object per run with the row's exact CSV "
+                   "strings and the details (jq -s reads several as one array); --append still "
+                   "writes CSV.")
+@click.option("--explain", is_flag=True,
+              help="After the row, report on stderr where its numbers came from.")
+@provenance_option("Write one JSON record per row into DIR: cells, options, sha256 of the "
+                   "files read, run_info. With --append, rows and records are written "
+                   "together or not at all.")
+@quiet_option
+@click.option("--check", "check_path", type=RESULTS_CSV, metavar="RESULTS_CSV",
+              help="Validate a results CSV instead of exporting: the check command.")
+@click.option("--reproduce", "reproduce_path", type=RECORD_JSON, metavar="RECORD.json",
+              help="Re-export a provenance record's run and compare: the reproduce command.")
+@click.pass_context
+def export(ctx: click.Context, run_dirs: tuple[str, ...], append: str | None, no_header: bool,
+           allow_duplicate: bool, lock_timeout: float, keep_going: bool, out_format: str,
+           explain: bool, provenance: str | None, quiet: bool, check_path: str | None,
+           reproduce_path: str | None, **_row: Any) -> None:
+    """Export finished ezpz run directories as AmSC benchmark CSV rows, one per run.
+
+    RUN_DIR is the directory ezpz's History wrote: metrics JSONL, run_info.json
+    and a report. Rows go to stdout (or --append PATH) in the order given; notes
+    about what was dropped or derived go to stderr.
+    """
+    if check_path is not None or reproduce_path is not None:
+        flag = "--check" if check_path is not None else "--reproduce"
+        if run_dirs or (check_path and reproduce_path):
+            raise click.UsageError(f"{flag} takes no RUN_DIR" if run_dirs else
+                                   "--check and --reproduce are two commands; pass one")
+        # The old spellings of two subcommands: run them as the group would.
+        from ezpz_amsc.cli.group import COMMANDS, load_command
+
+        if check_path is not None:
+            ctx.invoke(load_command(COMMANDS["check"]), path=check_path,
+                       provenance=provenance, quiet=quiet)
+        else:
+            ctx.invoke(load_command(COMMANDS["reproduce"]), records=(reproduce_path,),
+                       run_dir=None)
+        return
+    if not run_dirs:
+        raise click.UsageError("missing argument 'RUN_DIR'")
+    opts = export_options(ctx)
+    with option_errors(ctx):
+        pub = PublishOptions(append=append, header=not no_header,
+                             allow_duplicate=allow_duplicate, lock_timeout=lock_timeout,
+                             provenance=provenance)
+
+    from ezpz_amsc.export import export_many
+    from ezpz_amsc.results.append import check_append_target
+
+    if append:
+        check_append_target(append)  # fail before any work
+    if provenance:
+        from ezpz_amsc.records.folder import check_record_folder
+
+        check_record_folder(provenance)
+    done, failed = export_many(list(run_dirs), opts, hash_files=bool(provenance))
+    batch = len(run_dirs) > 1
+    if failed and not batch:
+        raise failed[0][1]
+    if failed and not keep_going:
+        _report_failures(failed, written=False)
+        ctx.exit(1)
+    written = _write_rows([result for _, result in done], opts, pub, out_format)
+    # Notes only once the rows are out: a failed command prints its error line alone.
+    from ezpz_amsc.errors import plural
+    from ezpz_amsc.export import batch_notes
+
+    if explain:  # the report lists every note itself, after the row
+        for _, result in done:
+            _write_explain(result, quiet)
+    elif not quiet:
+        notes = (batch_notes([(d, r.notes) for d, r in done], len(run_dirs)) if batch
+                 else [note for _, result in done for note in result.notes])
+        for note in notes:
+            click.echo(f"note: {note}", err=True)
+    if done and not quiet:
+        if append:
+            click.echo(f"note: appended {plural(len(done), 'row')} to {append}", err=True)
+        if written:
+            click.echo(f"note: wrote {plural(len(written), 'provenance record')} to "
+                       f"{provenance}", err=True)
+    if failed:
+        _report_failures(failed, written=True)
+        ctx.exit(1)
+
+
+def _write_rows(results: list[ExportResult], opts: ExportOptions, pub: PublishOptions,
+                out_format: str) -> list[Path]:
+    """Rows (and records) out; returns the record files written."""
+    from ezpz_amsc.results.publish import publish
+
+    written = publish(results, opts, pub, out=sys.stdout if out_format == "csv" else None)
+    if out_format == "json":
+        from ezpz_amsc.render.explain import to_json
+
+        sys.stdout.write("".join(to_json(result) + "\n" for result in results))
+        sys.stdout.flush()
+    return written
+
+
+def _report_failures(failed: list[tuple[str, Any]], written: bool) -> None:
+    for run_dir, err in failed:
+        click.echo(f"error: {about(run_dir, err.format_message())}", err=True)
+    n = len(failed)
+    click.echo(f"error: {n} run{'s' if n > 1 else ''} failed; "
+               + ("the other rows were written" if written else
+                  "nothing written (pass --keep-going to write the rows that worked)"),
+               err=True)
+
+
+def _write_explain(result: Any, quiet: bool) -> None:
+    from ezpz_amsc.render.explain import render
+    from ezpz_amsc.render.terminal import use_colour
+
+    err = sys.stderr
+    err.write(render(result, colour=use_colour(err), quiet=quiet))
+    err.flush()

@@ -1,0 +1,162 @@
+"""The ``ezpz-amsc`` command line: a group of subcommands over the pipeline.
+
+``ezpz-amsc RUN_DIR ...`` runs the default subcommand, ``export``. Each
+subcommand lives in its own module of this package (``*_command.py``) and is
+imported only when used (click's documented ``LazyGroup`` pattern), so
+``--help`` and a host CLI's plugin load import click and nothing heavy.
+
+The entry points name this module: ``main`` (the ``ezpz-amsc`` console
+script), ``cli`` (the whole group, ``ezpz amsc ...``) and ``export_amsc``
+(the export command alone, ``ezpz export-amsc``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import click
+from click.shell_completion import CompletionItem
+
+from ezpz_amsc.cli.edge import CONTEXT_SETTINGS, CliError, bare_call, one_line_errors
+from ezpz_amsc.cli.help import HelpLayout
+from ezpz_amsc.options import CONFIG_EXAMPLE
+from ezpz_amsc.version import TOOL, __version__
+
+# Subcommand name -> "module:attribute", imported on first use, listed in this order.
+COMMANDS: dict[str, str] = {
+    "export": "ezpz_amsc.cli.export_command:export",
+    "check": "ezpz_amsc.cli.check_command:check",
+    "report": "ezpz_amsc.cli.report_command:report_command",
+    "reproduce": "ezpz_amsc.cli.reproduce_command:reproduce",
+}
+DEFAULT_COMMAND = "export"
+
+
+class AmscGroup(HelpLayout, click.Group):
+    """Subcommands loaded on first use; a first word that names none runs the default.
+
+    ``ezpz-amsc RUN_DIR --config X`` is ``ezpz-amsc export RUN_DIR --config X``.
+    A run directory named like a subcommand needs ``export NAME`` or ``./NAME``;
+    when a subcommand fails and a folder of its name exists, the error says so.
+    """
+
+    def __init__(self, *args: Any, lazy: Mapping[str, str], default: str,
+                 usages: Sequence[str] = (), examples: Sequence[tuple[str, str]] = (),
+                 **kwargs: Any) -> None:
+        kwargs.setdefault("context_settings", dict(CONTEXT_SETTINGS))
+        super().__init__(*args, no_args_is_help=False, **kwargs)
+        self.lazy, self.default = dict(lazy), default
+        self.usages, self.examples = usages, examples
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*self.lazy, *(n for n in super().list_commands(ctx) if n not in self.lazy)]
+
+    def get_command(self, ctx: click.Context | None, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy:
+            return load_command(self.lazy[cmd_name])
+        return super().get_command(ctx, cmd_name)  # type: ignore[arg-type]
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args and not ctx.resilient_parsing:
+            raise bare_call(ctx, load_command(self.lazy[self.default]).params)
+        if args and args[0] in self.list_commands(ctx):
+            ctx.meta[_NAMED] = args[0]
+        elif args and args[0] not in self._own_options(ctx):
+            ctx.meta[_DEFAULTED] = args[0]
+            args = [self.default, *args]
+        with one_line_errors():
+            return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            with one_line_errors():
+                return super().invoke(ctx)
+        except CliError as e:
+            e.message += self._hint(ctx, e)
+            raise
+
+    def _hint(self, ctx: click.Context, e: CliError) -> str:
+        """Where the default-command rule may have read the first word the wrong way."""
+        named, first = ctx.meta.get(_NAMED), ctx.meta.get(_DEFAULTED)
+        if named and e.exit_code == 2 and os.path.isdir(named):
+            return (f" ({named!r} was read as the {named} command; to export the folder, "
+                    f"write '{ctx.command_path} {self.default} {named}' or './{named}')")
+        if first and not first.startswith("-") and not os.path.lexists(first):
+            import difflib
+
+            close = difflib.get_close_matches(first, self.list_commands(ctx), n=1, cutoff=0.75)
+            if close:
+                return f" (did you mean '{ctx.command_path} {close[0]}'?)"
+        return ""
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        """The first word: a subcommand, or the default command's RUN_DIR or options."""
+        items = super().shell_complete(ctx, incomplete)
+        default = load_command(self.lazy[self.default])
+        with default.make_context(self.default, [], parent=ctx, resilient_parsing=True) as sub:
+            if incomplete.startswith("-"):
+                items += [i for i in default.shell_complete(sub, incomplete)
+                          if i.value not in {x.value for x in items}]
+            else:
+                arg = next(p for p in default.params if isinstance(p, click.Argument))
+                items += arg.shell_complete(sub, incomplete)
+        return items
+
+    def _own_options(self, ctx: click.Context) -> set[str]:
+        return {o for p in self.get_params(ctx) for o in (*p.opts, *p.secondary_opts)}
+
+
+# ctx.meta keys: the subcommand the user named, or the first word that made it the default
+_NAMED, _DEFAULTED = "ezpz_amsc.named_command", "ezpz_amsc.defaulted_word"
+
+
+def load_command(target: str) -> click.Command:
+    """``"module:attribute"`` → the click command it names."""
+    module, _, attr = target.partition(":")
+    cmd = getattr(importlib.import_module(module), attr)
+    if not isinstance(cmd, click.Command):
+        raise TypeError(f"{target} is not a click command")
+    return cmd
+
+
+cli = AmscGroup(
+    "amsc", lazy=COMMANDS, default=DEFAULT_COMMAND,
+    help="Turn finished ezpz run directories into AmSC benchmark CSV rows.\n\n"
+         "Without a command name, export runs: 'ezpz-amsc RUN_DIR ...' is "
+         "'ezpz-amsc export RUN_DIR ...', and 'ezpz-amsc export -h' lists its options. "
+         "A run directory named like a command is exported as 'export NAME' or './NAME'.",
+    usages=(f"[{DEFAULT_COMMAND}] RUN_DIR... --config LABEL [OPTIONS]",
+            "check RESULTS_CSV [--provenance DIR]", "report RESULTS_CSV... [--plot FILE]",
+            "reproduce RECORD.json...", "COMMAND [ARGS]..."),
+    examples=(
+        (f"RUN_DIR --config {CONFIG_EXAMPLE}", "one row, with header, on stdout"),
+        ("runs/*/ --config LABEL --append results.csv", "a batch into a results file"),
+        ("check results.csv", "read it as the dashboard does"),
+        ("reproduce records/*.json", "re-export recorded rows, compare"),
+        ("report results.csv --plot scaling.png", "the scaling study, before publishing"),
+        ("export -h", "every export option"),
+    ),
+)
+cli = click.version_option(__version__, "--version", prog_name=TOOL,
+                           message="%(prog)s %(version)s")(cli)
+
+
+def __getattr__(name: str) -> Any:
+    # The ezpz.commands entry point ``export-amsc`` names ``ezpz_amsc.cli.group:export_amsc``:
+    # the export command itself, imported only when a host asks for it.
+    if name == "export_amsc":
+        return load_command(COMMANDS[DEFAULT_COMMAND])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def main(argv: list[str] | None = None, prog_name: str = TOOL) -> Any:
+    """Console-script entry (``ezpz-amsc``, ``python -m ezpz_amsc``)."""
+    return cli.main(args=argv, prog_name=prog_name)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

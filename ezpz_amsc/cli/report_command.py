@@ -1,0 +1,68 @@
+"""``ezpz-amsc report PATH...``: the scaling study of results files (:mod:`ezpz_amsc.report`).
+
+Imports only click at module top: the report, and matplotlib for ``--plot``,
+load when the command runs.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ezpz_amsc.cli.edge import command
+from ezpz_amsc.cli.params import RESULTS_CSV, quiet_option
+
+
+@command(
+    "report",
+    short_help="Report on the scaling study in results CSVs before publishing.",
+    usages=("RESULTS_CSV... [--format text|json] [--plot FILE]",),
+    examples=(("results/amsc.csv", "efficiency per node count, flags"),
+              ("aurora.csv perlmutter.csv --plot scaling.png", "two machines, and a plot"),
+              ("results/amsc.csv --format json", "the same report as data")),
+    exit_codes=(("0", "report printed (rows with a problem are listed on stderr)"),
+                ("1", "a file cannot be read, or the plot cannot be written"),
+                ("2", "bad command line")),
+)
+@click.argument("paths", metavar="RESULTS_CSV...", nargs=-1, required=True, type=RESULTS_CSV)
+@click.option("--format", "out_format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="text: tables for a terminal; json: the same report as "
+                                      "data.")
+@click.option("--plot", "plot_path", metavar="FILE",
+              help="Also draw tokens/s/gpu against nodes to FILE (.png or .svg; needs "
+                   "matplotlib, the 'plot' extra).")
+@quiet_option
+def report_command(paths: tuple[str, ...], out_format: str, plot_path: str | None,
+                   quiet: bool) -> None:
+    """Report on the scaling study in results CSV files before the rows go public.
+
+    Per config and system: medians over repeats at each node count, weak-scaling
+    efficiency against the smallest node count, and flags (superlinear points,
+    collapses, repeats that disagree, failed runs). Each RESULTS_CSV is read the
+    way 'check' reads it; rows with a problem are reported on stderr and left out.
+    """
+    if plot_path is not None:  # fail on the flag before reading anything
+        from ezpz_amsc.report.plot import plot_format, require_matplotlib
+
+        plot_format(plot_path)
+        require_matplotlib()
+
+    from ezpz_amsc.report.data import build_report, read_sweep, to_json
+
+    report = build_report(read_sweep(paths))
+    notes = list(report["problems"])
+    if plot_path is not None:
+        from ezpz_amsc.report.plot import write_plot
+
+        notes += write_plot(report, plot_path)
+    if out_format == "json":
+        sys.stdout.write(to_json(report))
+    else:
+        from ezpz_amsc.render.terminal import use_colour
+        from ezpz_amsc.report.text import render_text
+
+        sys.stdout.write(render_text(report, colour=use_colour(sys.stdout)))
+    sys.stdout.flush()
+    for note in [] if quiet else notes:
+        click.echo(f"note: {note}", err=True)

@@ -1,0 +1,4 @@
+"""Files this tool reads and creates: capped reads, whole-file writes, permissions.
+
+Import-free, so loading it costs nothing.
+"""

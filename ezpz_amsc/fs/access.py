@@ -1,0 +1,72 @@
+"""Who may read or write a file, in words: owner, group, mode, and the ``chmod`` that fixes it."""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import stat
+from pathlib import Path
+
+from ezpz_amsc.errors import AmscError
+
+_SHIFT = {"owner": 6, "group": 3, "others": 0}
+_BIT = {"r": 4, "w": 2, "x": 1}
+_WORD = {"r": "readable", "w": "writable", "x": "searchable"}
+
+
+def permission_error(path: Path, need: str, doing: str = "") -> AmscError:
+    """The one line for a refused access to ``path``: who owns it, its mode, the fix.
+
+    ``need`` is the access the operation needs ("rw" to append to a file, "wx"
+    to create in a folder); ``doing`` is what was attempted, when it is not
+    plain from ``path`` alone.
+    """
+    lead = f"{path}: {doing}: " if doing else f"{path}: "
+    try:
+        st = os.stat(path)
+    except OSError:  # not even its owner and mode can be seen
+        return AmscError(f"{lead}permission denied")
+    mode = stat.S_IMODE(st.st_mode)
+    who = _class_of(st)
+    lacking = [c for c in need if not mode >> _SHIFT[who] & _BIT[c]]
+    words = " and ".join(_WORD[c] for c in lacking or ("w" if "w" in need else need[0]))
+    msg = f"{lead}not {words} by you ({_user_name(os.geteuid())}): {describe(st)}"
+    if not lacking:
+        return AmscError(f"{msg}; its mode allows it, so an ACL or the file server "
+                         "(root squash, read-only export) refuses")
+    bits = "".join(lacking)
+    if who == "owner":
+        return AmscError(f"{msg}; to fix: chmod u+{bits} {path}")
+    if who == "group":
+        return AmscError(f"{msg}; its owner can share it: chmod g+{bits} {path}")
+    return AmscError(f"{msg}; you are neither its owner nor in its group")
+
+
+def describe(st: os.stat_result) -> str:
+    """``owner alice, group proj, mode 0664`` for a stat result."""
+    return (f"owner {_user_name(st.st_uid)}, group {group_name(st.st_gid)}, "
+            f"mode {stat.S_IMODE(st.st_mode):04o}")
+
+
+def group_name(gid: int) -> str:
+    try:
+        return grp.getgrgid(gid).gr_name
+    except (KeyError, OverflowError):
+        return str(gid)
+
+
+def _user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except (KeyError, OverflowError):
+        return str(uid)
+
+
+def _class_of(st: os.stat_result) -> str:
+    """Which permission bits apply to this process: the owner's, the group's or the others'."""
+    if st.st_uid == os.geteuid():
+        return "owner"
+    if st.st_gid == os.getegid() or st.st_gid in os.getgroups():
+        return "group"
+    return "others"

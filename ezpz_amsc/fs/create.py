@@ -1,0 +1,119 @@
+"""Files and folders this tool creates: whole, as touch and mkdir -p would, or not at all.
+
+Results files are shared: the people of one project append from their own
+jobs, in a setgid, group-writable folder, with ``umask 002``. So everything is
+created the way ``touch`` and ``mkdir -p`` create it: mode 0666 for files and
+0777 for folders, masked by the umask, the group chosen by the folder (setgid).
+Nothing here ever changes the mode, owner or group of a file that exists.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+from ezpz_amsc.errors import AmscError
+from ezpz_amsc.fs.access import permission_error
+
+FILE_MODE = 0o666  # what touch asks for; the umask takes away the rest
+FOLDER_MODE = 0o777  # what mkdir asks for
+
+
+def make_folders(folder: Path, target: Path | None = None) -> list[Path]:
+    """``mkdir -p folder``; return the folders this call made.
+
+    Only folders this very call created are returned (a concurrent writer may
+    make the same ones), so that a caller who ends up writing nothing can take
+    back exactly its own. ``target`` is what the folders are for, for messages.
+    """
+    target = target or folder
+    missing = []
+    d = folder
+    while not os.path.isdir(d) and d != d.parent:
+        missing.append(d)
+        d = d.parent
+    made: list[Path] = []
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, FOLDER_MODE)
+        except FileExistsError:
+            if not os.path.isdir(d):
+                raise not_a_folder(target) from None
+            continue  # made by a concurrent writer
+        except NotADirectoryError:
+            raise not_a_folder(target) from None
+        except PermissionError:
+            raise permission_error(d.parent, "wx", f"cannot create folder {d.name} there") from None
+        except OSError as e:
+            raise AmscError(f"{d}: cannot create folder: {e.strerror or e}") from None
+        made.append(d)
+    return made
+
+
+def remove_folders(made: list[Path]) -> None:
+    """Take back folders :func:`make_folders` made, deepest first; any still in use stay."""
+    for d in sorted(made, key=lambda d: len(d.parts), reverse=True):
+        with contextlib.suppress(OSError):
+            d.rmdir()
+
+
+def not_a_folder(target: Path) -> AmscError:
+    """``target`` cannot be created because something on its way is not a folder."""
+    on_the_way = [*reversed(target.parents), target]
+    blocker = next((q for q in on_the_way if q.exists() and not q.is_dir()), target.parent)
+    return AmscError(f"{blocker}: exists and is not a folder; cannot create {target} there")
+
+
+def create_file(path: str | os.PathLike[str], data: bytes, *, replace: bool = False,
+                parents: bool = True, what: str = "") -> None:
+    """Write a new file whole, as ``touch`` would create it (0666 masked by the umask).
+
+    Missing folders are made as ``mkdir -p`` would (unless not ``parents``:
+    then a missing folder is an error). The bytes go to a hidden
+    temporary file in the same folder, are fsynced, then take the file's name
+    in one step, so no reader ever sees half a file. An existing file is
+    replaced only with ``replace``; otherwise it is an error and left alone.
+    On any failure nothing is left behind: no temporary file, no new folder.
+    ``what`` names the file in an error from the file system ("cannot write plot: ...").
+    """
+    p = Path(path)
+    made = make_folders(p.parent, p) if parents else []
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if replace:
+            os.replace(tmp, p)
+        else:
+            os.link(tmp, p)  # refuses an existing name, unlike a rename
+            os.unlink(tmp)
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if not p.exists():
+            remove_folders(made)
+        if isinstance(e, OSError):
+            raise _create_error(p, e, what) from None
+        raise
+
+
+def _create_error(p: Path, e: OSError, what: str = "") -> AmscError:
+    if isinstance(e, FileExistsError):
+        return AmscError(f"{p}: already exists; not replacing it")
+    if isinstance(e, IsADirectoryError) or p.is_dir():
+        return AmscError(f"{p}: is a directory; cannot write a file there")
+    if isinstance(e, PermissionError):
+        return permission_error(p.parent, "wx", f"cannot create {p.name} there")
+    return AmscError(f"{p}: cannot write{' ' + what if what else ''}: {e.strerror or e}")
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte is out (a write may take only part)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]

@@ -1,0 +1,4 @@
+"""Provenance records beside published rows: building, storing, pairing, reproducing.
+
+Import-free, so loading it costs nothing.
+"""

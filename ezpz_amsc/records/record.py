@@ -1,0 +1,236 @@
+"""Provenance records: one JSON file beside every published row.
+
+A record ties a row to its evidence: the row's exact cells, the tool's
+version, the options, the details ``--format json`` prints (files read, series
+stats, placement derivations, notes), the size and sha256 of every file the
+row came from, and ``run_info.json``'s Python, Torch, Distributed and
+Environment Variables sections as recorded, secrets redacted.
+docs/provenance.md describes the layout.
+
+Compatibility: ``schema`` is a version number and fields are only ever added,
+so a reader uses the fields it knows and ignores the rest.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import json
+import os
+import socket
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ezpz_amsc.errors import AmscError
+from ezpz_amsc.fs.read import read_capped
+from ezpz_amsc.options import MAX_PROVENANCE_BYTES, ExportOptions
+from ezpz_amsc.records.redact import redact
+from ezpz_amsc.results.schema import HEADER, TIMESTAMP_FORMAT
+from ezpz_amsc.run.layout import rel_to
+from ezpz_amsc.version import TOOL, __version__
+
+if TYPE_CHECKING:
+    from ezpz_amsc.export import ExportResult, FilesRead
+
+SCHEMA = 1
+RUN_INFO_SECTIONS = ("Python", "Torch", "Distributed", "Environment Variables")
+LAUNCH_KEY = "EZPZ_RUN_COMMAND"
+JOB_ID_KEYS = ("PBS_JOBID", "SLURM_JOB_ID", "SLURM_JOBID", "LSB_JOBID", "COBALT_JOBID",
+               "FLUX_JOB_ID")
+_MAX_RECORD_BYTES = 64 << 20
+_CHUNK_BYTES = 1 << 20
+
+
+def digest_file(path: Path) -> dict[str, Any]:
+    """``{"size", "sha256"}`` of a small provenance file, read in chunks."""
+    h, size = hashlib.sha256(), 0
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(_CHUNK_BYTES):
+                h.update(chunk)
+                size += len(chunk)
+    except OSError as e:
+        raise AmscError(f"{path}: cannot read it for the provenance record: "
+                        f"{e.strerror or e}") from None
+    return {"size": size, "sha256": h.hexdigest()}
+
+
+def _role(path: Path) -> str:
+    # Never a run_info.json: placement uses one at most, and _sources adds it first.
+    return "config" if path.name == "config.json" else "report"
+
+
+@dataclass
+class _Sources:
+    """The files a row came from, and the run_info.json sections copied."""
+
+    root: Path
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)  # relative path -> entry
+    run_info: dict[str, Any] | None = None
+
+    def add(self, path: Path, role: str, digest: Mapping[str, Any]) -> None:
+        rel = rel_to(self.root, path)
+        self.files.setdefault(rel, {"path": rel, "role": role, **digest})
+
+
+def _sources(read: FilesRead) -> _Sources:
+    src = _Sources(read.root)
+    for p in read.metrics:
+        d = read.digests.get(p)  # taken while the export read it
+        src.add(p, "metrics", {"size": d.size, "sha256": d.sha256} if d else digest_file(p))
+    # The run_info.json whose sections are copied: the one placement used, else the nearest.
+    run_info = next((p for p in read.provenance if p.name == "run_info.json"),
+                    read.run_info[0] if read.run_info else None)
+    if run_info is not None:
+        src.run_info, digest = _read_run_info(run_info)
+        src.add(run_info, "run_info", digest)
+    for p in read.provenance:
+        if rel_to(read.root, p) not in src.files:
+            src.add(p, _role(p), digest_file(p))
+    return src
+
+
+def _read_run_info(path: Path) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """The copied sections of a run_info.json (None if it has none) and its digest."""
+    try:
+        data = read_capped(path, MAX_PROVENANCE_BYTES)
+    except OSError:
+        data = b""
+    if not data or len(data) > MAX_PROVENANCE_BYTES:  # too big for the export too: hash only
+        return None, digest_file(path)
+    digest = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    try:
+        # NaN/Infinity kept as the text they were, so the record stays strict JSON.
+        doc = json.loads(data.decode("utf-8-sig"), parse_constant=str)
+    except (ValueError, RecursionError):
+        return None, digest
+    if not isinstance(doc, dict):
+        return None, digest
+    sections = {name: redact(doc[name]) for name in RUN_INFO_SECTIONS if name in doc}
+    return sections or None, digest
+
+
+def _launch_and_job(run_info: Mapping[str, Any] | None) -> tuple[Any, dict[str, Any]]:
+    """EZPZ_RUN_COMMAND and the scheduler job ids, from the (redacted) sections."""
+    order = ("Distributed", "Environment Variables")
+    found = [s for name in order if isinstance(s := (run_info or {}).get(name), dict)]
+    launch = next((s[LAUNCH_KEY] for s in found if LAUNCH_KEY in s), None)
+    jobs: dict[str, Any] = {}
+    for s in reversed(found):  # the environment as the job saw it first
+        for key in JOB_ID_KEYS:
+            if key in s:
+                jobs.setdefault(key, s[key])
+    return launch, jobs
+
+
+def _user() -> str | None:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (containers)
+        return None
+
+
+def build_record(result: ExportResult, opts: ExportOptions,
+                 results_file: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """The provenance record of one exported row (``export_run(..., hash_files=True)``).
+
+    The row and the details come from :meth:`ExportResult.to_data`, the
+    same data ``--format json`` prints; the files from :attr:`ExportResult.read`.
+    """
+    if result.read is None:
+        raise ValueError("a record needs export_run(..., hash_files=True)")
+    data = result.to_data()
+    src = _sources(result.read)
+    launch, jobs = _launch_and_job(src.run_info)
+    return {
+        "schema": SCHEMA,
+        "tool": {"name": TOOL, "version": __version__},
+        "row": data["row"],
+        "options": asdict(opts),
+        "run_dir": os.path.abspath(src.root),
+        "exported": {
+            "at": time.strftime(TIMESTAMP_FORMAT, time.gmtime()),
+            "host": socket.gethostname(),
+            "user": _user(),
+            "results_file": os.path.abspath(results_file) if results_file else None,
+        },
+        "files": list(src.files.values()),
+        "launch_command": launch,
+        "job_ids": jobs,
+        "run_info": src.run_info,
+        "details": data["details"],
+    }
+
+
+def encode(record: Mapping[str, Any]) -> bytes:
+    """The record as a file's bytes: indented UTF-8 JSON, strict (no NaN)."""
+    try:
+        text = json.dumps(record, indent=2, ensure_ascii=False, allow_nan=False)
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from a \\ud800 escape: keep it escaped
+        return (json.dumps(record, indent=2, allow_nan=False) + "\n").encode("ascii")
+
+
+# ------------------------------------------------------------------ naming and writing
+
+
+def load_record(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a record back; an :class:`AmscError` names what makes a file no record."""
+    p = Path(path)
+    if p.is_dir():
+        raise AmscError(f"{p}: is a directory, not a provenance record")
+    try:
+        data = read_capped(p, _MAX_RECORD_BYTES)
+    except FileNotFoundError:
+        raise AmscError(f"{p}: no such file") from None
+    except OSError as e:
+        raise AmscError(f"{p}: cannot read: {e.strerror or e}") from None
+    try:
+        if len(data) > _MAX_RECORD_BYTES:
+            raise ValueError(f"larger than {_MAX_RECORD_BYTES >> 20} MiB")
+        rec = json.loads(data.decode("utf-8"))
+        _check_shape(rec)
+    except (ValueError, RecursionError) as e:
+        why = "not JSON" if isinstance(e, json.JSONDecodeError) else str(e) or "not JSON"
+        raise AmscError(f"{p}: not an {TOOL} provenance record ({why})") from None
+    return rec
+
+
+def _check_shape(rec: Any) -> None:
+    if not isinstance(rec, dict):
+        raise ValueError("not a JSON object")
+    schema = rec.get("schema")
+    if type(schema) is not int or schema < 1:
+        raise ValueError("no schema version")
+    row = rec.get("row")
+    if not isinstance(row, dict) or any(not isinstance(row.get(c), str) for c in HEADER):
+        raise ValueError("no row of the results schema")
+    if not isinstance(rec.get("options"), dict) or not isinstance(rec.get("run_dir"), str):
+        raise ValueError("no options or run_dir")
+    files = rec.get("files")
+    if not isinstance(files, list) or not all(isinstance(f, dict) for f in files):
+        raise ValueError("no files list")
+
+
+def options_from_record(rec: Mapping[str, Any], where: str) -> ExportOptions:
+    """The :class:`ExportOptions` a record was made with.
+
+    An option this version does not know is refused when it was set: re-running
+    without it could give another row and call it reproduced.
+    """
+    known = {f.name for f in fields(ExportOptions)}
+    recorded = rec["options"]
+    unknown = [k for k, v in recorded.items() if k not in known and v not in (None, False, "")]
+    if unknown:
+        by = (rec.get("tool") or {}).get("version", "?")
+        what = "option" if len(unknown) == 1 else "options"
+        raise AmscError(f"{where}: made with {what} {', '.join(sorted(unknown))} that "
+                        f"{TOOL} {__version__} does not know; reproduce it with {TOOL} {by} "
+                        "or later")
+    try:
+        return ExportOptions(**{k: v for k, v in recorded.items() if k in known})
+    except (AmscError, TypeError) as e:
+        raise AmscError(f"{where}: its options cannot be used: {e}") from None

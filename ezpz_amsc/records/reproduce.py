@@ -1,0 +1,111 @@
+"""Re-export the run of a provenance record and compare the row with the recorded one.
+
+What is compared: the row's cells, exactly as strings, and the files the row
+came from, by their path inside the run directory, size and sha256. The run
+directory is the record's absolute ``run_dir`` unless another is given: a run
+copied or moved elsewhere (another machine, an archive) reproduces the same,
+since no comparison involves where it lives.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ezpz_amsc.errors import AmscError, plural
+from ezpz_amsc.records.record import build_record, load_record, options_from_record
+from ezpz_amsc.results.schema import HEADER
+from ezpz_amsc.version import TOOL, __version__
+
+
+@dataclass
+class Reproduction:
+    record: Path
+    run_dir: str
+    cells: list[tuple[str, str, str]] = field(default_factory=list)  # column, recorded, now
+    files_changed: list[str] = field(default_factory=list)
+    files_same: int = 0
+    version_note: str | None = None
+
+    @property
+    def identical(self) -> bool:
+        return not self.cells
+
+
+def reproduce(record_path: str | os.PathLike[str],
+              run_dir: str | os.PathLike[str] | None = None) -> Reproduction:
+    """Re-export the record's run with its options; :class:`AmscError` if that cannot run."""
+    from ezpz_amsc.export import export_run
+
+    where = str(record_path)
+    rec = load_record(record_path)
+    opts = options_from_record(rec, where)
+    target = os.fspath(run_dir) if run_dir is not None else rec["run_dir"]
+    if not os.path.isdir(target):
+        host = (rec.get("exported") or {}).get("host")
+        made = f" (recorded on {host})" if host and host != socket.gethostname() else ""
+        what = "is not a directory" if os.path.exists(target) else "does not exist here"
+        hint = ("pass --run-dir DIR where the run is now" if run_dir is None else
+                "pass the run directory")
+        raise AmscError(f"{where}: run directory {target}{made} {what}; {hint}")
+    try:
+        now = build_record(export_run(target, opts, hash_files=True), opts)
+    except AmscError as e:
+        raise AmscError(f"{where}: the export fails now: {e.format_message()}") from None
+    rep = Reproduction(Path(where), target)
+    rep.cells = [(c, rec["row"][c], now["row"][c]) for c in HEADER
+                 if rec["row"][c] != now["row"][c]]
+    rep.files_changed, rep.files_same = _compare_files(rec["files"], now["files"], target)
+    by = (rec.get("tool") or {}).get("version")
+    if by != __version__:
+        rep.version_note = (f"recorded by {TOOL} {by}, re-exported by {__version__}: a "
+                            "difference may come from the tool, not the run")
+    return rep
+
+
+def _compare_files(recorded: list[dict[str, Any]], now: list[dict[str, Any]],
+                   run_dir: str) -> tuple[list[str], int]:
+    """What changed among the source files, by path in the run directory; and how many did not."""
+    before = {f.get("path"): f for f in recorded}
+    after = {f["path"]: f for f in now}
+    changed, same = [], 0
+    for path, old in before.items():
+        new = after.get(path)
+        if new is None:
+            gone = not os.path.lexists(os.path.join(run_dir, str(path)))
+            changed.append(f"{path}: {'gone' if gone else 'no longer read'} "
+                           f"(recorded sha256 {_short(old.get('sha256'))})")
+        elif new["sha256"] != old.get("sha256"):
+            changed.append(f"{path}: changed: sha256 {_short(old.get('sha256'))} -> "
+                           f"{_short(new['sha256'])}, {old.get('size')} -> {new['size']} bytes")
+        else:
+            same += 1
+    for path, new in after.items():
+        if path not in before:
+            changed.append(f"{path}: read now, not in the record (sha256 {_short(new['sha256'])})")
+    return changed, same
+
+
+def _short(sha: Any) -> str:
+    return f"{sha[:16]}.." if isinstance(sha, str) else "unknown"
+
+
+def render(rep: Reproduction) -> list[str]:
+    """The report for one record: a verdict line, then what differs and what changed."""
+    files = f"{plural(rep.files_same, 'source file')} unchanged"
+    if rep.identical:
+        head = f"{rep.record}: identical row ({len(HEADER)} cells)"
+        head += f"; {files}" if not rep.files_changed else "; but source files changed:"
+    else:
+        head = f"{rep.record}: row differs in {len(rep.cells)} of {len(HEADER)} cells"
+    lines = [head]
+    lines += [f"  {c}: recorded {old!r}, now {new!r}" for c, old, new in rep.cells]
+    if rep.files_changed and not rep.identical:
+        lines.append(f"  source files ({files}):")
+    lines += [f"  {what}" for what in rep.files_changed]
+    if rep.version_note:
+        lines.append(f"  note: {rep.version_note}")
+    return lines

@@ -1,0 +1,329 @@
+"""``report PATH...``: a scaling study over results files, before the rows go public.
+
+Reads results files exactly as ``--check`` does (a row with a problem is
+reported and left out), groups the ``pass`` rows by (config, system), and per
+node count takes medians over the repeats. The report is one plain dict
+(:func:`build_report`); the JSON (:func:`to_json`), the text
+(:mod:`ezpz_amsc.report_text`) and the plot (:mod:`ezpz_amsc.plot`) are all
+drawn from it, so they cannot disagree. Throughputs keep the rows' 3 decimals;
+efficiency, spread and ratios are rounded to what the text shows before any
+flag compares them, so a flag never contradicts the number printed next to it.
+
+No numpy: a sweep is at most thousands of rows, and this runs in the CLI.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import statistics
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ezpz_amsc.errors import AmscError, plural
+from ezpz_amsc.options import MAX_COUNT
+from ezpz_amsc.results.schema import RunIndex, run_key
+from ezpz_amsc.results.validate import check_results_file
+
+# Efficiency above this is superlinear. Per-GPU throughput cannot really grow
+# with the node count of a weak-scaling run; a few percent can (a cooler node,
+# a lucky placement, run-to-run noise), more almost always means a wrong gpus
+# count somewhere: too few gpus recorded here, or too many at the baseline.
+SUPERLINEAR_ABOVE = 1.05
+# Efficiency below this is a collapse: a judgement, set so that ordinary
+# communication overhead does not trip it and a broken point does. A healthy
+# data-parallel run overlaps its gradient all-reduce with compute and loses
+# per-GPU rate slowly as nodes grow; below 70 % almost a third of every GPU is
+# lost to something the baseline did not pay for (a slow or faulty node, a bad
+# placement, a communication setting, too many gpus recorded), which is worth
+# a look before the point is published, even if the model really scales that
+# badly.
+LOW_EFFICIENCY_BELOW = 0.70
+# Repeats of one point (same config, system, nodes, gpus) whose tokens/s
+# differ by more than this, relative to their median, do not measure one rate.
+SPREAD_ABOVE_PCT = 10.0
+# tokens/s/gpu x gpus against tokens/s of the same row. The exporter writes
+# one from the other (or both from ezpz, which divides by the ranks that ran),
+# so they agree to rounding; 2 % apart means the gpus cell is not the count
+# the throughput was measured with.
+GPUS_MISMATCH_PCT = 2.0
+
+MIN_RATE = 0.001  # the smallest positive throughput a row written at 3 decimals holds
+TPS, TPS_PER_GPU, MFU = "throughput_tokens_per_sec", "throughput_tokens_per_sec_per_gpu", "mfu"
+
+
+# --- reading ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)  # one per measured row: keep it small
+class Run:
+    """One measured repeat: a ``pass`` row with both throughput cells."""
+
+    source: str  # PATH:LINE
+    tps: float
+    tps_per_gpu: float
+    mfu_pct: float | None
+
+
+PointKey = tuple[str, str, int, int]  # config, system, nodes, gpus
+
+
+@dataclass
+class Sweep:
+    """Every usable row of the results files, sorted into the report's piles."""
+
+    files: list[str]
+    rows_read: int = 0
+    problems: list[str] = field(default_factory=list)
+    measured: dict[PointKey, list[Run]] = field(default_factory=dict)
+    failed: list[dict[str, Any]] = field(default_factory=list)
+    without_throughput: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def rows_used(self) -> int:
+        return (sum(len(runs) for runs in self.measured.values()) + len(self.failed)
+                + len(self.without_throughput))
+
+
+def read_sweep(paths: Sequence[str | os.PathLike[str]]) -> Sweep:
+    """Read every results file; problems are collected, never fatal.
+
+    A file that cannot be read at all (missing, a directory, no header) is an
+    ``AmscError``: a report without one of the files asked for would look
+    complete and not be.
+    """
+    sweep = Sweep(files=[str(p) for p in paths])
+    first_seen = RunIndex()  # run identity -> PATH:LINE, across files
+    for path in paths:
+        if Path(path).is_dir():
+            raise AmscError(f"{path}: is a directory; report needs results CSV files")
+        found: list[tuple[int, str]] = []
+        take = functools.partial(_take, sweep, first_seen, found, str(path))
+        rows, problems = check_results_file(path, take)
+        sweep.rows_read += rows
+        sweep.problems.extend(_in_line_order(str(path), problems, found))
+    return sweep
+
+
+def _take(sweep: Sweep, first_seen: RunIndex, found: list[tuple[int, str]],
+          path: str, line: int, row: dict[str, str]) -> None:
+    """One row ``--check`` passed: a run seen in an earlier file is a problem, else file it."""
+    source = f"{path}:{line}"
+    first = first_seen.first(run_key(row), source)
+    if first is not None:
+        found.append((line, f"{source}: same run as {first}"))
+        return
+    problem = _sort_row(sweep, source, row)
+    if problem:
+        found.append((line, f"{source}: {problem}"))
+
+
+def _in_line_order(path: str, checked: list[str], found: list[tuple[int, str]]) -> list[str]:
+    """``--check``'s problems and the report's own, merged by line number."""
+    def line_of(problem: str) -> int:
+        head = problem[len(path) + 1:].split(":", 1)[0]
+        return int(head) if head.isdigit() else 0  # a whole-file problem goes first
+
+    return [text for _, text in sorted([(line_of(p), p) for p in checked] + found,
+                                       key=lambda item: item[0])]
+
+
+def _cell(row: Mapping[str, str], column: str) -> float | None:
+    text = row.get(column, "").strip()
+    return float(text) if text else None  # --check has made sure it parses and is finite
+
+
+def _sort_row(sweep: Sweep, source: str, row: Mapping[str, str]) -> str | None:
+    """File one row that ``--check`` passed; return why it is not used, if it is not."""
+    nodes, gpus = int(row["nodes"]), int(row["gpus"])
+    for name, count in (("nodes", nodes), ("gpus", gpus)):
+        if count > MAX_COUNT:
+            return f"{name} {count} is more than {MAX_COUNT:,}; row not used"
+    if row["status"] == "fail":
+        sweep.failed.append({**_where(source, row, nodes, gpus), "timestamp": row["timestamp"],
+                             "error": row.get("error", "")})
+        return None
+    tps, tps_per_gpu = _cell(row, TPS), _cell(row, TPS_PER_GPU)
+    if tps is None or tps_per_gpu is None:
+        missing = [c for c, v in ((TPS, tps), (TPS_PER_GPU, tps_per_gpu)) if v is None]
+        sweep.without_throughput.append({**_where(source, row, nodes, gpus),
+                                         "missing": missing})
+        return None
+    if tps < MIN_RATE or tps_per_gpu < MIN_RATE:  # also keeps every efficiency finite
+        name = TPS if tps < MIN_RATE else TPS_PER_GPU
+        return (f"{name} {row[name]!r} is below {MIN_RATE} (the smallest rate a row "
+                "holds at 3 decimals); row not used")
+    key = (row["config"], row["system"], nodes, gpus)
+    runs = sweep.measured.get(key)
+    if runs is None:
+        runs = sweep.measured[key] = []
+    runs.append(Run(source, tps, tps_per_gpu, _cell(row, MFU)))
+    return None
+
+
+def _where(source: str, row: Mapping[str, str], nodes: int, gpus: int) -> dict[str, Any]:
+    return {"source": source, "config": row["config"], "system": row["system"],
+            "nodes": nodes, "gpus": gpus}
+
+
+# --- the numbers ------------------------------------------------------------------------------
+
+def build_report(sweep: Sweep) -> dict[str, Any]:
+    """The whole report as plain data (what ``--format json`` prints)."""
+    by_group: dict[tuple[str, str], list[tuple[int, int, list[Run]]]] = defaultdict(list)
+    for (config, system, nodes, gpus), runs in sweep.measured.items():
+        by_group[(config, system)].append((nodes, gpus, runs))
+    groups = [_group(config, system, points)
+              for (config, system), points in sorted(by_group.items())]
+    return {
+        "files": sweep.files,
+        "rows": {"read": sweep.rows_read,
+                 "measured": sum(len(r) for r in sweep.measured.values()),
+                 "without_throughput": len(sweep.without_throughput),
+                 "failed": len(sweep.failed),
+                 "not_used": sweep.rows_read - sweep.rows_used},
+        "thresholds": {"superlinear_above": SUPERLINEAR_ABOVE,
+                       "low_efficiency_below": LOW_EFFICIENCY_BELOW,
+                       "spread_above_pct": SPREAD_ABOVE_PCT,
+                       "gpus_mismatch_pct": GPUS_MISMATCH_PCT},
+        "groups": groups,
+        "cross_machine": _cross_machine(groups),
+        "failed": sweep.failed,
+        "without_throughput": sweep.without_throughput,
+        "problems": sweep.problems,
+    }
+
+
+def spread_pct(values: Sequence[float]) -> float | None:
+    """(max - min) / median, in percent; None for a single repeat."""
+    if len(values) < 2:
+        return None
+    return (max(values) - min(values)) / statistics.median(values) * 100
+
+
+def _point(nodes: int, gpus: int, runs: list[Run]) -> dict[str, Any]:
+    tps = [r.tps for r in runs]
+    mfu = [r.mfu_pct for r in runs if r.mfu_pct is not None]
+    spread = spread_pct(tps)
+    return {
+        "nodes": nodes, "gpus": gpus, "repeats": len(runs),
+        "tokens_per_sec": round(statistics.median(tps), 3),
+        "tokens_per_sec_per_gpu": round(statistics.median(r.tps_per_gpu for r in runs), 3),
+        "efficiency": None,  # set by _group, against the baseline
+        "mfu_pct": round(statistics.median(mfu), 1) if mfu else None,
+        "mfu_repeats": len(mfu),
+        "spread_pct": None if spread is None else round(spread, 1),
+        "tokens_per_sec_min": min(tps), "tokens_per_sec_max": max(tps),
+        "flagged": False,
+        "sources": [r.source for r in runs],
+    }
+
+
+def _group(config: str, system: str, points: list[tuple[int, int, list[Run]]]) -> dict[str, Any]:
+    pts = [_point(n, g, runs) for n, g, runs in sorted(points, key=lambda p: (p[0], p[1]))]
+    base = pts[0]
+    for p in pts:
+        p["efficiency"] = round(p["tokens_per_sec_per_gpu"] / base["tokens_per_sec_per_gpu"], 3)
+    runs = {(n, g): rs for n, g, rs in points}
+    flags = _group_flags(pts) + [f for p in pts for f in _point_flags(p, base, runs)]
+    flagged = {(f["nodes"], f["gpus"]) for f in flags}
+    for p in pts:
+        p["flagged"] = (p["nodes"], p["gpus"]) in flagged or (p["nodes"], None) in flagged
+    return {"config": config, "system": system,
+            "baseline": {"nodes": base["nodes"], "gpus": base["gpus"]},
+            "points": pts, "flags": flags}
+
+
+def _flag(kind: str, reason: str, nodes: int | None = None,
+          gpus: int | None = None) -> dict[str, Any]:
+    return {"kind": kind, "nodes": nodes, "gpus": gpus, "reason": reason}
+
+
+def _group_flags(pts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    gpus_at: dict[int, list[int]] = defaultdict(list)
+    for p in pts:
+        gpus_at[p["nodes"]].append(p["gpus"])
+    flags = []
+    if len(gpus_at) == 1:
+        (nodes,) = gpus_at
+        flags.append(_flag("single_node_count",
+                           f"only one node count ({nodes}): no scaling to show"))
+    for nodes, gpus in gpus_at.items():
+        if len(gpus) > 1:
+            flags.append(_flag("mixed_gpus", f"recorded with {len(gpus)} different gpus "
+                               f"counts ({', '.join(map(str, gpus))}): check gpus", nodes))
+    return flags
+
+
+def _point_flags(p: dict[str, Any], base: dict[str, Any],
+                 runs: Mapping[tuple[int, int], list[Run]]) -> list[dict[str, Any]]:
+    at = {"nodes": p["nodes"], "gpus": p["gpus"]}
+    eff = p["efficiency"]
+    base_at = f"the baseline ({plural(base['nodes'], 'node')}, {plural(base['gpus'], 'gpu')})"
+    flags = []
+    if eff > SUPERLINEAR_ABOVE:
+        flags.append(_flag("superlinear", f"efficiency {eff:.3f} is above "
+                           f"{SUPERLINEAR_ABOVE:.2f} (superlinear): check gpus here and "
+                           f"at {base_at}", **at))
+    elif eff < LOW_EFFICIENCY_BELOW:
+        flags.append(_flag("low_efficiency", f"efficiency {eff:.3f} is below "
+                           f"{LOW_EFFICIENCY_BELOW:.2f} (collapse?): each GPU delivers "
+                           f"{eff * 100:.1f}% of its rate at {base_at}", **at))
+    if p["spread_pct"] is not None and p["spread_pct"] > SPREAD_ABOVE_PCT:
+        flags.append(_flag("spread", f"repeats disagree: spread {p['spread_pct']:.1f}% is "
+                           f"above {SPREAD_ABOVE_PCT:.0f}% (tokens/s "
+                           f"{rate_text(p['tokens_per_sec_min'])} to "
+                           f"{rate_text(p['tokens_per_sec_max'])} over "
+                           f"{p['repeats']} repeats)", **at))
+    if 0 < p["mfu_repeats"] < p["repeats"]:
+        flags.append(_flag("partial_mfu", f"mfu logged by {p['mfu_repeats']} of "
+                           f"{p['repeats']} repeats; its median is over those only", **at))
+    for r in runs[(p["nodes"], p["gpus"])]:
+        ratio = round(r.tps_per_gpu * p["gpus"] / r.tps, 2)
+        if abs(round(ratio * 100) - 100) > GPUS_MISMATCH_PCT:  # whole percent: no float fuzz
+            flags.append(_flag("gpus_mismatch", f"{r.source}: tokens/s/gpu x gpus is "
+                               f"{ratio:.2f}x tokens/s: gpus or a throughput is wrong", **at))
+    return flags
+
+
+def _cross_machine(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per config run on several systems: the systems side by side at shared node counts."""
+    by_config: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for g in groups:  # sorted by (config, system), so the reference is the first system
+        by_config[g["config"]].append(g)
+    out = []
+    for config, gs in by_config.items():
+        if len(gs) < 2:
+            continue
+        at: dict[int, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+        for g in gs:
+            for p in g["points"]:
+                at[p["nodes"]].append((g["system"], p))
+        ref = gs[0]["system"]
+        rows = []
+        for nodes in sorted(n for n, items in at.items() if len({s for s, _ in items}) > 1):
+            ref_tps = next((p["tokens_per_sec"] for s, p in at[nodes] if s == ref), None)
+            rows.extend({"nodes": nodes, "system": s, "gpus": p["gpus"],
+                         "tokens_per_sec": p["tokens_per_sec"],
+                         "tokens_per_sec_per_gpu": p["tokens_per_sec_per_gpu"],
+                         "efficiency": p["efficiency"],
+                         "vs_reference": (None if ref_tps is None
+                                          else round(p["tokens_per_sec"] / ref_tps, 2)),
+                         "flagged": p["flagged"]}
+                        for s, p in at[nodes])
+        out.append({"config": config, "systems": [g["system"] for g in gs],
+                    "reference": ref, "rows": rows})
+    return out
+
+
+def rate_text(x: float) -> str:
+    """A throughput for reading: 1 decimal, or the row's 3 when it is that small."""
+    return f"{x:,.1f}" if x >= 10 else f"{x:.3f}"
+
+
+def to_json(report: Mapping[str, Any]) -> str:
+    # allow_nan=False: every number in the report is finite; a NaN would be a bug.
+    return json.dumps(report, indent=2, allow_nan=False, ensure_ascii=False) + "\n"

@@ -1,0 +1,166 @@
+"""The results row: its columns, its run identity, how cells are written, and how the
+dashboard reads them.
+
+The one home of the schema. Appending (:mod:`ezpz_amsc.results.append`),
+checking (:mod:`ezpz_amsc.results.validate`), the report and provenance records
+all take the header, the run identity and the duplicate rule from here.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+import time
+from collections.abc import Iterable, Mapping, Sequence
+
+HEADER: tuple[str, ...] = (
+    "timestamp", "system", "config", "nodes", "gpus", "status", "wall_time_sec",
+    "throughput_tokens_per_sec", "throughput_tokens_per_sec_per_gpu", "mfu", "tflops",
+    "final_loss", "steps", "error",
+)
+REQUIRED = HEADER[:7]  # the dashboard refuses a row without these
+INT_COLUMNS = ("nodes", "gpus")
+TEXT_COLUMNS = ("timestamp", "system", "config", "status", "error")
+TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+STATUSES = ("pass", "fail")
+# The identity of a run on the dashboard: a second row with these is a double count.
+KEY_COLUMNS = ("timestamp", "system", "config", "nodes", "gpus")
+KEY_INDEX = tuple(HEADER.index(c) for c in KEY_COLUMNS)
+# A cell starting like this runs as a formula when the CSV is opened in a
+# spreadsheet; "-" followed by a digit is a negative number and stays.
+_FORMULA = re.compile(r"[=+@]|-[^0-9]")
+
+RunKey = tuple[str, ...]
+
+
+def run_key(row: Mapping[str, str]) -> RunKey:
+    """A row's run identity (:data:`KEY_COLUMNS`): two rows with one key double-count a run."""
+    return tuple(row.get(c, "") for c in KEY_COLUMNS)
+
+
+def cells_key(cells: Sequence[str]) -> RunKey:
+    """:func:`run_key` of a row given as its cells in :data:`HEADER` order."""
+    return tuple(cells[i] for i in KEY_INDEX)
+
+
+class RunIndex:
+    """Where each run identity was first seen: the one duplicate rule of append, check, report."""
+
+    def __init__(self) -> None:
+        self._first: dict[RunKey, object] = {}
+
+    def first(self, key: RunKey, where: object) -> object | None:
+        """Record ``key`` as seen at ``where``; return where it was seen first, if earlier."""
+        seen = self._first.get(key)
+        if seen is None:
+            self._first[key] = where
+        return seen
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._first
+
+    def get(self, key: RunKey) -> object | None:
+        return self._first.get(key)
+
+
+def formula_like(text: str) -> bool:
+    """True when a spreadsheet would run ``text`` as a formula (=, +, @, or - and no digit)."""
+    return bool(_FORMULA.match(text))
+
+
+def cells_of(row: Mapping[str, str]) -> list[str]:
+    """A row's cells in :data:`HEADER` order."""
+    return [row[c] for c in HEADER]
+
+
+def render_csv(rows: Iterable[Sequence[str]], header: bool, newline: str = "\n") -> str:
+    """Rows (and the header) as CSV text, in the one dialect every results file uses."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator=newline)
+    if header:
+        w.writerow(HEADER)
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def format_timestamp(epoch_sec: float) -> str:
+    """Epoch seconds → ``YYYY-MM-DDTHH:MM:SSZ`` (UTC, truncated to the second)."""
+    return time.strftime(TIMESTAMP_FORMAT, time.gmtime(math.floor(epoch_sec)))
+
+
+def parse_timestamp(text: str) -> float:
+    """The inverse of :func:`format_timestamp`; ``ValueError`` if it is not one."""
+    import calendar  # not at import time: the CLI's start-up does not need it
+
+    return float(calendar.timegm(time.strptime(text, TIMESTAMP_FORMAT)))
+
+
+def fmt(value: float | None, decimals: int) -> str:
+    """A measured value rounded; an unmeasured one is an empty cell, never 0.
+
+    A non-zero value too small for ``decimals`` keeps three significant digits
+    (0.0000123, not 0.000): a measured rate is never published as zero.
+    """
+    if value is None or not math.isfinite(value):
+        return ""
+    out = f"{value:.{decimals}f}"
+    if out.lstrip("-").strip("0.") != "":
+        return out
+    if value == 0:
+        return "0." + "0" * decimals
+    digits = 2 - math.floor(math.log10(abs(value)))
+    return f"{value:.{digits}f}" if digits <= 20 else f"{value:.2e}"
+
+
+def build_row(values: Mapping[str, object]) -> dict[str, str]:
+    """Order and stringify ``values`` into exactly :data:`HEADER`."""
+    unknown = set(values) - set(HEADER)
+    if unknown:
+        raise KeyError(f"not in the schema: {sorted(unknown)}")
+    return {k: "" if values.get(k) is None else str(values[k]) for k in HEADER}
+
+
+def dashboard_problems(cells: Sequence[str] | Mapping[str, str]) -> list[str]:
+    """What the dashboard would reject in one row; empty if it reads it (docs/numbers.md).
+
+    Mirrors its reading exactly: the first seven columns present and non-empty,
+    ``nodes``/``gpus`` as int, ``wall_time_sec`` as float, and every other
+    non-empty cell outside the text columns as a float.
+    """
+    row = dict(zip(HEADER, cells, strict=False)) if not isinstance(cells, Mapping) else dict(cells)
+    problems = []
+    for col in REQUIRED:
+        if not row.get(col, "").strip():
+            problems.append(f"{col} is empty")
+    for col in INT_COLUMNS:
+        v = row.get(col, "")
+        if v.strip():
+            try:
+                if int(v) < 1:
+                    problems.append(f"{col} {v!r} is below 1")
+            except ValueError:
+                problems.append(f"{col} {v!r} is not an integer")
+    for col in HEADER:
+        if col in TEXT_COLUMNS or col in INT_COLUMNS:
+            continue
+        v = row.get(col, "")
+        if v.strip():
+            try:
+                x = float(v)
+            except ValueError:
+                problems.append(f"{col} {v!r} is not a number")
+                continue
+            if not math.isfinite(x):
+                problems.append(f"{col} {v!r} is not finite")
+    st = row.get("status", "")
+    if st and st not in STATUSES:
+        problems.append(f"status {st!r} is not pass or fail")
+    ts = row.get("timestamp", "")
+    if ts:
+        try:
+            parse_timestamp(ts)
+        except ValueError:
+            problems.append(f"timestamp {ts!r} is not YYYY-MM-DDTHH:MM:SSZ")
+    return problems

@@ -1,0 +1,507 @@
+"""Cross-check the sources of a row before it is published (docs/numbers.md, "Cross-checks").
+
+A row is built from sources that can disagree: provenance (where the run ran),
+the step timers, the clock, the throughput counters. Where two of them can be
+compared, they are compared here. Each check returns notes when the row stays
+right, and raises :class:`AmscError` naming the flag that settles it when the
+row would be wrong. :data:`CHECKS` lists every check in the order it runs.
+
+Some cross-checks happen earlier, where the value is chosen: nodes against
+ranks per node and NUM_NODES, and spreadsheet-unsafe MACHINE names
+(``provenance``); provenance only from the metrics folder and its parents
+(``discover``); every file filtered by rank and only training throughput keys
+(``steps``); mfu above 100 dropped, attempts split, the first plausible
+timestamp chosen (``reduce``); spreadsheet-unsafe flags (``export``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ezpz_amsc.errors import AmscError, SeveralAttempts, plural
+from ezpz_amsc.results.schema import format_timestamp
+from ezpz_amsc.run.details import Segment
+from ezpz_amsc.run.layout import RunFiles, rel_to
+from ezpz_amsc.run.placement import Placement, Provenance
+from ezpz_amsc.run.steps import EPOCH_KEYS, Steps
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ezpz_amsc.options import ExportOptions
+    from ezpz_amsc.run.reduce import Reduced
+
+# Step time vs the clock, over steps 2..n. Each record's dt elapses between the
+# previous record's write and its own, so the summed dt can never exceed the
+# records' time span; 1.25 leaves room for timer granularity. The shipped real
+# runs cover 0.76-0.85 of the span, real 2-rank CPU runs with 4-9 ms steps down
+# to 0.33 (logging takes as long as the step): a note below 0.25, and only when
+# at least 1 s of the span is not covered (sub-second runs are all logging).
+STEP_TIME_OVER_SPAN_MAX = 1.25
+STEP_TIME_UNDER_SPAN_MIN = 0.25
+UNCOVERED_MIN_SEC = 1.0
+# A pause: an interval this many times the typical one (per step), and at least
+# a minute longer. The shipped runs' longest interval is 2x their median.
+GAP_FACTOR = 10.0
+GAP_MIN_SEC = 60.0
+# A first logged step above this many logging strides: the run was resumed (the
+# minimal example logs from step 6 after 5 warmup steps: not a resume).
+RESUMED_STRIDES = 10
+# Provenance written this long before the last metrics record is an earlier
+# attempt's (finalize writes it seconds after the last step).
+STALE_PROVENANCE_SEC = 300.0
+# Another rank's metrics file this many times the size of the chosen rank's:
+# rank 0's records are the larger ones (it alone writes the aggregated keys).
+RANK_FILE_SIZE_RATIO = 1.5
+RANK_FILES_STATTED = 3
+
+
+@dataclass
+class Context:
+    """Everything a check may compare: the options, the files, and what each stage made."""
+
+    opts: ExportOptions
+    files: RunFiles
+    prov: Provenance
+    placement: Placement
+    steps: Steps  # empty when the run has no metrics file
+    red: Reduced  # ``steps == 0`` when no training step was logged
+
+
+Check = Callable[[Context], list[str]]
+
+
+def duration(sec: float) -> str:
+    """A human length of time for notes: ``75 s``, ``42 min``, ``3.5 h``, ``6 days``."""
+    if sec < 120:
+        return f"{sec:.3g} s"
+    if sec < 7200:
+        return f"{sec / 60:.0f} min"
+    if sec < 3 * 86400:
+        return f"{sec / 3600:.1f} h"
+    return f"{sec / 86400:.0f} days"
+
+
+def _step_name(x: float | None) -> str:
+    return f"step {int(x)}" if x is not None and math.isfinite(x) else "a step without number"
+
+
+def _when(ts: float | None) -> str:
+    return format_timestamp(ts) if ts is not None else "no timestamp"
+
+
+# ---------------------------------------------------------------- attempts
+
+
+def _segment_text(k: int, seg: Segment, counter: str | None) -> str:
+    unit = "epochs" if counter in EPOCH_KEYS else "steps"
+    steps = (f"{unit} {int(seg.first_step)}..{int(seg.last_step)}"
+             if seg.first_step is not None and seg.last_step is not None else "no step numbers")
+    ranks = f", {plural(seg.ranks, 'rank')}" if seg.ranks is not None else ""
+    return (f"#{k} {steps} from {_when(seg.first_timestamp)} "
+            f"({plural(seg.records, 'record')}{ranks})")
+
+
+def check_attempts(ctx: Context) -> list[str]:
+    """Step numbers that start again, or a change of world size, split the records.
+
+    Summing two attempts gives a plausible wrong row, so several attempts are
+    refused unless ``--attempt`` names the one to export.
+    """
+    red = ctx.red
+    if not red.segments:
+        return []
+    segs = red.segments
+    if len(segs) > 1 and red.attempt is None:
+        shown = [_segment_text(k, s, red.counter) for k, s in enumerate(segs, 1)]
+        if len(shown) > 6:
+            shown = [*shown[:5], f"... {len(shown) - 6} more", shown[-1]]
+        raise SeveralAttempts(
+            f"the records hold {len(segs)} attempts (step numbers start again or the logged "
+            f"world size changes: a retried or resumed job): {'; '.join(shown)}; pass "
+            "--attempt last, or --attempt N for one of them", attempts=len(segs))
+    if ctx.opts.attempt is None:
+        return []
+    if len(segs) == 1:
+        return [f"--attempt {ctx.opts.attempt}: the records hold one attempt; used all of it"]
+    k = red.attempt or 0
+    left = sum(s.records for s in segs) - segs[k - 1].records
+    return [f"exported attempt {_segment_text(k, segs[k - 1], red.counter)} of {len(segs)}; "
+            f"left out {plural(left, 'record')} of the others"]
+
+
+# ---------------------------------------------------------------- clock sanity
+
+
+def clock_problem(ts: float, now_sec: float) -> str:
+    """Why a step timestamp cannot be a run's time, for notes and errors."""
+    from ezpz_amsc.options import CLOCK_SLACK_SEC, TIMESTAMP_MIN
+
+    hi = now_sec + CLOCK_SLACK_SEC
+    for scale, unit in ((1e3, "milliseconds"), (1e6, "microseconds"), (1e9, "nanoseconds")):
+        if TIMESTAMP_MIN <= ts / scale <= hi:
+            return f"{ts!r} looks like {unit} since 1970, not Unix seconds"
+    when = f" ({format_timestamp(ts)})" if 0 <= ts <= 253402300799 else ""
+    if ts < TIMESTAMP_MIN:
+        return f"{ts!r}{when} is before 2015 (a clock counting from boot, like time.monotonic?)"
+    return f"{ts!r}{when} is later than now (a skewed clock?)"
+
+
+def check_clock(ctx: Context) -> list[str]:
+    """Step timestamps before 2015, later than now, or in milliseconds; a skewed first step."""
+    import time
+
+    red = ctx.red
+    t, flag = red.timestamps, ctx.opts.timestamp
+    if not red.steps:
+        return []
+    if not t.present:
+        return []
+    now_sec = time.time()
+    notes = []
+    if t.implausible * 2 > t.present or (t.implausible and t.used_index is None):
+        why = clock_problem(t.first_bad, now_sec) if t.first_bad is not None else "unusable"
+        if flag is None:
+            raise AmscError(f"step timestamps cannot be the run's time: {why} "
+                            f"({t.implausible} of {plural(t.present, 'step')}); "
+                            "pass --timestamp YYYY-MM-DDTHH:MM:SSZ")
+        return [f"ignored {t.implausible} of {plural(t.present, 'step timestamp')} ({why}); "
+                "timestamp from --timestamp"]
+    others = t.implausible
+    if t.used_index and flag is None:
+        assert red.first_timestamp is not None
+        subject = float(red.step_values[0])
+        if t.skewed_first:
+            assert t.skewed_ts is not None
+            subject = t.skewed_step
+            reason = f"{format_timestamp(t.skewed_ts)} {t.skewed_first}"
+        elif t.first_step_raw is not None:
+            reason = clock_problem(t.first_step_raw, now_sec)
+            others -= 1
+        else:
+            reason = "is missing or not a number"
+        notes.append(f"{_step_name(subject)}'s timestamp {reason}; the row's "
+                     f"timestamp is {_step_name(t.used_step)}'s "
+                     f"({format_timestamp(red.first_timestamp)}); pass --timestamp to set it")
+    if others > 0:
+        assert t.first_bad is not None
+        notes.append(f"ignored {plural(others, 'step timestamp')} before 2015 or later than now "
+                     f"(e.g. {clock_problem(t.first_bad, now_sec)})")
+    return notes
+
+
+# ---------------------------------------------------------------- which records
+
+
+def check_training_steps(ctx: Context) -> list[str]:
+    """Records without the step counter (eval batches) are not steps; epochs are said so."""
+    red = ctx.red
+    notes = []
+    if red.not_steps:
+        notes.append(f"left out {plural(red.not_steps, 'record')} without {red.counter} "
+                     "(eval batches, summaries): not training steps")
+    if red.counter in EPOCH_KEYS and red.steps:
+        notes.append(f"records are epochs ({red.counter} is the only counter): steps counts "
+                     "epochs, and restarts are detected on the epoch number")
+    return notes
+
+
+def check_rank_filter(ctx: Context) -> list[str]:
+    """A per-rank file that also holds other ranks' records (files named by local rank)."""
+    steps, src = ctx.steps, ctx.files.metrics
+    others = {r: n for r, n in steps.other_ranks.items() if r is not None}
+    # One interleaved file holds every rank by design; others' records come from a file.
+    if not others or src is None or src.scheme != "per-rank":
+        return []
+    ranks = ", ".join(str(r) for r in sorted(others)[:4]) + (", ..." if len(others) > 4 else "")
+    return [f"{steps.files_read[-1].name} also holds {plural(sum(others.values()), 'record')} "
+            f"of rank {ranks} (files named by local rank?); used rank {steps.rank}'s only"]
+
+
+def check_throughput_keys(ctx: Context) -> list[str]:
+    """Bare ``tokens_per_sec`` is inference, per rank: never the row's training throughput."""
+    ignored = ctx.steps.ignored_throughput
+    if not ctx.red.steps or not ignored:
+        return []
+    keys = ", ".join(sorted(ignored))
+    return [f"ignored bare {keys}: not training throughput (bare tokens_per_sec is ezpz's "
+            "inference rate, per rank); only train/tps, train/tps_per_gpu and "
+            "train/tokens_per_sec are"]
+
+
+# ---------------------------------------------------------------- gpus vs throughput
+
+
+def check_gpus(ctx: Context) -> list[str]:
+    """``gpus`` against the world size the logged throughput implies (global / per-GPU)."""
+    import numpy as np
+
+    from ezpz_amsc.run.reduce import median_sorted, ranks_per_step
+
+    steps, red = ctx.steps, ctx.red
+    if not red.steps:
+        return []
+    gpus, source = ctx.placement.gpus, ctx.placement.gpus_source
+    tps, tpg = red.stats["tps"].values, red.stats["tps_per_gpu"].values
+    # 0 / 0 says nothing; a per-GPU 0 beside a global rate is a ratio of inf, said so
+    both = np.isfinite(tps) & np.isfinite(tpg) & ((tpg > 0) | (tps > 0))
+    if not both.any():
+        if source == "NGPUS":
+            return [f"gpus {gpus} is the allocation's NGPUS: no world size was recorded and no "
+                    "per-GPU throughput was logged to check it; pass --gpus N if fewer ranks ran"]
+        return []
+    # a finite value of each was read, so each has its key
+    names = f"{steps.keys_used['tps']} / {steps.keys_used['tps_per_gpu']}"
+    ranks = ranks_per_step(tps[both], tpg[both])
+    whole = ranks[np.isfinite(ranks)]
+    if not whole.size:
+        with np.errstate(all="ignore"):  # x / 0 is inf, never NaN: 0 / 0 is not in both
+            ratio = median_sorted(np.sort(tps[both] / tpg[both]))
+        return [f"logged {names} is {ratio:.4g}, not a whole number of ranks; "
+                f"gpus {gpus} not checked against it"]
+    logged = int(whole[0])  # one value: a change splits the records into attempts
+    if logged == gpus:
+        return []
+    if source == "flag":
+        return [f"--gpus {gpus} differs from the {plural(logged, 'rank')} the logged throughput "
+                f"implies ({names} = {logged}); kept --gpus {gpus}"]
+    raise AmscError(f"{ctx.placement.how['gpus']} disagrees with the logged throughput: "
+                    f"{names} = {logged}; pass --gpus {logged} (or --gpus {gpus} if the "
+                    "per-GPU figure is what is wrong)")
+
+
+# ---------------------------------------------------------------- step time vs clock
+
+
+def check_step_time(ctx: Context) -> list[str]:
+    """Summed ``dt`` against the records' time span, and pauses between records."""
+    import numpy as np
+
+    with np.errstate(all="ignore"):  # step times near float max: inf, not a warning
+        return _step_time(ctx)
+
+
+def _step_time(ctx: Context) -> list[str]:
+    import numpy as np
+
+    from ezpz_amsc.run.reduce import median_sorted
+
+    red = ctx.red
+    if not red.steps:
+        return []
+    ts, step, dt = red.ts_values, red.step_values, red.stats["dt"].values
+    flag = ctx.opts.wall_time_sec is not None
+    span_each = np.diff(ts)
+    # Steps each interval covers: 10 when logging every 10th step, 9 for "plus the last".
+    steps_each = np.diff(step) if red.counter is not None else np.ones(span_each.size)
+    dt_each = dt[1:]
+    # Every interval with elapsed time and a step time counts against the clock, whatever
+    # the counter does; pauses and coverage need a whole number of steps between records.
+    timed = np.isfinite(span_each) & (span_each > 0) & np.isfinite(dt_each)
+    if not timed.any():
+        return []
+    span, summed = float(span_each[timed].sum()), float(dt_each[timed].sum())
+    if not summed <= STEP_TIME_OVER_SPAN_MAX * span + 1e-3 * int(timed.sum()):
+        why = (f"step times add up to {summed:.4g} s, {summed / span:.3g}x the {span:.4g} s "
+               "between the first and last record: dt is not in seconds, or the records are "
+               "not one process's")
+        if not flag:
+            raise AmscError(f"{why}; pass --wall-time-sec SECONDS")
+        return [f"{why}; wall_time_sec from --wall-time-sec"]
+
+    notes = []
+    ok = timed & np.isfinite(steps_each) & (steps_each >= 1)
+    if not ok.any():
+        return []
+    per_step = span_each[ok] / steps_each[ok]
+    typical = median_sorted(np.sort(per_step))  # np.median would import numpy.ma (~7 ms)
+    gap = np.zeros(ok.size, dtype=bool)
+    gap[ok] = ((span_each[ok] > GAP_FACTOR * typical * steps_each[ok])
+               & (span_each[ok] - typical * steps_each[ok] > GAP_MIN_SEC))
+    if gap.any():
+        k = int(np.argmax(np.where(gap, span_each, -np.inf)))
+        hint = "" if flag else "; pass --wall-time-sec SECONDS to count it"
+        notes.append(
+            f"{plural(int(gap.sum()), 'pause')} between records far above the typical "
+            f"{typical:.3g} s per step: the longest {duration(float(span_each[k]))} between "
+            f"{_step_name(float(step[k]))} and {_step_name(float(step[k + 1]))} "
+            f"(eval, checkpointing, a restart?); wall_time_sec, the summed step time, "
+            f"leaves it out{hint}")
+    rest = ok & ~gap
+    covered = float((dt_each[rest] * steps_each[rest]).sum())
+    between = float(span_each[rest].sum())
+    if (not flag and covered < STEP_TIME_UNDER_SPAN_MIN * between  # dt > 0: between > 0 too
+            and between - covered >= UNCOVERED_MIN_SEC):
+        scaled = " (scaled for the steps not logged)" if bool((steps_each[rest] > 1).any()) else ""
+        where = " outside the pauses" if gap.any() else ""
+        notes.append(
+            f"step times{scaled} cover {covered:.4g} s of the {between:.4g} s between the "
+            f"first and last record{where} ({covered / between:.0%}): dt may miss part of each "
+            "step (gradient accumulation timing only the last micro-batch), or the run paused "
+            "(eval, checkpoints); wall_time_sec is the summed step time; pass --wall-time-sec "
+            "SECONDS for the job's real time")
+    return notes
+
+
+def check_resumed(ctx: Context) -> list[str]:
+    """A first logged step far above the logging stride: the row covers part of the run."""
+    import numpy as np
+
+    red = ctx.red
+    if not red.steps or red.counter is None:
+        return []
+    step = red.step_values[np.isfinite(red.step_values)]
+    if not step.size:
+        return []
+    stride = red.coverage.stride if red.coverage else 1
+    first, last = float(step.min()), float(step.max())
+    if first <= RESUMED_STRIDES * stride:
+        return []
+    every = "every step" if stride == 1 else f"every {stride} steps"
+    return [f"first logged step is {int(first)} (logged {every}): the run was resumed, or did "
+            f"not log its first steps; the row covers steps {int(first)}..{int(last)} only"]
+
+
+# ---------------------------------------------------------------- values
+
+
+def check_mfu(ctx: Context) -> list[str]:
+    """MFU above 100 % is not a utilisation: those steps were dropped."""
+    red = ctx.red
+    if not red.mfu_over_100:
+        return []
+    left = "; mfu left empty" if not red.stats["mfu"].present else ""
+    return [f"dropped {plural(red.mfu_over_100, 'mfu value')} above 100 % (FP8 measured "
+            f"against a BF16 peak, or fsdp_tp's tensor-parallel over-count): not a "
+            f"utilisation{left}"]
+
+
+def check_final_loss(ctx: Context) -> list[str]:
+    """A diverged run's last finite loss is stale: the cell stays empty, with this note."""
+    red = ctx.red
+    if not red.loss_nonfinite_tail:
+        return []
+    stale = ""
+    if red.stale_loss is not None:
+        value, at = red.stale_loss
+        stale = f", not the stale {value:.6g} of {_step_name(at)}"
+    hint = "; pass --status fail if the run failed" if ctx.opts.status == "pass" else ""
+    return [f"loss is NaN or infinite on the last {plural(red.loss_nonfinite_tail, 'step')} "
+            f"that logged it (the run diverged?); final_loss left empty{stale}{hint}"]
+
+
+# ---------------------------------------------------------------- files
+
+
+def _size(path: os.PathLike[str] | str) -> int | None:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
+
+
+def check_rank0_stopped_early(ctx: Context) -> list[str]:
+    """Other ranks logged much more than the chosen one: it stopped early (stat only)."""
+    steps, red, src = ctx.steps, ctx.red, ctx.files.metrics
+    if not red.steps or src is None:
+        return []
+    if src.scheme != "per-rank":  # one file, parsed anyway: other ranks' records are counted
+        mine = red.steps + red.not_steps
+        larger = _far_larger({r: n for r, n in steps.other_ranks.items() if r is not None},
+                             mine)
+        what = larger and f"rank {larger[0]} logged {larger[1]} records, rank {steps.rank} " \
+                          f"only {mine}"
+    else:
+        what = _larger_rank_file(steps, src.per_rank)
+    if not what:
+        return []
+    return [f"{what}: rank {steps.rank} may have stopped early; the row covers its "
+            f"{plural(red.steps, 'step')} only"]
+
+
+def _larger_rank_file(steps: Steps, per_rank: Mapping[int, Path]) -> str | None:
+    """Another rank's file far larger than the file the steps came from (stat only)."""
+    # files_read[-1] is the steps' file: the rank's own, or (no file holds its own rank)
+    # the file numbered otherwise that its records were found in, no other rank's.
+    own_path = steps.files_read[-1]
+    others = sorted(r for r in per_rank if r != steps.rank)
+    picks = {others[0], others[len(others) // 2], others[-1]} if others else set()
+    own = _size(own_path) or 0
+    larger = _far_larger({r: s for r in sorted(picks)[:RANK_FILES_STATTED]
+                          if (p := per_rank[r]) != own_path and (s := _size(p)) is not None}, own)
+    if not larger:
+        return None
+    if steps.rank in per_rank:
+        theirs, ours = f"rank {larger[0]}'s metrics file", f"rank {steps.rank}'s"
+    else:  # files named by local rank: name the files
+        theirs, ours = per_rank[larger[0]].name, f"{own_path.name}, which holds rank {steps.rank}'s"
+    return (f"{theirs} is {larger[1] / own:.1f}x the size of {ours} "
+            f"({larger[1]:,} vs {own:,} bytes)")
+
+
+def _far_larger(amounts: dict[int, int], own: int) -> tuple[int, int] | None:
+    """The rank with the most (records or bytes), when far more than the chosen rank's."""
+    if not amounts or not own:
+        return None
+    rank, most = max(amounts.items(), key=lambda kv: kv[1])
+    return (rank, most) if most > RANK_FILE_SIZE_RATIO * own else None
+
+
+def unfinished_evidence(ctx: Context) -> list[str]:
+    """Signs that the job did not reach ``History.finalize()`` (it cannot prove success)."""
+    files, steps, red = ctx.files, ctx.steps, ctx.red
+    why = []
+    if steps.truncated_last_line:
+        why.append(f"{steps.files_read[-1].name} ends in a truncated line")
+    if not files.run_info and not files.reports:
+        why.append("no run_info.json and no report: History.finalize() did not run")
+    last = red.timestamps.last_read
+    for path in (*files.run_info[:1], *files.reports[:1]):
+        try:
+            written = os.stat(path).st_mtime
+        except OSError:
+            continue
+        if last is not None and written < last - STALE_PROVENANCE_SEC:
+            why.append(f"{rel_to(files.root, path)} was written {duration(last - written)} "
+                       "before the last metrics record: an earlier attempt's")
+    return why
+
+
+def check_finished(ctx: Context) -> list[str]:
+    """Unfinished or stale evidence is noted; the status is never changed for the user."""
+    why = unfinished_evidence(ctx)
+    if not why:
+        return []
+    status = ctx.opts.status
+    hint = "; pass --status fail if the job failed" if status == "pass" else ""
+    return [f"run looks unfinished ({'; '.join(why)}); status stays {status!r}{hint}"]
+
+
+# Every cross-check, in the order it runs: the first refusal wins, so checks that
+# decide which records are the run come before checks that compare their values.
+CHECKS: tuple[Check, ...] = (
+    check_attempts,             # 4: retries and resumes split the records
+    check_clock,                # 12: step timestamps before 2015, in the future, in ms
+    check_training_steps,       # 5: eval records and epoch-level histories
+    check_rank_filter,          # 6: a per-rank file holding other ranks' records
+    check_throughput_keys,      # 7: bare tokens_per_sec is not training throughput
+    check_gpus,                 # 2: gpus vs logged global / per-GPU throughput
+    check_step_time,            # 3, 4: summed dt vs the clock; pauses between records
+    check_resumed,              # 4: a first step far above the logging stride
+    check_mfu,                  # 8: mfu above 100 % dropped
+    check_final_loss,           # 11: a diverged run's loss
+    check_rank0_stopped_early,  # 10: other ranks' files much larger (stat only)
+    check_finished,             # 9: unfinished run, provenance older than the metrics
+)
+
+
+def run_checks(ctx: Context) -> list[str]:
+    """Run every check; notes in :data:`CHECKS` order, or the first refusal."""
+    notes: list[str] = []
+    for check in CHECKS:
+        notes.extend(check(ctx))
+    return notes

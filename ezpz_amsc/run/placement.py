@@ -1,0 +1,340 @@
+"""Where the run ran — system, nodes, gpus (docs/numbers.md, "Provenance").
+
+Three tiers, first hit wins per key: ``run_info.json`` → ``config.json`` →
+the ``### Distributed`` section of a report. Explicit flags beat all of them.
+Ranks are never counted from rank files: ranks ≠ GPUs in general.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ezpz_amsc.errors import AmscError, plural
+from ezpz_amsc.fs.read import read_capped
+from ezpz_amsc.options import MAX_COUNT, MAX_PROVENANCE_BYTES, digits
+from ezpz_amsc.results.schema import formula_like
+from ezpz_amsc.run.layout import RunFiles, rel_to
+
+KEYS = ("MACHINE", "HOSTNAME", "NUM_NODES", "NGPUS", "GPUS_PER_NODE",
+        "WORLD_SIZE_IN_USE", "world_size", "EZPZ_RUN_COMMAND")
+# The flag that settles each count when provenance cannot.
+COUNT_FLAG = {"NUM_NODES": "--nodes", "GPUS_PER_NODE": "--nodes", "NGPUS": "--gpus",
+              "WORLD_SIZE_IN_USE": "--gpus", "world_size": "--gpus"}
+_COUNT = re.compile(r"\s*\+?(\d+)(?:\.0*)?\s*\Z")
+# Launcher flags that give ranks per node: mpiexec/mpirun, srun, torchrun.
+PPN_FLAGS = ("--ppn", "-ppn", "--npernode", "-npernode", "--ntasks-per-node",
+             "--nproc_per_node", "--nproc-per-node")
+_BULLET = re.compile(r"^\s*[-*]\s+\*\*(?P<key>[^*]+)\*\*:\s*(?P<val>.*?)\s*$")
+
+
+@dataclass
+class Provenance:
+    values: dict[str, str] = field(default_factory=dict)
+    source: dict[str, str] = field(default_factory=dict)  # key -> "run_info.json (path)"
+    tiers: list[str] = field(default_factory=list)  # files that contributed
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Placement:
+    system: str
+    nodes: int
+    gpus: int
+    how: dict[str, str]  # column -> one-line derivation, for --explain
+    gpus_source: str = "flag"  # "flag", "world_size" (the ranks that ran) or "NGPUS" (allocation)
+
+
+def ranks_per_node(command: str) -> tuple[int, str] | None:
+    """Ranks per node from a launch line (shell string or Python list repr), and the flag.
+
+    Only the launcher's own options count: scanning stops at the program it
+    starts (``python...``, a ``.py`` file, ``--``), whose arguments are not its.
+    """
+    import shlex
+
+    text = command.strip()
+    words: list[str] | None = None
+    if text.startswith("["):
+        import ast
+
+        try:
+            parsed = ast.literal_eval(text)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            parsed = None
+        if isinstance(parsed, list) and all(isinstance(w, str) for w in parsed):
+            words = parsed
+    if words is None:
+        try:
+            words = shlex.split(text)
+        except ValueError:  # unbalanced quotes
+            words = text.split()
+    found = None
+    for i, word in enumerate(words):
+        base = os.path.basename(word)
+        if i and (word == "--" or base.startswith("python") or word.endswith(".py")):
+            break
+        flag, eq, value = word.partition("=")
+        if flag not in PPN_FLAGS:
+            continue
+        if not eq:
+            value = words[i + 1] if i + 1 < len(words) else ""
+        m = _COUNT.match(value)
+        if m and 0 < int(m.group(1)) <= MAX_COUNT:
+            found = (int(m.group(1)), f"{flag} {int(m.group(1))}")
+    return found
+
+
+def _read_text(path: Path, notes: list[str]) -> str | None:
+    try:
+        data = read_capped(path, MAX_PROVENANCE_BYTES)
+    except OSError as e:
+        notes.append(f"skipped {path.name}: {e.strerror or e}")
+        return None
+    if len(data) > MAX_PROVENANCE_BYTES:
+        notes.append(f"skipped {path.name}: larger than {MAX_PROVENANCE_BYTES >> 20} MiB")
+        return None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        notes.append(f"skipped {path.name}: not UTF-8")
+        return None
+
+
+def _scalar(v: Any) -> str | None:
+    """Provenance values as strings, as ezpz writes them in run_info.json."""
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, (int, float, str)):
+        return str(v).strip()
+    return None
+
+
+def _from_json(path: Path, section: str | None, notes: list[str]) -> dict[str, str] | None:
+    text = _read_text(path, notes)
+    if text is None:
+        return None
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        notes.append(f"skipped {path.name}: not valid JSON")
+        return None
+    if section is not None:
+        doc = doc.get(section) if isinstance(doc, dict) else None
+    if not isinstance(doc, dict):
+        if section is not None:
+            notes.append(f"{path.name} has no {section!r} section")
+        else:
+            notes.append(f"skipped {path.name}: not a JSON object")
+        return None
+    out = {}
+    command = doc.get("EZPZ_RUN_COMMAND")
+    if isinstance(command, list):  # config.json keeps native types: the argv list
+        doc = {**doc, "EZPZ_RUN_COMMAND": repr([str(w) for w in command])}
+    for k in KEYS:
+        s = _scalar(doc.get(k))
+        if s:
+            out[k] = s
+    return out
+
+
+def _from_report(path: Path, notes: list[str]) -> dict[str, str] | None:
+    text = _read_text(path, notes)
+    if text is None:
+        return None
+    out: dict[str, str] = {}
+    inside = False
+    for line in text.splitlines():
+        if line.startswith("#"):
+            if inside:
+                break
+            inside = line.strip().lstrip("#").strip() == "Distributed"
+            continue
+        if inside:
+            m = _BULLET.match(line)
+            if m and m.group("key").strip() in KEYS and m.group("val"):
+                out[m.group("key").strip()] = m.group("val")
+    return out if out else None
+
+
+def load_provenance(files: RunFiles) -> Provenance:
+    """Merge the three tiers, first hit per key; never reads more than needed."""
+    prov = Provenance()
+    tiers: list[tuple[str, list[Path]]] = [
+        ("run_info.json", files.run_info),
+        ("config.json", files.config),
+        ("report", files.reports),
+    ]
+    for label, paths in tiers:
+        if all(k in prov.values for k in KEYS):
+            break
+        for path in paths:
+            if label == "run_info.json":
+                got = _from_json(path, "Distributed", prov.notes)
+            elif label == "config.json":
+                got = _from_json(path, None, prov.notes)
+            else:
+                got = _from_report(path, prov.notes)
+            if not got:
+                continue
+            rel = rel_to(files.root, path)
+            used = False
+            for k, v in got.items():
+                if k not in prov.values:
+                    prov.values[k] = v
+                    prov.source[k] = rel
+                    used = True
+            if used:
+                prov.tiers.append(rel)
+            break  # one file per tier: the one next to the metrics
+    return prov
+
+
+def _count(prov: Provenance, key: str, allow_zero: bool = False) -> int | None:
+    """A positive integer count from provenance; notes and ignores anything else."""
+    raw = prov.values.get(key)
+    if raw is None:
+        return None
+    # Plain decimal digits only ("12", "12.0"): float() would also take "1_000",
+    # "1e3" or " nan ", none of which ezpz writes for a count.
+    m = _COUNT.match(raw)
+    val = int(m.group(1)) if m else -1
+    if val < 0 or (val == 0 and not allow_zero):
+        prov.notes.append(f"ignored {key}={raw!r} from {prov.source[key]}: not a usable count")
+        return None
+    if val > MAX_COUNT:
+        raise AmscError(f"{key}={digits(raw.strip())} from {prov.source[key]} is not a "
+                        f"plausible count (more than {MAX_COUNT:,}); pass {COUNT_FLAG[key]} N")
+    return val
+
+
+def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
+                      gpus: int | None) -> Placement:
+    """Apply flags, then the provenance rules; one error naming every missing flag."""
+    how: dict[str, str] = {}
+    missing: list[str] = []
+
+    # ``how`` reads "column value = where it came from", e.g. for --explain:
+    # "gpus 12 = max(WORLD_SIZE_IN_USE 12, world_size 12)".
+    gpus_flag, nodes_flag = gpus is not None, nodes is not None
+    for key in ("MACHINE", "HOSTNAME"):
+        val = prov.values.get(key)
+        if val and not system and not val.isprintable():
+            # A line break would split the row; a lone surrogate cannot even be written.
+            prov.notes.append(f"ignored {key}={val!r} from {prov.source[key]}: "
+                              "not a single line of printable text")
+            del prov.values[key]
+    if system:
+        how["system"] = f"system {system} = --system"
+    elif prov.values.get("MACHINE"):
+        system = prov.values["MACHINE"]
+        how["system"] = f"system {system} = MACHINE from {prov.source['MACHINE']}"
+        if formula_like(system):
+            raise AmscError(f"MACHINE={system!r} from {prov.source['MACHINE']} would run as a "
+                            "formula when the CSV is opened in a spreadsheet; pass --system NAME")
+    elif prov.values.get("HOSTNAME"):
+        from ezpz_amsc._ezpz import get_machine
+
+        host = prov.values["HOSTNAME"]
+        system, by = get_machine(host)
+        if formula_like(system):
+            raise AmscError(f"HOSTNAME={host!r} from {prov.source['HOSTNAME']} would run as a "
+                            "formula when the CSV is opened in a spreadsheet; pass --system NAME")
+        how["system"] = (f"system {system} = {by}(HOSTNAME {host!r} from "
+                         f"{prov.source['HOSTNAME']})")
+        known = "" if system != host else ", which names no known facility"
+        prov.notes.append(f"no MACHINE recorded; system {system!r} from HOSTNAME {host!r} "
+                          f"by {by}{known}; pass --system to override")
+    else:
+        missing.append("--system NAME")
+
+    # Counts are parsed only when a rule needs them, so an irrelevant odd value
+    # (NGPUS=0 on a CPU host) raises no note.
+    wsiu = None if gpus is not None else _count(prov, "WORLD_SIZE_IN_USE")
+    ws = None if gpus is not None else _count(prov, "world_size")
+    gpn = None if nodes is not None else _count(prov, "GPUS_PER_NODE", allow_zero=True)
+
+    gpus_source = "flag"
+    if gpus is not None:
+        how["gpus"] = f"gpus {gpus} = --gpus"
+    elif wsiu is not None or ws is not None:
+        # Under torchrun WORLD_SIZE_IN_USE reads 1 while world_size is right.
+        gpus = max(x for x in (wsiu, ws) if x is not None)
+        gpus_source = "world_size"
+        how["gpus"] = (f"gpus {gpus} = max(WORLD_SIZE_IN_USE {wsiu if wsiu is not None else '?'}"
+                       f", world_size {ws if ws is not None else '?'})")
+    elif (ngpus := _count(prov, "NGPUS")) is not None:
+        gpus = ngpus
+        gpus_source = "NGPUS"
+        how["gpus"] = f"gpus {gpus} = NGPUS (the allocation; no world size recorded)"
+    else:
+        missing.append("--gpus N")
+
+    if nodes is not None:
+        how["nodes"] = f"nodes {nodes} = --nodes"
+    elif gpus is not None and (nodes := _nodes_from_ranks(prov, gpus, gpn, how)) is not None:
+        pass
+    elif (num_nodes := _count(prov, "NUM_NODES")) is not None:
+        nodes = num_nodes
+        why = "GPUS_PER_NODE is 0" if gpn == 0 else "GPUS_PER_NODE unknown"
+        how["nodes"] = f"nodes {nodes} = NUM_NODES ({why})"
+        if gpus is not None and nodes > gpus and not gpus_flag:
+            raise AmscError(
+                f"NUM_NODES {nodes} exceeds the {plural(gpus, 'rank')} that ran: it describes "
+                "the allocation, not the run; pass --nodes N"
+            )
+    else:
+        missing.append("--nodes N")
+
+    if missing:
+        looked = ", ".join(prov.tiers) if prov.tiers else (
+            "no run_info.json, config.json or report with ### Distributed found")
+        raise AmscError(
+            f"cannot tell {', '.join(m.split()[0][2:] for m in missing)} of this run "
+            f"(provenance: {looked}); pass {' '.join(missing)}"
+        )
+    assert system is not None and nodes is not None and gpus is not None
+    if gpn is None:
+        gpn = _count(prov, "GPUS_PER_NODE", allow_zero=True)
+    if nodes > gpus and (nodes_flag or gpus_flag):
+        prov.notes.append(f"nodes {nodes} exceeds gpus {gpus}: some nodes ran no rank")
+    if gpus_flag and gpn and gpus % gpn:
+        prov.notes.append(f"--gpus {gpus} is not a multiple of GPUS_PER_NODE {gpn}")
+    return Placement(system=system, nodes=nodes, gpus=gpus, how=how, gpus_source=gpus_source)
+
+
+def _nodes_from_ranks(prov: Provenance, gpus: int, gpn: int | None,
+                      how: dict[str, str]) -> int | None:
+    """ceil(ranks / ranks per node), from the launch line, else from GPUS_PER_NODE.
+
+    ezpz runs fewer ranks per node than GPUS_PER_NODE when asked (``--ppn 6``
+    on a 12-tile Aurora node), so the launch line wins. NUM_NODES is the
+    allocation: the result may be below it (with a note when nothing says how
+    the ranks were spread), never above it.
+    """
+    command = prov.values.get("EZPZ_RUN_COMMAND")
+    ppn = ranks_per_node(command) if command else None
+    if ppn is not None:
+        per_node, why = ppn[0], f"{ppn[1]} in EZPZ_RUN_COMMAND"
+    elif gpn:
+        per_node, why = gpn, "GPUS_PER_NODE"
+    else:
+        return None
+    nodes = -(-gpus // per_node)
+    how["nodes"] = f"nodes {nodes} = ceil({gpus} / " + (
+        f"{plural(per_node, 'rank')} per node, {why})" if ppn else f"GPUS_PER_NODE {gpn})")
+    num_nodes = _count(prov, "NUM_NODES")
+    if num_nodes is None:
+        return nodes
+    if nodes > num_nodes:
+        raise AmscError(f"{gpus} ranks at {per_node} per node ({why}) need {nodes} nodes, but "
+                        f"the job had NUM_NODES {num_nodes}; pass --nodes N")
+    if nodes < num_nodes and ppn is None:
+        prov.notes.append(f"nodes {nodes} assumes {plural(gpn, 'rank')} per node "
+                          f"(GPUS_PER_NODE); the job had {num_nodes} nodes (NUM_NODES); "
+                          f"pass --nodes {num_nodes} if the ranks were spread thinner")
+    return nodes

@@ -1,0 +1,451 @@
+"""Order the steps, drop warmup, reduce each series (docs/numbers.md, "The defaults").
+
+numpy is imported here and only here, so ``--help`` and the plugin load never
+pay for it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ezpz_amsc.errors import AmscError, plural
+from ezpz_amsc.options import CLOCK_SLACK_SEC, MAX_COUNT, REDUCERS, TIMESTAMP_MIN
+from ezpz_amsc.run.details import Segment, StepCoverage
+from ezpz_amsc.run.steps import COUNTER_KEYS, SERIES, Steps
+
+# Values no real step can have are dropped like non-finite ones (and noted):
+# a step takes time, and throughput, MFU and TFLOPS are never negative. Zero
+# stays for those three: ezpz writes mfu 0.0 when it does not know the peak.
+POSITIVE_SERIES = ("dt",)
+NON_NEGATIVE_SERIES = ("tps", "tps_per_gpu", "mfu", "tflops")
+# MFU is a percentage of the device's peak: above 100 it is not a utilisation
+# (FP8 measured against a BF16 peak table, fsdp_tp's tensor-parallel over-count).
+MFU_MAX_PCT = 100.0
+# A first step stamped more than 2 days before the second comes from a skewed
+# clock: no job on these machines pauses that long between two steps.
+FIRST_GAP_MAX_SEC = 2 * 86400.0
+# train/tps / train/tps_per_gpu is the world size, a whole number up to rounding.
+RATIO_TOLERANCE = 0.01
+
+
+@dataclass
+class Timestamps:
+    """What the steps' clock says, for the clock checks (all counts over the steps used)."""
+
+    present: int = 0  # steps with a numeric timestamp
+    implausible: int = 0  # of those, before 2015 or later than now
+    first_bad: float | None = None  # the first implausible value, for messages
+    first_step_raw: float | None = None  # the first step's timestamp as logged
+    used_step: float | None = None  # step number whose timestamp is the row's
+    used_index: int | None = None  # its position among the ordered steps
+    skewed_first: str | None = None  # why the first step's plausible timestamp was passed over
+    # that step and its timestamp: not always the first step (its timestamp may be missing)
+    skewed_step: float | None = None
+    skewed_ts: float | None = None
+    last_read: float | None = None  # latest plausible timestamp of every step read
+
+@dataclass
+class SeriesStats:
+    """How one series was reduced, for notes and ``--explain``."""
+
+    value: float | None
+    present: int  # finite values over all steps
+    used: int  # values the reducer saw
+    dropped_warmup: int  # finite values dropped as warmup
+    kept_warmup: bool  # warmup would have left nothing, so it was kept
+    p10: float | None = None
+    p90: float | None = None
+    # all steps in order (NaN = absent), for sparklines and the checks
+    values: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    all_zero: bool = False  # every finite value is exactly 0.0
+
+
+@dataclass
+class Reduced:
+    steps: int
+    first_timestamp: float | None
+    wall_time_sec: float | None
+    final_loss: float | None
+    stats: dict[str, SeriesStats] = field(default_factory=dict)
+    step_values: np.ndarray = field(default_factory=lambda: np.zeros(0))  # empty: no step
+    notes: list[str] = field(default_factory=list)
+    coverage: StepCoverage | None = None  # set only when the step numbers have gaps
+    invalid: dict[str, int] = field(default_factory=dict)  # series -> values dropped as impossible
+    mfu_over_100: int = 0  # mfu values dropped for being above 100 %
+    # plausible timestamps in step order (NaN = none)
+    ts_values: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    timestamps: Timestamps = field(default_factory=Timestamps)
+    not_steps: int = 0  # records without the run's step counter, left out
+    counter: str | None = None  # the run's step counter key
+    segments: list[Segment] = field(default_factory=list)  # attempts found in the records
+    attempt: int | None = None  # 1-based segment exported (--attempt), when there are several
+    loss_nonfinite_tail: int = 0  # trailing steps whose loss was logged non-finite
+    stale_loss: tuple[float, float | None] | None = None  # (last finite loss, its step)
+
+
+# np.median and np.percentile import numpy.ma on first use (~7 ms, more than
+# the rest of the export of a 300-step run). These are their default methods,
+# value for value, on the sorted finite values.
+def median_sorted(ordered: np.ndarray) -> float:
+    """``np.median`` of an ascending, NaN-free, non-empty 1-D array (inf is fine)."""
+    n = ordered.size
+    mid = n // 2
+    if n % 2:
+        return float(ordered[mid])
+    return (float(ordered[mid - 1]) + float(ordered[mid])) / 2
+
+
+def percentile_sorted(ordered: np.ndarray, q: float) -> float:
+    """``np.percentile(x, q)`` ("linear") of an ascending, finite, non-empty 1-D array."""
+    n = ordered.size
+    pos = (n - 1) * (q / 100)
+    if pos >= n - 1:
+        return float(ordered[-1])
+    lo = math.floor(pos)
+    t = pos - lo
+    a, b = float(ordered[lo]), float(ordered[lo + 1])
+    diff = b - a
+    return b - diff * (1 - t) if t >= 0.5 else a + diff * t
+
+
+def _reduce(x: np.ndarray, ordered: np.ndarray, reducer: str) -> float:
+    if reducer == "median":
+        return median_sorted(ordered)
+    if reducer == "mean":
+        return float(np.mean(x))
+    if reducer == "max":
+        return float(np.max(x))
+    if reducer == "min":
+        return float(np.min(x))
+    return float(x[-1])
+
+
+def reduce_series(values: np.ndarray, warmup: int, reducer: str) -> SeriesStats:
+    """Drop the first ``warmup`` steps, then reduce the finite values left.
+
+    Warmup counts steps, not values: a metric missing on step 1 still has
+    step 1 dropped. If warmup leaves nothing, the whole series is kept — a
+    warmup-tainted number beats an empty cell (the caller notes it).
+    """
+    finite = np.isfinite(values)
+    present = int(finite.sum())
+    if present == 0:
+        return SeriesStats(None, 0, 0, 0, False, values=values)
+    tail = values[warmup:]
+    kept = tail[np.isfinite(tail)]
+    kept_warmup = False
+    if kept.size == 0:
+        kept = values[finite]
+        kept_warmup = warmup > 0
+    dropped = present - int(kept.size)
+    ordered = np.sort(kept)
+    # Near float max, mean/median overflow; such a value is unusable, not a crash.
+    with np.errstate(over="ignore", invalid="ignore"):
+        p10, p90 = percentile_sorted(ordered, 10), percentile_sorted(ordered, 90)
+        value = _reduce(kept, ordered, reducer)
+    return SeriesStats(_finite_or_none(value), present, int(kept.size), dropped, kept_warmup,
+                       _finite_or_none(p10), _finite_or_none(p90), values,
+                       all_zero=not values[finite].any())
+
+
+def _finite_or_none(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def step_coverage(step: np.ndarray) -> StepCoverage | None:
+    """Gaps in the logged step numbers (a run that logged every N steps), else ``None``.
+
+    Only whole step numbers are judged; a late start (ezpz's minimal example
+    logs from step 6) is not a gap. The total is an estimate for the note, not
+    a number the row uses: ``last - first + stride`` counts the steps before
+    the first logged one that its stride implies (10, 20, .., 300 → ~300). The
+    stride is the most common distance, so that a final step logged off the
+    stride does not shrink it (0, 10, .., 90, 99 → ~100, not ~108).
+    """
+    finite = step[np.isfinite(step)]
+    if finite.size < 2 or not np.all(finite == np.floor(finite)):
+        return None
+    ordered = np.sort(finite)
+    # Distinct values by comparing sorted neighbours: np.unique imports numpy.ma (~7 ms).
+    uniq = ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
+    if uniq.size < 2:
+        return None
+    diffs = np.diff(uniq)
+    if float(diffs.max()) <= 1:
+        return None
+    first, last, stride = int(uniq[0]), int(uniq[-1]), _most_common(diffs)
+    if int(diffs[-1]) < stride:
+        # "every 10 steps plus the last one" (diffusion: 0, 10, .., 90, 99): the
+        # short last interval ends the run; only steps before the first count.
+        head = max(0, min(first - 1 if first else 0, stride - 1))
+        total = last - first + 1 + head
+    else:
+        total = last - first + stride
+    return StepCoverage(int(uniq.size), first, last, stride, total)
+
+
+def _most_common(x: np.ndarray) -> int:
+    """The most frequent value of an integer-valued array (the smallest on a tie)."""
+    d = np.sort(x)
+    starts = np.concatenate(([0], np.flatnonzero(d[1:] != d[:-1]) + 1))
+    counts = np.diff(np.append(starts, d.size))
+    return int(d[starts[int(np.argmax(counts))]])
+
+
+def trend(values: np.ndarray, warmup_steps: int, width: int = 60) -> dict[str, object]:
+    """A series squeezed to at most ``width`` points for a sparkline, warmup kept apart.
+
+    Up to ``width`` steps: one point per step. Longer: the warmup and the used
+    steps are bucketed separately (mean of each bucket's finite values), so a
+    slow first step never blurs into the steps that were reduced. Plain floats
+    and ``None`` (no finite value) only: the result goes into JSON as is.
+    """
+    n = int(values.size)
+    warmup_steps = max(0, min(warmup_steps, n))
+    if n <= width:
+        warm_chars, used_chars = warmup_steps, n - warmup_steps
+    else:
+        # At least one glyph each: the steps used must be drawn however long the warmup.
+        warm_chars = min(width - 1, max(1, round(width * warmup_steps / n))) if warmup_steps else 0
+        used_chars = width - warm_chars
+
+    def buckets(x: np.ndarray, k: int) -> list[float | None]:
+        out: list[float | None] = []
+        for part in np.array_split(x, k) if k else []:
+            ok = part[np.isfinite(part)]
+            out.append(_mean(ok) if ok.size else None)
+        return out
+
+    return {
+        "steps": n,
+        "warmup_steps": warmup_steps,
+        "steps_per_point": 1 if n <= width else -(-(n - warmup_steps) // max(used_chars, 1)),
+        "warmup": buckets(values[:warmup_steps], warm_chars),
+        "used": buckets(values[warmup_steps:], used_chars),
+    }
+
+
+def _mean(x: np.ndarray) -> float:
+    """The mean of finite values, finite too: values near float max overflow the plain sum
+    (an inf point would make ``--format json`` fail), so those are averaged pre-divided."""
+    with np.errstate(over="ignore"):
+        m = float(x.mean())
+    return m if math.isfinite(m) else float((x / x.size).sum())
+
+
+def _drop_impossible(cols: dict[str, np.ndarray]) -> tuple[dict[str, int], int]:
+    """NaN out values no real step can have; returns how many per series, and mfu > 100."""
+    invalid: dict[str, int] = {}
+    for name in (*POSITIVE_SERIES, *NON_NEGATIVE_SERIES):
+        x = cols[name]
+        bad = (x <= 0) if name in POSITIVE_SERIES else (x < 0)  # NaN compares False
+        if bad.any():
+            invalid[name] = int(bad.sum())
+            cols[name] = np.where(bad, np.nan, x)
+    over = cols["mfu"] > MFU_MAX_PCT
+    over_100 = int(over.sum())
+    if over_100:
+        cols["mfu"] = np.where(over, np.nan, cols["mfu"])
+    return invalid, over_100
+
+
+def ranks_per_step(tps: np.ndarray, tps_per_gpu: np.ndarray) -> np.ndarray:
+    """Per step, ``train/tps / train/tps_per_gpu`` when it is a whole rank count, else NaN."""
+    with np.errstate(all="ignore"):
+        ratio = tps / tps_per_gpu
+        whole = np.round(ratio)
+        ok = (np.isfinite(ratio) & (whole >= 1) & (whole <= MAX_COUNT)
+              & (np.abs(ratio - whole) <= RATIO_TOLERANCE * whole))
+    return np.where(ok, whole, np.nan)
+
+
+def find_segments(step: np.ndarray, ts: np.ndarray, ranks: np.ndarray) -> list[Segment]:
+    """Split records (file order) into attempts.
+
+    A retried job appends a new attempt whose step numbers start again, so a
+    step number repeats; then every step that does not increase starts a new
+    segment. Without a repeat, records out of order are just out of order.
+    A change in the logged world size (a job resumed on more ranks) also splits.
+    """
+    n = int(step.size)
+    cuts: set[int] = set()
+    idx = np.flatnonzero(np.isfinite(step))
+    s = step[idx]
+    back = np.flatnonzero(s[1:] <= s[:-1]) + 1  # none in a run logged in order: no sort
+    if back.size:
+        ordered = np.sort(s)
+        if bool(np.any(ordered[1:] == ordered[:-1])):
+            cuts.update(idx[back].tolist())
+    ridx = np.flatnonzero(np.isfinite(ranks))
+    r = ranks[ridx]
+    cuts.update((ridx[np.flatnonzero(r[1:] != r[:-1]) + 1]).tolist())
+    bounds = [0, *sorted(cuts), n]
+    out = []
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        st, tt, rr = step[a:b], ts[a:b], ranks[a:b]
+        fs, ft, fr = st[np.isfinite(st)], tt[np.isfinite(tt)], rr[np.isfinite(rr)]
+        out.append(Segment(a, b, float(fs[0]) if fs.size else None,
+                           float(fs[-1]) if fs.size else None,
+                           float(ft[0]) if ft.size else None,
+                           int(fr[0]) if fr.size else None))
+    return out
+
+
+def _pick_attempt(segments: list[Segment], attempt: str) -> int:
+    """0-based index of the segment ``--attempt`` names (``last`` or 1-based N)."""
+    if attempt == "last":
+        return len(segments) - 1
+    k = int(attempt)
+    if not 1 <= k <= len(segments):
+        held = f"{len(segments)} attempt{'' if len(segments) == 1 else 's'}"
+        raise AmscError(f"--attempt {k}: the records hold {held}; pass --attempt last "
+                        f"or a number from 1 to {len(segments)}")
+    return k - 1
+
+
+def _first_timestamp(ts: np.ndarray, step: np.ndarray, out: Timestamps) -> float | None:
+    """The row's timestamp: the first step's, unless its clock is off (then the next one's)."""
+    cand = np.flatnonzero(np.isfinite(ts))
+    if not cand.size:
+        return None
+    used = int(cand[0])
+    if cand.size > 1:
+        a, b = float(ts[cand[0]]), float(ts[cand[1]])
+        nxt = _step_text(step[cand[1]])
+        if a > b + 1.0:
+            out.skewed_first = f"is later than {nxt}'s"
+        elif b - a > FIRST_GAP_MAX_SEC:
+            out.skewed_first = f"is {(b - a) / 86400:.0f} days before {nxt}'s"
+        if out.skewed_first:
+            out.skewed_step, out.skewed_ts = float(step[cand[0]]), a
+            used = int(cand[1])
+    out.used_index = used
+    out.used_step = float(step[used]) if np.isfinite(step[used]) else None
+    return float(ts[used])
+
+
+def _step_text(x: float) -> str:
+    return f"step {int(x)}" if np.isfinite(x) and x == int(x) else "the next step"
+
+
+def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = None,
+                 now: float | None = None) -> Reduced:
+    """Keep the training steps (of one attempt), order them, and reduce every series.
+
+    ``attempt``: ``last`` or a 1-based number, the segment to export when the
+    records hold several (see :func:`find_segments`); ``None`` keeps them all
+    and leaves the refusal to the checks.
+    """
+    if reducer not in REDUCERS:
+        raise ValueError(f"unknown reducer {reducer!r}")
+    notes: list[str] = []
+    if len(steps) == 0:
+        return Reduced(0, None, None, None, notes=notes)
+    step = np.frombuffer(steps.step, dtype=np.float64)
+    ts_raw = np.frombuffer(steps.timestamp, dtype=np.float64)
+    cols = {k: np.frombuffer(steps.series[k], dtype=np.float64) for k in SERIES}
+    bad_loss = np.zeros(len(steps), dtype=bool)
+    bad_loss[steps.loss_nonfinite] = True
+
+    # Only training steps: records without the run's counter (eval batches) are not.
+    not_steps = 0
+    if steps.step_key is not None:
+        keep = np.frombuffer(steps.counter, dtype=np.int8) == COUNTER_KEYS.index(steps.step_key)
+        not_steps = int(keep.size - keep.sum())
+        if not_steps:
+            step, ts_raw, bad_loss = step[keep], ts_raw[keep], bad_loss[keep]
+            cols = {k: v[keep] for k, v in cols.items()}
+    if step.size == 0:
+        return Reduced(0, None, None, None, notes=notes, not_steps=not_steps,
+                       counter=steps.step_key)
+
+    hi = (time.time() if now is None else now) + CLOCK_SLACK_SEC
+    with np.errstate(invalid="ignore"):
+        ts = np.where((ts_raw >= TIMESTAMP_MIN) & (ts_raw <= hi), ts_raw, np.nan)
+    last_read = float(np.max(ts[np.isfinite(ts)])) if np.isfinite(ts).any() else None
+
+    segments = find_segments(step, ts, ranks_per_step(cols["tps"], cols["tps_per_gpu"]))
+    chosen = None
+    if attempt is not None:
+        chosen = _pick_attempt(segments, attempt)
+        seg = segments[chosen]
+        part = slice(seg.start, seg.stop)
+        step, ts, ts_raw, bad_loss = step[part], ts[part], ts_raw[part], bad_loss[part]
+        cols = {k: v[part] for k, v in cols.items()}
+    n = int(step.size)
+
+    step_key = np.where(np.isfinite(step), step, np.inf)
+    # Strictly increasing step keys (a run logged in order, the usual case)
+    # already are the sorted order, whatever the timestamps: skip the sort and
+    # its index arrays, the largest memory cost of a long run.
+    in_order = bool(np.all(step_key[1:] > step_key[:-1]))
+    if not in_order:
+        ts_key = np.where(np.isfinite(ts), ts, np.inf)
+        order = np.lexsort((np.arange(n), ts_key, step_key))
+        if not np.array_equal(order, np.arange(n)):
+            notes.append(f"records were out of order; sorted {n} steps by step key, "
+                         "then timestamp")
+            step, ts, ts_raw, bad_loss = step[order], ts[order], ts_raw[order], bad_loss[order]
+            cols = {k: v[order] for k, v in cols.items()}
+    invalid, over_100 = _drop_impossible(cols)
+    if invalid:
+        parts = ", ".join(f"{k} {v}" for k, v in invalid.items())
+        notes.append(f"dropped {plural(sum(invalid.values()), 'impossible value')} (step time "
+                     f"<= 0 or negative throughput/mfu/tflops: {parts})")
+
+    missing_step = int((~np.isfinite(step)).sum())
+    if missing_step and steps.step_key is not None:
+        have = "has" if missing_step == 1 else "have"
+        notes.append(f"{missing_step} of {plural(n, 'step')} {have} a non-finite {steps.step_key}; "
+                     "ordered by timestamp, last")
+
+    present = np.isfinite(ts_raw)
+    stamps = Timestamps(present=int(present.sum()), last_read=last_read)
+    bad = present & ~np.isfinite(ts)
+    stamps.implausible = int(bad.sum())
+    if stamps.implausible:
+        stamps.first_bad = float(ts_raw[np.flatnonzero(bad)[0]])
+    stamps.first_step_raw = float(ts_raw[0]) if present[0] else None
+    first_ts = _first_timestamp(ts, step, stamps)
+
+    dt = cols["dt"]
+    dt_ok = np.isfinite(dt)
+    with np.errstate(over="ignore"):
+        wall = float(dt[dt_ok].sum()) if dt_ok.any() else None
+    if wall is not None and not np.isfinite(wall):
+        notes.append("summed step time overflows a float; left unknown")
+        wall = None
+
+    final_loss, tail, stale = _final_loss(cols["loss"], bad_loss, step)
+
+    stats = {k: reduce_series(cols[k], warmup, reducer) for k in SERIES}
+    for k, s in stats.items():
+        if s.value is None and s.present:
+            notes.append(f"{k} reduces to a value too large for a float; left empty")
+    coverage = step_coverage(step) if steps.step_key is not None else None
+    return Reduced(n, first_ts, wall, final_loss, stats, step, notes, coverage, invalid,
+                   mfu_over_100=over_100, ts_values=ts, timestamps=stamps, not_steps=not_steps,
+                   counter=steps.step_key, segments=segments,
+                   attempt=None if chosen is None else chosen + 1,
+                   loss_nonfinite_tail=tail, stale_loss=stale)
+
+
+def _final_loss(loss: np.ndarray, bad: np.ndarray, step: np.ndarray
+                ) -> tuple[float | None, int, tuple[float, float | None] | None]:
+    """The last logged loss; ``None`` when it was NaN/inf (a diverged run), with the
+    number of such trailing steps and the stale last finite value it must not become."""
+    finite = np.flatnonzero(np.isfinite(loss))
+    logged = np.flatnonzero(np.isfinite(loss) | bad)
+    if not logged.size:
+        return None, 0, None
+    if not bad[logged[-1]]:
+        return float(loss[logged[-1]]), 0, None
+    if not finite.size:
+        return None, int(logged.size), None
+    last = int(finite[-1])
+    at = float(step[last]) if np.isfinite(step[last]) else None
+    return None, int((logged > last).sum()), (float(loss[last]), at)

@@ -1,0 +1,393 @@
+"""Stream the chosen rank's step records into a few flat series.
+
+Memory stays flat in the number of keys per record: only the handful of
+series the row needs are kept, as ``array('d')`` (8 bytes a value), and numpy
+sees them only at the end. Missing values are stored as NaN; values that were
+present but non-finite are counted, so the caller can say how many it dropped.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from ezpz_amsc.errors import AmscError
+from ezpz_amsc.options import MAX_LINE_BYTES
+from ezpz_amsc.run.layout import MetricsSource
+from ezpz_amsc.run.lines import iter_lines
+
+# Key lookup order per series (docs/numbers.md, "The records"): train/<name>, then bare <name>.
+# Step counters in order of preference; each record remembers which one it
+# carried (its index here), so that the run's counter is the best one any
+# record has and records without it are not steps. ``epoch`` counts only in an
+# epoch-level history (ezpz's ``fsdp`` example logs one record per epoch).
+STEP_KEYS = ("train/iter", "train/step", "iter", "step")
+EPOCH_KEYS = ("epoch", "train/epoch")
+COUNTER_KEYS = STEP_KEYS + EPOCH_KEYS
+NO_COUNTER = -1
+# Training throughput is train/tps (global), train/tokens_per_sec (hf, global)
+# and train/tps_per_gpu, nothing else: bare tokens_per_sec is ezpz's inference
+# example, per rank, and bare tps/tps_per_gpu are not written by any example.
+SERIES_KEYS: dict[str, tuple[str, ...]] = {
+    "dt": ("train/dt", "dt"),
+    "tps": ("train/tps", "train/tokens_per_sec"),
+    "tps_per_gpu": ("train/tps_per_gpu",),
+    "mfu": ("train/mfu", "mfu"),
+    "tflops": ("train/tflops", "tflops"),
+    "loss": ("train/loss", "loss", "train_loss"),  # train_loss: fsdp's epoch records
+}
+NOT_TRAINING_THROUGHPUT = ("tokens_per_sec", "tps", "tps_per_gpu")
+SERIES = tuple(SERIES_KEYS)
+
+# Read buffer while hashing: the digest is fed a MiB at a time, not a line at a time.
+_HASH_BUFFER_BYTES = 1 << 20
+
+_NAN = float("nan")
+# Pass over other ranks' lines of a shared file unparsed (see skim.py). Tests
+# turn it off to get the full parse to compare with.
+SKIM = True
+
+
+@dataclass
+class Steps:
+    """The chosen rank's step records, as parallel series in file order."""
+
+    rank: int | None = None
+    step: array = field(default_factory=lambda: array("d"))
+    counter: array = field(default_factory=lambda: array("b"))  # COUNTER_KEYS index per record
+    timestamp: array = field(default_factory=lambda: array("d"))
+    series: dict[str, array] = field(default_factory=lambda: {k: array("d") for k in SERIES})
+    keys_used: dict[str, str] = field(default_factory=dict)  # series -> first key seen
+    step_key: str | None = None  # the preferred counter any record carried
+    nonfinite: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SERIES, 0))
+    files_read: list[Path] = field(default_factory=list)
+    files_not_read: int = 0
+    bad_lines: int = 0
+    long_lines: int = 0
+    truncated_last_line: bool = False
+    not_steps: int = 0  # parsed records with no numeric metric (e.g. precision/*)
+    other_ranks: dict[int | None, int] = field(default_factory=dict)
+    loss_nonfinite: list[int] = field(default_factory=list)  # records whose loss was NaN/inf
+    ignored_throughput: dict[str, int] = field(default_factory=dict)  # bare keys seen, per key
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+
+class Digest(NamedTuple):
+    """Size and sha256 of a file as it was read, for provenance records."""
+
+    size: int
+    sha256: str
+
+
+class _HashingRaw(io.RawIOBase):
+    """A raw file that feeds every byte read through it to a sha256.
+
+    Under a ``BufferedReader`` the hash is taken in the same pass as the
+    parse, in buffer-sized chunks: a multi-GB metrics file is never read twice,
+    and ``readline`` stays the C one.
+    """
+
+    def __init__(self, raw: io.RawIOBase) -> None:
+        # Imported here: hashlib loads OpenSSL (~3.5 MB resident), which only
+        # a --provenance export needs.
+        import hashlib
+
+        super().__init__()
+        self.raw = raw
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int | None:
+        n = self.raw.readinto(b)
+        if n:
+            with memoryview(b) as view:
+                self.sha256.update(view[:n])
+            self.size += n
+        return n
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+    def digest(self) -> Digest:
+        return Digest(self.size, self.sha256.hexdigest())
+
+
+def _number(v: Any) -> float | None:
+    """An int/float metric value as float; ``None`` for anything else.
+
+    ``bool`` is an ``int`` subclass but never a metric. Non-finite floats and
+    ints too large for a float come back as NaN/inf for the caller to count.
+    """
+    t = type(v)
+    if t is float:
+        return v
+    if t is int:
+        try:
+            return float(v)
+        except OverflowError:
+            return math.inf
+    return None
+
+
+def _fast_loads() -> Callable[[bytes], Any] | None:
+    """orjson's ``loads`` when installed (the ``fast`` extra), unless turned off.
+
+    ``EZPZ_AMSC_JSON=stdlib`` forces the standard library, so that both paths
+    can be tested and compared on the same machine.
+    """
+    if os.environ.get("EZPZ_AMSC_JSON", "").strip().lower() == "stdlib":
+        return None
+    try:
+        from orjson import loads
+    except ImportError:
+        return None
+    return loads
+
+
+FAST_LOADS = _fast_loads()
+
+# json.loads(bytes) detects the encoding, decodes, and matches whitespace with
+# a regex before and after scanning: ~15% of its cost on a 1 KB line. The
+# scanner alone gives the same object for a line that is plain UTF-8 starting
+# with its value; anything else goes to json.loads, which stays the authority.
+_scan_once = json.JSONDecoder().scan_once
+_JSON_WS = " \t\n\r"
+# orjson turns integers outside int64/uint64 into floats; json keeps them ints.
+_ORJSON_INT_LIMIT = float(2**63)
+
+
+def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
+               max_line: int, keep_unranked: bool = False,
+               digests: dict[Path, Digest] | None = None, skim: bool = True) -> int:
+    """Append ``path``'s step records (of ``want_rank`` if filtering) to ``out``.
+
+    ``keep_unranked``: records without a ``rank`` field count as ``want_rank``'s
+    (a per-rank file; in an interleaved file they belong to no rank).
+    With ``digests``, the file's size and sha256 are taken while it is read
+    (once per file: a second pass over it is not hashed again).
+
+    This loop runs once per logged step, so it keeps per-record work to the
+    lookups themselves: no per-record containers, values appended straight
+    into the series (and taken back in the rare record that is not a step).
+    When filtering, lines that are certainly another rank's records are
+    counted without being parsed (``skim``); returns how many.
+    """
+    series = out.series
+    nonfinite = out.nonfinite
+    keys_used = out.keys_used
+    step_app = out.step.append
+    counter_app = out.counter.append
+    counters = tuple(enumerate(COUNTER_KEYS))
+    tps_series = series["tps"]
+    ignored = out.ignored_throughput
+    ts_app = out.timestamp.append
+    lookups = [(name, keys, series[name].append) for name, keys in SERIES_KEYS.items()]
+    arrays = [series[name] for name in SERIES]
+    other = out.other_ranks
+    isfinite = math.isfinite
+    loads = json.loads
+    fast = FAST_LOADS
+    scan = _scan_once
+    nan = _NAN
+
+    last_ok = True
+    last_line: bytes | None = b""
+    hashing = None
+    try:
+        if digests is None or path in digests:
+            f = open(path, "rb")  # noqa: SIM115 - closed by the with below; open errors differ
+        else:
+            hashing = _HashingRaw(open(path, "rb", buffering=0))  # noqa: SIM115
+            f = io.BufferedReader(hashing, _HASH_BUFFER_BYTES)
+    except OSError as e:
+        raise AmscError(f"{path}: cannot read metrics file: {e.strerror or e}") from None
+    out.files_read.append(path)
+    lines = iter_lines(f, max_line)
+    passed: dict[int, int] = {}  # rank -> records counted unparsed
+    if skim and SKIM and filter_rank and type(want_rank) is int:
+        from ezpz_amsc.run.skim import skim_lines  # numpy: loaded only for a file that needs it
+
+        lines = skim_lines(f, max_line, want_rank, passed)
+    with f:
+        try:
+            for line in lines:
+                if line is None:
+                    last_line = line
+                    out.long_lines += 1
+                    continue
+                if not line.strip():
+                    continue  # blank lines are neither records nor truncation evidence
+                last_line = line
+                try:
+                    if fast is not None:
+                        try:
+                            rec = fast(line)
+                        except ValueError:  # bare NaN/Infinity (ezpz writes them), ...
+                            rec = loads(line)
+                    else:
+                        try:
+                            text = line.decode()
+                            rec, end = scan(text, 0)
+                            if end != len(text) and text[end:].strip(_JSON_WS):
+                                rec = loads(line)  # trailing data: let json.loads judge
+                        except (ValueError, StopIteration, RecursionError):
+                            rec = loads(line)
+                except (ValueError, RecursionError):
+                    out.bad_lines += 1
+                    last_ok = False
+                    continue
+                last_ok = True
+                if type(rec) is not dict:
+                    out.bad_lines += 1
+                    continue
+                metrics = rec.get("metrics")
+                if type(metrics) is not dict:
+                    out.not_steps += 1
+                    continue
+                if filter_rank:
+                    r = rec.get("rank")
+                    if type(r) is float and fast is not None and abs(r) >= _ORJSON_INT_LIMIT:
+                        r = loads(line).get("rank")
+                    if type(r) is not int:
+                        r = None
+                    if r != want_rank and not (r is None and keep_unranked):
+                        if any(_number(v) is not None for v in metrics.values()):
+                            other[r] = other.get(r, 0) + 1
+                        continue
+                get = metrics.get
+
+                step = None
+                code = NO_COUNTER
+                for i, k in counters:
+                    v = get(k)
+                    if v is not None:
+                        step = _number(v)
+                        if step is not None:
+                            code = i
+                            break
+
+                found = step is not None
+                for name, keys, app in lookups:
+                    for k in keys:  # first key holding a number; bool is not one
+                        v = get(k)
+                        if v is None:
+                            continue
+                        t = type(v)
+                        if t is float:
+                            break
+                        if t is int:
+                            v = _number(v)
+                            break
+                    else:
+                        app(nan)
+                        continue
+                    found = True
+                    if name not in keys_used:
+                        keys_used[name] = k
+                    if isfinite(v):
+                        app(v)
+                    else:
+                        nonfinite[name] += 1
+                        if name == "loss":  # a diverged run's last loss must not look fine
+                            out.loss_nonfinite.append(len(out.step))
+                        app(nan)
+                if not found and not any(_number(v) is not None for v in metrics.values()):
+                    for a in arrays:
+                        a.pop()  # only NaNs were appended: nothing was found
+                    out.not_steps += 1  # e.g. fsdp_tp's all-string precision/* record
+                    continue
+                step_app(step if step is not None and isfinite(step) else nan)
+                counter_app(code)
+                if tps_series[-1] != tps_series[-1]:  # no training throughput: say why
+                    for k in NOT_TRAINING_THROUGHPUT:
+                        if _number(get(k)) is not None:
+                            ignored[k] = ignored.get(k, 0) + 1
+                ts = _number(rec.get("timestamp"))
+                ts_app(ts if ts is not None and isfinite(ts) else nan)
+        except OSError as e:
+            raise AmscError(f"{path}: cannot read metrics file: {e.strerror or e}") from None
+    seen = out.counter.tobytes()  # the preferred counter any record carried
+    out.step_key = next((k for i, k in counters if bytes((i,)) in seen), None)
+    if hashing is not None and digests is not None:
+        digests[path] = hashing.digest()
+    if last_line is not None and not last_ok and not last_line.endswith(b"\n"):
+        out.truncated_last_line = True
+        out.bad_lines -= 1
+    for r, n in passed.items():  # each is a record of rank r with a numeric metric
+        other[r] = other.get(r, 0) + n
+    return sum(passed.values())
+
+
+def read_steps(source: MetricsSource, max_line: int = MAX_LINE_BYTES,
+               digests: dict[Path, Digest] | None = None) -> Steps:
+    """Read the records of one rank: rank 0 if it logged, else the lowest that did.
+
+    Per-rank files: only the chosen rank's file is opened (the next one only if
+    the chosen file held no step). Every file is filtered by each record's
+    ``rank`` when it has one: wrappers that name files by local rank put ranks
+    0 and 12 in one ``metrics-0.jsonl``. One interleaved file: records are
+    filtered by ``rank``; a second pass happens only when rank 0 logged nothing.
+    ``digests``, when given, receives the size and sha256 of every file read.
+    """
+    if source.scheme == "per-rank":
+        ranks = sorted(source.per_rank)
+        out = Steps()
+        tried: list[Path] = []
+        seen_in: dict[int, Path] = {}  # other ranks' records, by the file they were in
+        for r in ranks:
+            skipped = (out.bad_lines, out.long_lines)  # of files that held no step
+            out = Steps(rank=r)
+            _read_file(source.per_rank[r], out, r, True, max_line, keep_unranked=True,
+                       digests=digests)
+            out.bad_lines += skipped[0]
+            out.long_lines += skipped[1]
+            tried.extend(out.files_read)
+            out.files_read = list(tried)
+            if len(out):
+                break
+            for other in out.other_ranks:
+                if other is not None:
+                    seen_in.setdefault(other, source.per_rank[r])
+        if not len(out) and seen_in:  # no file holds its own rank: the lowest rank logged
+            chosen = min(seen_in)
+            again = Steps(rank=chosen)
+            _read_file(seen_in[chosen], again, chosen, True, max_line, digests=digests)
+            again.bad_lines, again.long_lines = out.bad_lines, out.long_lines
+            # Read again, so last: files_read[-1] is the file the steps came from.
+            again.files_read = [*(p for p in tried if p != seen_in[chosen]), seen_in[chosen]]
+            out = again
+        out.files_not_read = len(ranks) - len(tried)
+        return out
+
+    assert source.single is not None
+    out = Steps(rank=0)
+    if _read_file(source.single, out, 0, True, max_line, digests=digests) and not len(out):
+        # The fallback below picks a rank from every other rank's records and
+        # reports their counts; rank 0 logged nothing, so pay for a full parse.
+        out = Steps(rank=0)
+        _read_file(source.single, out, 0, True, max_line, digests=digests, skim=False)
+    if len(out) or not out.other_ranks:
+        return out
+    # Rank 0 logged nothing: the lowest rank that did; records without a rank
+    # field (None) only when no record names one.
+    ranked = sorted(r for r in out.other_ranks if r is not None)
+    chosen = ranked[0] if ranked else None
+    again = Steps(rank=chosen)
+    _read_file(source.single, again, chosen, True, max_line, digests=digests)
+    again.other_ranks = {r: n for r, n in out.other_ranks.items() if r != chosen}
+    again.bad_lines, again.long_lines = out.bad_lines, out.long_lines
+    again.truncated_last_line = out.truncated_last_line
+    return again
