@@ -73,7 +73,7 @@ def no_hang() -> Iterator[None]:
 
 # --------------------------------------------------------------------------- a fake ezpz
 #
-# The real ezpz cannot be installed here (SPEC §1.5), so every test that needs an
+# The real ezpz cannot be installed here (docs/ezpz-integration.md), so every test that needs an
 # ``ezpz`` writes one into a temporary folder placed first on ``sys.path``.
 
 # The layout of PyPI's ``ezpz`` 0.1.2 (2016, "Easy pan-zoom crop-resizing"): an

@@ -110,7 +110,7 @@ def one_row(result) -> dict[str, str]:
 
 
 def error_line(result) -> str:
-    """The single ``error:`` line of a failed run; asserts the SPEC §2.7 shape."""
+    """The single ``error:`` line of a failed run; asserts its shape (one line, exit 1)."""
     assert result.exit_code != 0, result.stdout
     lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr

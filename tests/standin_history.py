@@ -1,4 +1,4 @@
-"""A small stand-in for ``ezpz.history.History``, as far as SPEC §1.5 describes it.
+"""A small stand-in for ``ezpz.history.History``, as far as docs/ezpz-integration.md describes it.
 
 ``finalize`` writes the run directory where the real one does — ``outdir`` when
 given, else ``./outputs/<run_name or History-<stamp>>/<stamp>/`` — by copying a

@@ -197,6 +197,7 @@ def _same(cmd: Command, output: str) -> bool:
     return got == [line.rstrip() for line in cmd.shown]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("doc", [d for d in DOCS if console_blocks(d)],
                          ids=lambda p: str(p.relative_to(REPO)))
 def test_console_examples_print_what_they_show(doc, tmp_path):

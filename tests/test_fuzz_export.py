@@ -325,7 +325,7 @@ def _snapshot(root: Path) -> dict[str, str]:
 def _check_stderr(stderr: str, failed: bool) -> None:
     # By line shape, not by searching for "Traceback": user text can contain any word.
     lines = [ln for ln in stderr.splitlines() if ln.strip()]
-    if failed:  # exactly one line, no notes before it (SPEC §2.7, helpers.error_line)
+    if failed:  # exactly one line, no notes before it (helpers.error_line)
         assert len(lines) == 1 and lines[0].startswith("error: "), stderr
     else:
         assert all(ln.startswith("note: ") for ln in lines), stderr
@@ -338,6 +338,7 @@ def _error_kind(stderr: str) -> str:
     return " ".join(w for w in msg.split()[:6] if not any(c.isdigit() for c in w))
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("error")  # a numpy RuntimeWarning would reach the user's stderr
 @given(files=run_dirs(), opts=flags, target=append_target)
 def test_cli_never_crashes_and_writes_only_the_target(scratch, files, opts, target):
@@ -403,6 +404,7 @@ def test_cli_never_crashes_and_writes_only_the_target(scratch, files, opts, targ
         shutil.rmtree(root)
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("error")
 @given(files=run_dirs(), warmup=st.integers(0, 3),
        reducer=st.sampled_from(("median", "mean", "max", "min", "last")),

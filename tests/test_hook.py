@@ -176,6 +176,7 @@ FAILURES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env, breakage, fragment", FAILURES,
                          ids=[f"{b if isinstance(b, str) else type(b).__name__}-{sorted(e)}"
                               for e, b, _ in FAILURES])
@@ -410,6 +411,7 @@ def test_hook_duplicate_record_is_one_warning_and_no_row(fixture_run, monkeypatc
     assert results.read_text() == ",".join(HEADER) + "\n"
 
 
+@pytest.mark.slow
 def test_hook_notes_reach_a_job_log_without_logging_setup(fixture_run):
     run = fixture_run("minimal-1rank")
     code = ("from ezpz_amsc.hook import finalize_hook; "

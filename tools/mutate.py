@@ -2,8 +2,8 @@
 """Mutation testing for ezpz-amsc: would a test notice if this code computed the wrong thing?
 
     python tools/mutate.py                      # every number-producing module, one core
-    python tools/mutate.py --jobs 2 row files   # some modules, both cores
-    python tools/mutate.py --list row           # the mutants only, nothing run
+    python tools/mutate.py --jobs 2 results/schema fs/create   # some modules, both cores
+    python tools/mutate.py --list results/schema                # the mutants only, nothing run
 
 Each mutant is one small deliberate bug (a flipped comparison, ``*`` for ``/``,
 a constant off by one, ``and`` for ``or``, a dropped ``not``, ``True`` for
@@ -52,9 +52,12 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = "ezpz_amsc"
 # The modules that compute, check or publish a number (a row cell, a report
 # figure, an accept/refuse decision, a note). One not there yet is skipped.
-DEFAULT_MODULES = ("reduce", "row", "provenance", "steps", "export", "options", "checks",
-                   "report", "report_text", "files", "sink", "check", "discover", "explain",
-                   "records", "details")
+DEFAULT_MODULES = ("run/reduce", "results/schema", "run/placement", "run/steps", "export",
+                   "run/columns", "options", "run/crosschecks", "report/data", "report/text",
+                   "fs/create", "fs/access", "fs/read", "results/append", "results/validate",
+                   "results/publish", "run/layout", "run/lines", "render/explain",
+                   "render/terminal", "records/record", "records/folder", "records/redact",
+                   "records/pairing", "run/details")
 EQUIVALENTS = REPO / "tools" / "mutation-equivalents.txt"
 CACHE = REPO / ".mutate"
 CACHE_VERSION = "1"
@@ -94,7 +97,7 @@ if os.environ.get("MUTATE_COV_DIR") and os.access(os.environ["MUTATE_COV_DIR"], 
 
 @dataclass
 class Mutant:
-    path: str  # relative to the repository, e.g. ezpz_amsc/row.py
+    path: str  # relative to the repository, e.g. ezpz_amsc/results/schema.py
     line: int
     qualname: str  # the enclosing function or class, "<module>" at the top
     desc: str
@@ -352,7 +355,8 @@ def mutants_of(path: str, source: bytes, kinds: set[str] | None = None) -> list[
 
 
 def module_path(name: str) -> str | None:
-    """``row``, ``row.py``, ``commands/report`` or ``ezpz_amsc/row.py`` -> the repository path."""
+    """``run/reduce``, ``run.reduce``, ``run/reduce.py`` or ``ezpz_amsc/run/reduce.py`` -> the
+    repository path."""
     name = name.removeprefix(f"{PACKAGE}/").removesuffix(".py").replace(".", "/")
     p = f"{PACKAGE}/{name}.py"
     return p if (REPO / p).is_file() else None
@@ -372,8 +376,8 @@ def _coverage_keys(max_examples: int) -> dict[str, str]:
     common = _digest([*REPO.glob(f"{PACKAGE}/**/*.py"),
                       *(p for p in REPO.glob("tests/*.py") if not p.name.startswith("test_"))])
     common += str(max_examples)
-    return {f"tests/{p.name}": hashlib.sha256((common + p.read_text()).encode()).hexdigest()
-            for p in sorted(REPO.glob("tests/test_*.py"))}
+    return {str(p.relative_to(REPO)): hashlib.sha256((common + p.read_text()).encode()).hexdigest()
+            for p in sorted(REPO.glob("tests/**/test_*.py"))}
 
 
 @dataclass
@@ -923,8 +927,8 @@ class OutcomeCache:
         self.base = _digest(REPO.glob(f"{PACKAGE}/**/*.py")) + _digest(
             p for p in REPO.glob("tests/*.py") if not p.name.startswith("test_")) + str(
             max_examples)
-        self.files = {f"tests/{p.name}": hashlib.sha256(p.read_bytes()).hexdigest()
-                      for p in REPO.glob("tests/test_*.py")}
+        self.files = {str(p.relative_to(REPO)): hashlib.sha256(p.read_bytes()).hexdigest()
+                      for p in REPO.glob("tests/**/test_*.py")}
         self.known = {} if fresh or not self.path.is_file() else json.loads(
             self.path.read_text())
         self.lock = threading.Lock()

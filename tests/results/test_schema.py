@@ -1,4 +1,4 @@
-"""Stage 5, the row (row.py and the column rules of export.py): status, error and wall
+"""The row (results/schema.py and run/columns.py): status, error and wall
 time resolved, numbers formatted, a failed run's row, cells as CSV."""
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
@@ -44,6 +45,7 @@ def results_file(draw: st.DrawFn) -> bytes:
     return data
 
 
+@pytest.mark.slow
 @given(before=results_file())
 def test_append_keeps_old_bytes_and_adds_one_parseable_row(scratch, before):
     root = Path(tempfile.mkdtemp(dir=scratch))

@@ -106,6 +106,7 @@ def test_reproduce_when_a_source_file_is_gone_or_new(fixture_run, tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_reproduce_many_records_and_broken_ones(fixture_run, tmp_path):
     runs = five_runs(fixture_run)
     folder = tmp_path / "records"

@@ -1,4 +1,4 @@
-"""Skimming a shared metrics file (skim.py) passes over exactly the lines it may.
+"""Skimming a shared metrics file (run/skim.py) passes over exactly the lines it may.
 
 Every reading here is compared with the full parse (``steps.SKIM`` off): the
 records of the chosen rank, and every count the notes and ``--explain``
@@ -313,6 +313,7 @@ def _mutated(draw) -> str:
     return text
 
 
+@pytest.mark.slow
 @_SETTINGS
 @given(lines=st.lists(st.one_of(_templates, _mutated()), min_size=1, max_size=12),
        want=st.sampled_from([0, 1, 2, 10, 1234567, -1, 2**70]))
@@ -328,6 +329,7 @@ def test_block_rule_is_the_line_rule(lines, want):
         assert (r if k else None) == other_rank(data[s:e + 1], want)
 
 
+@pytest.mark.slow
 @_SETTINGS
 @given(lines=st.lists(st.one_of(_templates, _mutated(), st.just("x" * 300 + "\n")),
                       max_size=30),
@@ -405,6 +407,7 @@ def _any_fault(rng: random.Random, lines: list[str]) -> None:
                                       "\n"]) + text[j + rng.randrange(3):]
 
 
+@pytest.mark.slow
 @_SETTINGS
 @given(seed=st.integers(0, 2**32 - 1), ranks=st.integers(1, 40), steps=st.integers(1, 6),
        rank0=st.booleans(), faults=st.integers(0, 4), realistic=st.booleans())

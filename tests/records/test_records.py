@@ -1,4 +1,4 @@
-"""Provenance records (records.py): what a record holds, its name, all or nothing with the
+"""Provenance records (records/): what a record holds, its name, all or nothing with the
 row, and secrets redacted."""
 
 from __future__ import annotations
@@ -197,6 +197,7 @@ def test_record_names_are_safe_readable_and_unique():
 # ---------------------------------------------------------------------- all or nothing
 
 
+@pytest.mark.slow
 def test_a_failed_record_write_leaves_no_row_and_no_record(fixture_run, tmp_path, monkeypatch):
     runs = five_runs(fixture_run)
     results, folder = tmp_path / "res.csv", tmp_path / "sub" / "records"
@@ -224,6 +225,7 @@ def test_a_failed_record_write_leaves_no_row_and_no_record(fixture_run, tmp_path
     assert records_in(folder) == [] and list(folder.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_failed_row_write_leaves_no_record(fixture_run, tmp_path, monkeypatch):
     runs = five_runs(fixture_run)
     results, folder = tmp_path / "res.csv", tmp_path / "records"
@@ -241,6 +243,7 @@ def test_a_failed_row_write_leaves_no_record(fixture_run, tmp_path, monkeypatch)
     assert not folder.exists()  # the records written under the lock were taken back
 
 
+@pytest.mark.slow
 def test_a_duplicate_refusal_writes_neither(fixture_run, tmp_path):
     runs = five_runs(fixture_run)
     results, folder = tmp_path / "res.csv", tmp_path / "records"
@@ -599,6 +602,7 @@ def test_a_record_of_the_minimal_shape_loads(tmp_path):
 _RECORD_CAP = 64 << 20
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size, why", [
     (_RECORD_CAP, "not JSON"),  # read whole, then parsed
     (_RECORD_CAP + 1, "larger than 64 MiB"),  # refused unparsed

@@ -149,6 +149,7 @@ def test_timestamp_flag_outside_2015_to_now_is_refused(tmp_path, text):
     assert r.exit_code == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", ["--config", "--system", "--error"])
 @pytest.mark.parametrize("value", ["=1+1", "+SUM(A1:A9)", "@cmd", "-x", "-=1"])
 def test_formula_like_flag_is_refused(tmp_path, flag, value):

@@ -1,4 +1,4 @@
-"""Stage 4b, cross-checks before a row is published (checks.py), from check_resumed on:
+"""Cross-checks before a row is published (run/crosschecks.py), from check_resumed on:
 the resumed-run, mfu and final-loss notes, the rank-stopped-early file comparison, and
 the unfinished-run evidence. Each case pins the exact notes and the cells they sit beside.
 

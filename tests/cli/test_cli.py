@@ -1,6 +1,6 @@
 """The command line as a group: the default subcommand, first contact, help, completion.
 
-What each subcommand does is in test_cmd_<name>.py; here, how the group reaches it:
+What each subcommand does is in test_<name>_command.py; here, how the group reaches it:
 ``ezpz-amsc RUN_DIR ...`` runs export, ``python -m ezpz_amsc`` and the console
 script behave alike, and loading the CLI stays cheap.
 """
@@ -51,6 +51,7 @@ def test_default_form_is_the_export_command(args):
     assert outcome(run_group("export", *args)) == outcome(direct)
 
 
+@pytest.mark.slow
 def test_python_m_runs_the_group():
     p = subprocess.run([sys.executable, "-m", "ezpz_amsc", str(GOOD), "--config", "c"],
                        capture_output=True, text=True, cwd=REPO)
@@ -60,6 +61,7 @@ def test_python_m_runs_the_group():
     assert (p.returncode, p.stderr) == (1, f"error: {REPO / 'nothing.csv'}: no such file\n")
 
 
+@pytest.mark.slow
 def test_module_entry_and_console_script_print_one_error_line(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(RUNS.parents[1])}
     for cmd in ([sys.executable, "-m", "ezpz_amsc"],):
@@ -161,6 +163,7 @@ def test_version():
 HELP_PAGES = [[], ["export"], ["check"]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prog", [["ezpz-amsc"], ["python", "-m", "ezpz_amsc"]])
 def test_help_fits_100_columns_on_a_wide_terminal(prog):
     argv = [str(Path(sys.executable).with_name(prog[0]))] if len(prog) == 1 else [
@@ -255,6 +258,7 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith(("ezpz", "numpy")
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv, expected", [
     (["--version"], []),
     (["check", "--help"], ["ezpz_amsc.cli.params", "ezpz_amsc.cli.check_command"]),

@@ -4,7 +4,7 @@ The golden files pin the whole JSON of real fixture runs byte for byte, so
 that a change in how the details are built or serialised cannot alter the
 output unnoticed. After an intended change to the output, regenerate them:
 
-    python tests/test_details.py
+    python tests/run/test_details.py
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from helpers import REPO, run_cli  # noqa: E402
 
 GOLDEN = Path(__file__).resolve().parent / "golden"

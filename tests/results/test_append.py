@@ -1,4 +1,4 @@
-"""Writing rows to a results file (sink.py): the header, appending, locking, duplicates,
+"""Writing rows to a results file (results/append.py): the header, appending, locking, duplicates,
 and every fault leaving the file as it was."""
 
 from __future__ import annotations
@@ -193,6 +193,7 @@ def _load_bench():
     return mod
 
 
+@pytest.mark.slow
 def test_32_processes_append_at_once(tmp_path):
     ok, report = _load_bench().run(32, tmp_path)
     assert ok, report
@@ -216,6 +217,7 @@ def _hold_lock(results, ready):
     return p
 
 
+@pytest.mark.slow
 def test_lock_timeout_names_the_results_file(tmp_path):
     out = tmp_path / "results" / "runs.csv"
     assert run_cli(B, "--config", "b", "--append", out).exit_code == 0
@@ -254,6 +256,7 @@ def test_lock_timeout_edges_are_accepted(tmp_path, value):
     assert len(parse_csv(out.read_text())) == 1
 
 
+@pytest.mark.slow
 def test_a_writer_holding_the_lock_keeps_it_while_it_reads_the_file(tmp_path):
     """Reading the header and the earlier runs must not drop the lock.
 

@@ -1,4 +1,4 @@
-"""Stage 4, reducing the steps (reduce.py): order and attempts, warmup, the reducers,
+"""Reducing the steps (run/reduce.py): order and attempts, warmup, the reducers,
 impossible values, step coverage and the trend."""
 
 from __future__ import annotations
@@ -104,6 +104,7 @@ _finite = hnp.arrays(np.float64, st.integers(1, 40),
                      elements=st.floats(allow_nan=False, allow_infinity=False, width=64))
 
 
+@pytest.mark.slow
 @given(x=_finite)
 def test_median_is_numpy_median(x):
     with np.errstate(over="ignore", invalid="ignore"):
@@ -112,6 +113,7 @@ def test_median_is_numpy_median(x):
     assert got == want or (np.isnan(got) and np.isnan(want))
 
 
+@pytest.mark.slow
 @given(x=_finite, q=st.sampled_from([0, 10, 33.3, 50, 90, 100]))
 def test_percentile_is_numpy_percentile(x, q):
     with np.errstate(over="ignore", invalid="ignore"):

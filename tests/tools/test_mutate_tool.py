@@ -152,6 +152,7 @@ def test_equivalents_file_needs_an_id_and_a_reason(tmp_path):
         mutate.read_equivalents(f)
 
 
+@pytest.mark.slow
 def test_the_shipped_equivalents_file_names_current_mutants():
     eq = mutate.read_equivalents(mutate.EQUIVALENTS)
     listed = [ln.split()[1].split(":")[0] for ln in mutate.EQUIVALENTS.read_text().splitlines()

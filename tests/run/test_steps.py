@@ -1,4 +1,4 @@
-"""Stage 2, reading the steps (steps.py): both JSON paths held to ``json.loads``, hostile
+"""Reading the steps (run/steps.py): both JSON paths held to ``json.loads``, hostile
 and broken lines, which rank is read, long lines and the memory they cost.
 
 The skim of other ranks' lines in a shared file has its own file, test_skim.py.
@@ -216,6 +216,7 @@ _line = st.one_of(_record.map(json.dumps), st.text(max_size=20),
                   st.sampled_from(["NaN", "{", "[]", "\ufeff{}", "{\"metrics\": {}} x"]))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(_line, max_size=8), interleaved=st.booleans(), newline=st.booleans())
@@ -425,6 +426,7 @@ def test_long_line_skipped_with_a_note_small_limit(tmp_path):
     assert "skipped 1 line over 4096 bytes unread" in res.notes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["step", "garbage"])
 def test_50_mb_line_under_the_limit_is_read(tmp_path, kind):
     run = tmp_path / "run"
@@ -460,6 +462,7 @@ def _peak_bytes(run: Path, opts: ExportOptions):
         tracemalloc.stop()
 
 
+@pytest.mark.slow
 def test_long_line_memory_is_bounded_by_the_limit_not_the_line(tmp_path):
     limit = 1 << 20
     _write_long_line_run(tmp_path / "run", 64 << 20)
@@ -468,6 +471,7 @@ def test_long_line_memory_is_bounded_by_the_limit_not_the_line(tmp_path):
     assert peak < 2 * limit + (8 << 20), peak  # the whole line would be 64 MiB
 
 
+@pytest.mark.slow
 def test_line_over_the_real_64_mib_default_is_skipped_without_holding_it(tmp_path):
     """The default limit end to end, on a 200 MiB line."""
     _write_long_line_run(tmp_path / "run", 200 << 20)
@@ -490,6 +494,7 @@ print(json.dumps("_hashlib" in sys.modules))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra, loaded", [([], False), (["--provenance", "records"], True)])
 def test_only_a_provenance_export_loads_openssl(tmp_path, extra, loaded):
     # hashlib brings OpenSSL (~3.8 MB resident) into every process that imports it

@@ -1,11 +1,11 @@
-"""Stage 4b, cross-checks before a row is published (checks.py): one section per rule.
+"""Cross-checks before a row is published (run/crosschecks.py): one section per rule.
 
 Every case starts from a real fixture run (copied into tmp_path) and reshapes
 it the way real runs go wrong: retried and resumed jobs, odd clocks, files
 named by local rank, diverged losses. Each asserts the exact outcome: the
 cells (csv-parsed), the note, or the one ``error:`` line and the exit code.
 
-Nodes from ranks per node are placement (test_provenance.py); coverage
+Nodes from ranks per node are placement (test_placement.py); coverage
 arithmetic is reduce.py's (test_reduce.py).
 """
 
@@ -114,7 +114,7 @@ def test_shipped_fixture_ratios_are_inside_the_thresholds():
         assert gaps.max() <= 2.5 * np.median(gaps) < checks.GAP_FACTOR * np.median(gaps)
 
 
-# ---------------------------------------------------------------- rule 2: gpus vs throughput
+# ---------------------------------------------------------------- gpus vs throughput
 
 
 def test_allocation_ngpus_disagreeing_with_logged_ratio_is_refused(tmp_path):
@@ -219,7 +219,7 @@ def test_ratio_check_names_the_keys_it_read(tmp_path, key, tps, tpg):
     assert r.exit_code == 1
 
 
-# ---------------------------------------------------------------- rule 3: step time vs the clock
+# ---------------------------------------------------------------- step time vs the clock
 
 
 def _over_span(summed: str, ratio: str, span: str) -> str:
@@ -393,7 +393,7 @@ def test_step_time_rules_at_their_edges(tmp_path, gaps, steps, dts, extra, wall,
     assert notes_of(r) == notes
 
 
-# ---------------------------------------------------------------- rule 4: attempts and resumes
+# ---------------------------------------------------------------- attempts and resumes
 
 
 def test_retried_attempts_in_one_file_are_refused_with_a_list(tmp_path):
@@ -603,7 +603,7 @@ def test_pause_between_records_is_noted_once(tmp_path):
         MFU_NOTE]
 
 
-# ---------------------------------------------------------------- rule 5: only training steps
+# ---------------------------------------------------------------- only training steps
 
 
 def test_eval_records_are_not_steps(tmp_path):
@@ -646,7 +646,7 @@ def test_epoch_level_history_counts_epochs(tmp_path):
     assert "#1 epochs 1..3 from" in line and "#2 epochs 1..5 from" in line
 
 
-# ---------------------------------------------------------------- rule 6: per-rank files, one rank
+# ---------------------------------------------------------------- per-rank files, one rank
 
 
 def test_file_named_by_local_rank_holding_two_ranks(tmp_path):
@@ -682,7 +682,7 @@ def test_other_ranks_in_the_file_used_are_named(tmp_path, others, listed):
         f"metrics-1.jsonl also holds {listed} (files named by local rank?); used rank 1's only"]
 
 
-# ---------------------------------------------------------------- rule 7: throughput keys
+# ---------------------------------------------------------------- throughput keys
 
 
 def test_bare_tokens_per_sec_is_not_training_throughput(tmp_path):
@@ -717,7 +717,7 @@ def test_every_bare_throughput_key_is_named(tmp_path):
         "train/tokens_per_sec are"]
 
 
-# ---------------------------------------------------------------- rule 8: impossible values
+# ---------------------------------------------------------------- impossible values
 
 
 def test_mfu_above_100_on_every_step_leaves_the_cell_empty(tmp_path):
@@ -740,7 +740,7 @@ def test_mfu_above_100_on_some_steps_is_dropped_per_step(tmp_path):
     assert notes_of(r)[0].startswith("dropped 3 mfu values above 100 %")
 
 
-# ------------------------------------------------------- rule 9: provenance older than the metrics
+# ------------------------------------------------------- provenance older than the metrics
 
 
 @pytest.mark.parametrize(("before_last_sec", "stale"), [
@@ -764,7 +764,7 @@ def test_provenance_older_than_the_metrics_is_stale(tmp_path, before_last_sec, s
         assert notes_of(r) == [MFU_NOTE]
 
 
-# ---------------------------------------------------------------- rule 10: rank 0 stopped early
+# ---------------------------------------------------------------- rank 0 stopped early
 
 
 def test_rank0_file_much_smaller_than_another_ranks_is_noted(tmp_path):
@@ -833,7 +833,7 @@ def test_the_last_of_three_other_rank_files_is_statted(tmp_path):
     assert _larger_file_note(run, 3, 30) in notes_of(r)
 
 
-# ---------------------------------------------------------------- rule 11: final loss, diverged
+# ---------------------------------------------------------------- final loss, diverged
 
 
 def test_diverged_run_leaves_final_loss_empty(tmp_path):
@@ -857,7 +857,7 @@ def test_one_nan_loss_mid_run_keeps_the_final_loss(tmp_path):
     assert notes_of(r) == ["dropped 1 non-finite value (loss 1)", MFU_NOTE]
 
 
-# ---------------------------------------------------------------- rule 12: clock sanity
+# ---------------------------------------------------------------- clock sanity
 
 
 def _clock(run: Path, fn: Callable[[int, float], Any]) -> None:
@@ -1055,7 +1055,7 @@ def test_row_timestamp_from_a_step_without_number(tmp_path):
             f"({format_timestamp(t0 + 2)}); pass --timestamp to set it") in notes_of(r)
 
 
-# ---------------------------------------------------------------- rule 13: coverage
+# ---------------------------------------------------------------- coverage
 
 
 def test_every_10_steps_plus_the_last_one(tmp_path):

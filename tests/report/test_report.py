@@ -1,4 +1,4 @@
-"""The report subcommand (report.py, report_text.py, plot.py): the scaling study over
+"""The report subcommand (report/data.py, report/text.py, report/plot.py): the scaling study over
 results files, as text, JSON and a plot."""
 
 from __future__ import annotations
@@ -559,6 +559,7 @@ def test_report_on_rows_exported_from_the_shipped_runs(tmp_path):
 # --- --plot -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_plot_png_written_whole_and_report_unchanged(tmp_path):
     pytest.importorskip("matplotlib")
     p = scaling_sweep().write(tmp_path / "sweep.csv")
@@ -574,6 +575,7 @@ def test_plot_png_written_whole_and_report_unchanged(tmp_path):
     assert png.stat().st_mode & 0o777 == 0o666 & ~umask  # like any new file, not 0600
 
 
+@pytest.mark.slow
 def test_plot_svg_has_the_labels_legend_and_flags(tmp_path):
     pytest.importorskip("matplotlib")
     p = scaling_sweep().write(tmp_path / "sweep.csv")
@@ -590,6 +592,7 @@ def test_plot_svg_has_the_labels_legend_and_flags(tmp_path):
         assert f"<!-- {tick} -->" in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["s.png", "s.svg"])
 def test_the_same_report_draws_the_same_bytes(tmp_path, name):
     pytest.importorskip("matplotlib")
@@ -621,6 +624,7 @@ def test_plot_suffix_is_checked_before_anything_is_read(tmp_path, monkeypatch):
                              "or .svg")
 
 
+@pytest.mark.slow
 def test_plot_into_a_missing_folder(tmp_path):
     pytest.importorskip("matplotlib")
     p = scaling_sweep().write(tmp_path / "sweep.csv")
@@ -628,6 +632,7 @@ def test_plot_into_a_missing_folder(tmp_path):
     assert line == f"error: {tmp_path}/no/s.png: cannot write plot: No such file or directory"
 
 
+@pytest.mark.slow
 def test_plot_write_failure_leaves_the_old_file_and_no_temp(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
     import os
@@ -660,6 +665,7 @@ def test_plot_draws_labels_as_written(tmp_path):
     assert "<!-- $\\frac$ cfg [31m -->" in text and "<!-- _sys$1 -->" in text
 
 
+@pytest.mark.slow
 @settings(max_examples=25)  # a plot costs ~0.2 s: enough to meet odd labels and numbers
 @given(rows=st.lists(st.tuples(_text, _text, st.integers(1, MAX_COUNT // 4), _rate), min_size=1,
                      max_size=6))  # gpus = 4 x nodes: a row over MAX_COUNT is not used
@@ -749,6 +755,7 @@ def _report_on_a_tty(path: Path, **env: str) -> str:
     return b"".join(chunks).decode()
 
 
+@pytest.mark.slow
 def test_colour_on_a_terminal_and_never_with_no_color(tmp_path, monkeypatch):
     monkeypatch.delenv("NO_COLOR", raising=False)
     p = scaling_sweep().write(tmp_path / "sweep.csv")
@@ -757,6 +764,7 @@ def test_colour_on_a_terminal_and_never_with_no_color(tmp_path, monkeypatch):
     assert ANSI not in run_report(p).stdout  # not a terminal
 
 
+@pytest.mark.slow
 @given(rows=st.lists(st.tuples(
     st.sampled_from(["c", "agpt-2b/bs1/seq2048/tp1"]) | _text,
     st.sampled_from(["aurora", "perlmutter"]) | _text,

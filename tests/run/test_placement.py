@@ -1,4 +1,4 @@
-"""Stage 3, where the run ran (provenance.py, _ezpz.py): system, nodes and gpus from the
+"""Where the run ran (run/placement.py, _ezpz.py): system, nodes and gpus from the
 three tiers, the flags, get_machine, ranks per node, and counts that cannot be right."""
 
 from __future__ import annotations

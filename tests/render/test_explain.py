@@ -1,4 +1,4 @@
-"""``--explain`` and ``--format json`` (explain.py): what they say, that the JSON is the
+"""``--explain`` and ``--format json`` (render/explain.py): what they say, that the JSON is the
 CSV row plus its details, colour rules, and the report fitting 80 columns."""
 
 from __future__ import annotations

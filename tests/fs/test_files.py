@@ -1,5 +1,6 @@
-"""Files and folders this tool creates, and who may write them (files.py): modes under a
-umask, owners kept, and a results file shared by two users of one group.
+"""Files and folders this tool creates, and who may write them (fs/create.py,
+fs/access.py): modes under a umask, owners kept, and a results file shared by two
+users of one group.
 
 The second-user tests need root (to become ``nobody`` and an unnamed uid in a
 subprocess, through ``os.setuid``); CI runs as root. Everything else runs as
@@ -196,6 +197,7 @@ def as_user(uid: int, umask: int, run_dir: Path, *args: object, gid: int = NOBOD
         shutil.rmtree(top)
 
 
+@pytest.mark.slow
 @needs_root
 @pytest.mark.parametrize("first", ["root", "uid-40123"])
 def test_a_teammate_appends_to_a_file_another_user_created(team_folder, first):
@@ -220,6 +222,7 @@ def test_a_teammate_appends_to_a_file_another_user_created(team_folder, first):
     assert names_in(team_folder) == ["runs.csv"]
 
 
+@pytest.mark.slow
 @needs_root
 def test_a_teammate_creates_a_folder_the_others_can_use(team_folder):
     out = team_folder / "perlmutter" / "runs.csv"
@@ -232,6 +235,7 @@ def test_a_teammate_creates_a_folder_the_others_can_use(team_folder):
     assert names_in(out.parent) == ["other.csv", "runs.csv"]
 
 
+@pytest.mark.slow
 @needs_root
 def test_a_teammate_needs_no_write_permission_on_the_folder_to_append(team_folder):
     # A results folder only its owner may write (a git checkout, say), holding a
@@ -246,6 +250,7 @@ def test_a_teammate_needs_no_write_permission_on_the_folder_to_append(team_folde
     assert names_in(team_folder) == ["runs.csv"]
 
 
+@pytest.mark.slow
 @needs_root
 def test_a_user_who_cannot_write_the_file_is_told_why(team_folder):
     out = team_folder / "runs.csv"
@@ -261,6 +266,7 @@ def test_a_user_who_cannot_write_the_file_is_told_why(team_folder):
     assert names_in(team_folder) == ["runs.csv"]
 
 
+@pytest.mark.slow
 @needs_root
 @pytest.mark.parametrize("case,file_mode,owner,group,expected", [
     ("owner", 0o444, NOBODY, NOBODY, "not writable by you (nobody): owner nobody, group "
@@ -283,6 +289,7 @@ def test_refusal_names_owner_group_mode_and_the_fix(team_folder, case, file_mode
     assert out.read_text() == ",".join(HEADER) + "\n"
 
 
+@pytest.mark.slow
 @needs_root
 def test_a_user_who_cannot_create_in_the_folder_is_told_why(team_folder):
     team_folder.chmod(0o755)  # group may not write
@@ -537,6 +544,7 @@ def test_a_file_of_my_group_but_not_mine_is_judged_by_its_group_bits(tmp_path, m
         f"chmod g+w {p}")
 
 
+@pytest.mark.slow
 @needs_root
 def test_a_run_below_a_folder_you_may_not_search_is_one_error_line(tmp_path, team_folder):
     hidden = tmp_path / "private"

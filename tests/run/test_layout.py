@@ -1,4 +1,4 @@
-"""Stage 1, finding a run's files (discover.py): the metrics file schemes, a wrong folder
+"""Finding a run's files (run/layout.py): the metrics file schemes, a wrong folder
 named right, broken and unreadable files, provenance above and beside the metrics,
 and a tree of 100,000 files."""
 
@@ -119,6 +119,7 @@ def test_only_the_chosen_rank_file_is_opened_among_200(tmp_path, monkeypatch):
     assert (row["gpus"], row["nodes"]) == ("200", "17")
 
 
+@pytest.mark.slow
 def test_run_directory_with_100000_files(tmp_path):
     """A 100,000-rank run: every per-rank file is named by the walk, only rank 0 is read."""
     run = tmp_path / "run"
