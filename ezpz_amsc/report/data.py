@@ -26,7 +26,7 @@ from typing import Any
 
 from ezpz_amsc.errors import AmscError, plural
 from ezpz_amsc.options import MAX_COUNT
-from ezpz_amsc.results.schema import RunIndex, run_key
+from ezpz_amsc.results.schema import RunIndex, column, run_key
 from ezpz_amsc.results.validate import check_results_file
 
 # Efficiency above this is superlinear. Per-GPU throughput cannot really grow
@@ -53,7 +53,9 @@ SPREAD_ABOVE_PCT = 10.0
 GPUS_MISMATCH_PCT = 2.0
 
 MIN_RATE = 0.001  # the smallest positive throughput a row written at 3 decimals holds
-TPS, TPS_PER_GPU, MFU = "throughput_tokens_per_sec", "throughput_tokens_per_sec_per_gpu", "mfu"
+TPS = column("throughput_tokens_per_sec")
+TPS_PER_GPU = column("throughput_tokens_per_sec_per_gpu")
+MFU = column("mfu")
 
 
 # --- reading ----------------------------------------------------------------------------------

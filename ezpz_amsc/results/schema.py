@@ -35,6 +35,13 @@ _FORMULA = re.compile(r"[=+@]|-[^0-9]")
 RunKey = tuple[str, ...]
 
 
+def column(name: str) -> str:
+    """``name``, checked to be a column of :data:`HEADER`: how other modules name a column."""
+    if name not in HEADER:
+        raise KeyError(f"not a column of the results schema: {name!r}")
+    return name
+
+
 def run_key(row: Mapping[str, str]) -> RunKey:
     """A row's run identity (:data:`KEY_COLUMNS`): two rows with one key double-count a run."""
     return tuple(row.get(c, "") for c in KEY_COLUMNS)
@@ -60,9 +67,6 @@ class RunIndex:
 
     def __contains__(self, key: object) -> bool:
         return key in self._first
-
-    def get(self, key: RunKey) -> object | None:
-        return self._first.get(key)
 
 
 def formula_like(text: str) -> bool:

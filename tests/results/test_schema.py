@@ -182,3 +182,28 @@ def test_a_row_as_a_mapping_may_lack_optional_columns():
 def test_dashboard_problems_counts_and_numbers(column, cell, problem):
     row = dict(zip(HEADER, GOOD_CELLS, strict=True)) | {column: cell}
     assert dashboard_problems(row) == ([problem] if problem else [])
+
+
+def test_other_modules_name_columns_through_the_schema():
+    from ezpz_amsc.results.schema import column
+
+    assert column("mfu") == "mfu"
+    with pytest.raises(KeyError, match="not a column of the results schema: 'tokens_per_sec'"):
+        column("tokens_per_sec")
+
+
+def test_a_run_index_says_where_a_run_was_first_seen():
+    from ezpz_amsc.results.schema import RunIndex, cells_key, run_key
+
+    row = dict(zip(HEADER, ["2026-08-11T17:11:17Z", "Aurora", "c", "2", "24", "pass", "1.0",
+                            *[""] * 7], strict=True))
+    key = run_key(row)
+    assert key == ("2026-08-11T17:11:17Z", "Aurora", "c", "2", "24")
+    assert cells_key([row[c] for c in HEADER]) == key
+    index = RunIndex()
+    assert key not in index
+    assert index.first(key, "a.csv:2") is None
+    assert key in index
+    assert index.first(key, "b.csv:7") == "a.csv:2"
+    assert index.first(key, "b.csv:9") == "a.csv:2"  # always the first place, not the last
+    assert index.first(("x",), 3) is None
