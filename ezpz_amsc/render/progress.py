@@ -24,11 +24,11 @@ class Progress:
     """``done of total what`` on ``stream``, when it is a terminal and the work is long."""
 
     def __init__(self, total: int, what: str, verb: str, stream: TextIO, *, quiet: bool = False,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] | None = None) -> None:
         self.total, self.what, self.verb = total, what, verb
-        self.stream, self.clock = stream, clock
+        self.stream, self.clock = stream, clock or time.monotonic
         self.on = not quiet and is_terminal(stream)
-        self.start = clock()
+        self.start = self.clock()
         self.drawn_at: float | None = None  # when the line was last drawn; None: not shown
 
     def update(self, done: int) -> None:
