@@ -17,6 +17,7 @@ from typing import Any
 from ezpz_amsc.errors import plural
 from ezpz_amsc.render.terminal import printable
 from ezpz_amsc.report.data import TPS, TPS_PER_GPU, rate_text
+from ezpz_amsc.report.text import flag_texts, row_counts
 
 # Inline Markdown (CommonMark and GitHub's extensions) acts on these; a backslash
 # before any ASCII punctuation shows it as it is.
@@ -51,16 +52,7 @@ def _group_lines(g: Mapping[str, Any]) -> list[str]:
     out = [f"### {escape(g['config'])} on {escape(g['system'])}", "",
            *_table(_GROUP_HEADER, rows, "lrrrrrrrr")]
     if g["flags"]:
-        out += ["", "Flags:", ""]
-        mixed = {f["nodes"] for f in g["flags"] if f["kind"] == "mixed_gpus"}
-        for f in g["flags"]:
-            where = ""
-            if f["nodes"] is not None:
-                where = plural(f["nodes"], "node")
-                if f["nodes"] in mixed and f["gpus"] is not None:
-                    where += f", {f['gpus']} gpus"
-                where += ": "
-            out.append(f"- {escape(where + f['reason'])}")
+        out += ["", "Flags:", "", *(f"- {escape(text)}" for text in flag_texts(g))]
     return out
 
 
@@ -78,10 +70,7 @@ def _cross_lines(c: Mapping[str, Any]) -> list[str]:
 
 def _summary_lines(report: Mapping[str, Any]) -> list[str]:
     rows, t = report["rows"], report["thresholds"]
-    counts = [f"{rows['measured']} measured"] + [
-        f"{rows[key]} {what}" for key, what in (("without_throughput", "without throughput"),
-                                                ("failed", "failed"), ("not_used", "not used"))
-        if rows[key]]
+    counts = row_counts(report)
     files = ", ".join(escape(f) for f in report["files"])
     problems = len(report["problems"])
     return [
