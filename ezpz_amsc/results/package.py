@@ -30,7 +30,7 @@ from ezpz_amsc.fs.create import create_file
 from ezpz_amsc.fs.read import read_capped
 from ezpz_amsc.records.folder import iter_records
 from ezpz_amsc.results.fields import table_schema
-from ezpz_amsc.results.schema import HEADER, cells_of
+from ezpz_amsc.results.schema import cells_of
 from ezpz_amsc.results.validate import check_results_file
 
 PACKAGE_FILE = "datapackage.json"
@@ -69,6 +69,8 @@ def describe(results: str | os.PathLike[str],
     a line of the file are listed as the resource's sources.
     """
     csv_path = Path(results)
+    if csv_path.is_dir():
+        raise AmscError(f"{csv_path}: is a directory; describe needs a results CSV")
     rows: list[dict[str, str]] = []
     count, problems = check_results_file(csv_path, lambda _line, row: rows.append(row))
     if problems:
@@ -171,7 +173,7 @@ def record_sources(rows: list[dict[str, str]], folder: Path, home: Path,
         if record is None:
             notes.append(f"not listed: {why}")
             continue
-        i = line_of.get(tuple(record["row"].get(c, "") for c in HEADER))
+        i = line_of.get(tuple(cells_of(record["row"])))
         if i is None or i in found:
             unpaired += 1
         else:
@@ -216,13 +218,18 @@ def update_resource(package: dict[str, Any], name: str, sources: list[dict[str, 
     resource.update(RESOURCE)
     resource["schema"] = table_schema()
     if records is not None:
-        kept = [s for s in resource.get("sources", [])
-                if not (isinstance(s, dict) and str(s.get("path", "")).startswith(records + "/"))]
+        kept = [s for s in resource.get("sources", []) if not _a_record(s, records)]
         if kept or sources:
             resource["sources"] = kept + sources
         else:
             resource.pop("sources", None)
     return str(resource.get("name", name))
+
+
+def _a_record(source: Any, records: str) -> bool:
+    """Whether a source is a file of the records folder (this tool's), not a person's."""
+    return (isinstance(source, dict) and isinstance(source.get("path"), str)
+            and source["path"].startswith(records + "/"))
 
 
 def _free_name(file_name: str, resources: list[Any]) -> str:

@@ -55,7 +55,7 @@ def test_describe_lists_the_records_and_notes_what_it_leaves_out(tmp_path):
      "error: {p}: 1 problem in 1 row; 'ezpz-amsc check {p}' lists them: a data package must "
      "not describe a file check refuses"),
     (lambda p: None, "error: {p}: no such file"),
-    (lambda p: p.mkdir(), "error: {p}: is a directory; --check needs a results CSV"),
+    (lambda p: p.mkdir(), "error: {p}: is a directory; describe needs a results CSV"),
 ])
 def test_describe_refuses_what_check_refuses(tmp_path, make, message):
     p = tmp_path / "runs.csv"
@@ -90,3 +90,16 @@ def test_describe_loads_no_numpy(tmp_path):
     p = subprocess.run([sys.executable, "-c", code, str(results)], capture_output=True,
                        text=True, cwd=REPO, check=True)
     assert p.stdout.splitlines()[-1] == "[]"
+
+
+def test_describe_help_is_the_reference(tmp_path):
+    # runs the command, then its help: every word of the help is the one docs/cli.md shows
+    assert run_group("describe", _results(tmp_path, GOOD_ROW), "-q").exit_code == 0
+    reference = (REPO / "docs" / "cli.md").read_text()
+    page = run_group("describe", "--help").stdout
+    assert f"## `ezpz-amsc describe`\n\n```text\n{page}```\n" in reference
+    assert page.startswith("Usage: ezpz-amsc describe RESULTS_CSV [--provenance DIR]\n")
+    assert "  ezpz-amsc describe results/runs.csv" in page
+    assert "  0  datapackage.json written, or already up to date" in page
+    group = run_group("--help").stdout
+    assert "  describe   Write a results CSV's datapackage.json: schema and records.\n" in group

@@ -63,6 +63,15 @@ def test_redraws_at_most_every_tenth_of_a_second_but_always_the_last():
                               f"{ERASE}reproduced 5 of 5 records")
 
 
+def test_a_redraw_exactly_every_sec_after_the_last_one(monkeypatch):
+    monkeypatch.setattr(progress_module, "EVERY_SEC", 0.25)  # exact in binary
+    out = Terminal()
+    p = Progress(3, "runs", "exported", out, clock=Clock(0.0, 2.0, 2.25))
+    p.update(1)
+    p.update(2)
+    assert out.getvalue() == f"{ERASE}exported 1 of 3 runs{ERASE}exported 2 of 3 runs"
+
+
 def test_clear_lets_other_output_through_and_the_next_update_redraws():
     out = Terminal()
     p = Progress(3, "records", "reproduced", out, clock=Clock(0.0, 5.0, 5.01, 5.02))

@@ -173,6 +173,7 @@ def test_text_from_a_results_file_is_shown_literally(tmp_path):
     ("<b>", "\\<b\\>"),
     ("@me #2", "\\@me \\#2"),
     ("tab\there\x1b[1m", "tab here \\[1m"),
+    ("MAX x X", "MAX x X"),
 ])
 def test_escape(text, shown):
     assert escape(text) == shown
@@ -184,3 +185,110 @@ def test_an_empty_report(tmp_path):
     md = parse(render_markdown(build_report(read_sweep([p]))))
     assert md["paragraphs"][-1] == "No pass row with throughput: nothing to scale."
     assert md["tables"] == []
+
+
+F1 = [
+    '2026-08-11T00:00:01Z,a,cfg,1,1,pass,1.0,100.000,100.000,40.000,,,,',
+    '2026-08-11T00:00:02Z,a,cfg,2,2,pass,1.0,180.000,90.000,,,,,',
+    '2026-08-11T00:00:03Z,b,cfg,1,4,pass,1.0,400.000,100.000,,,,,',
+    '2026-08-11T00:00:04Z,x,split,1,1,pass,1.0,10.000,10.000,,,,,',
+    '2026-08-11T00:00:05Z,y,split,2,2,pass,1.0,20.000,10.000,,,,,',
+]
+F2 = [
+    '2026-08-11T00:01:00Z,a,cfg,4,4,fail,1.0,,,,,,,OOM',
+    '2026-08-11T00:01:01Z,a,cfg,8,8,pass,1.0,,,,,,,',
+    '2026-08-11T00:01:02Z,a,cfg,16,16,maybe,1.0,,,,,,,',
+]
+
+SUMMARY = ("2 files (f1.csv, f2.csv), 8 rows: 5 measured, 1 without throughput, 1 failed, "
+           "1 not used; 1 problem (ezpz-amsc check lists them).")
+LEGEND = ("Medians over repeats; eff = tokens/s/gpu / tokens/s/gpu at the smallest node count "
+          "of the same config and system; spread = (max - min) / median of tokens/s over "
+          "repeats. ⚠ flags: eff above 1.05 or below 0.70, spread above 10%, tokens/s/gpu x "
+          "gpus off tokens/s by over 2%, several gpus counts at one node count, mfu from some "
+          "repeats only, a single node count.")
+SMALL = f'''\
+## Scaling report
+
+{SUMMARY}
+
+{LEGEND}
+
+### cfg on a
+
+|  | nodes | gpus | repeats | tokens/s | tokens/s/gpu | eff | mfu % | spread |
+| :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+|  | 1 | 1 | 1 | 100.0 | 100.0 | 1.000 | 40.0 | - |
+|  | 2 | 2 | 1 | 180.0 | 90.0 | 0.900 | - | - |
+
+### cfg on b
+
+|  | nodes | gpus | repeats | tokens/s | tokens/s/gpu | eff | mfu % | spread |
+| :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+|  | 1 | 4 | 1 | 400.0 | 100.0 | 1.000 | - | - |
+
+Flags:
+
+- only one node count (1): no scaling to show
+
+### split on x
+
+|  | nodes | gpus | repeats | tokens/s | tokens/s/gpu | eff | mfu % | spread |
+| :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+|  | 1 | 1 | 1 | 10.0 | 10.0 | 1.000 | - | - |
+
+Flags:
+
+- only one node count (1): no scaling to show
+
+### split on y
+
+|  | nodes | gpus | repeats | tokens/s | tokens/s/gpu | eff | mfu % | spread |
+| :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+|  | 2 | 2 | 1 | 20.0 | 10.0 | 1.000 | - | - |
+
+Flags:
+
+- only one node count (2): no scaling to show
+
+## Cross-machine
+
+Node counts run on more than one system.
+
+### cfg: a vs b
+
+ratio = tokens/s / a's
+
+|  | nodes | system | gpus | tokens/s | tokens/s/gpu | eff | ratio |
+| :--- | ---: | :--- | ---: | ---: | ---: | ---: | ---: |
+|  | 1 | a | 1 | 100.0 | 100.0 | 1.000 | 1.00x |
+|  | 1 | b | 4 | 400.0 | 100.0 | 1.000 | 4.00x |
+
+### split: x vs y
+
+ratio = tokens/s / x's
+
+No node count was run on more than one system.
+
+## Failed runs (1, not in the tables)
+
+- f2.csv:2: cfg on a, 4 nodes, 4 gpus, 2026-08-11T00:01:00Z: error: OOM
+
+## Pass rows without throughput (1, not in the tables)
+
+- f2.csv:3: cfg on a, 8 nodes, 8 gpus: tokens/s and tokens/s/gpu empty
+'''
+
+
+def test_the_whole_page_of_a_small_sweep(tmp_path, monkeypatch):
+    # two files, a flag list, a cross-machine table, one without a shared node count,
+    # a failed run, a row without throughput and a row check refuses
+    monkeypatch.chdir(tmp_path)
+    for name, rows in (("f1.csv", F1), ("f2.csv", F2)):
+        Path(name).write_text("\n".join([",".join(HEADER), *rows]) + "\n")
+    r = run_report("f1.csv", "f2.csv", "--format", "markdown")
+    assert r.exit_code == 0
+    assert r.stdout == SMALL
+    assert r.stderr == "note: f2.csv:4: status 'maybe' is not pass or fail\n"
+    assert "| :--- | ---: | :--- | ---: | ---: | ---: | ---: | ---: |" in SMALL.splitlines()
+    assert "| ⚠ | 8 | 96 | 1 |" in render_markdown(build_report(read_sweep([SWEEP])))

@@ -10,6 +10,7 @@ import pytest
 from helpers import REPO, expected_row
 
 from ezpz_amsc.results.fields import (
+    BOUNDED,
     COLUMNS,
     FINITE_MAX,
     MFU_MAX_PCT,
@@ -23,6 +24,21 @@ from ezpz_amsc.results.schema import HEADER, KEY_COLUMNS, dashboard_problems
 from ezpz_amsc.run import reduce
 
 ROW = expected_row("fsdp_tp-2rank")
+
+
+def test_every_column_is_described_once_in_header_order():
+    assert tuple(COLUMNS) == HEADER
+
+
+def test_the_bounded_columns_are_the_numbers_but_nodes_and_gpus():
+    assert BOUNDED == ("wall_time_sec", "throughput_tokens_per_sec",
+                       "throughput_tokens_per_sec_per_gpu", "mfu", "tflops", "final_loss", "steps")
+
+
+def test_a_column_the_row_lacks_is_not_judged():
+    row = {c: v for c, v in ROW.items() if c not in ("mfu", "steps", "wall_time_sec")}
+    assert bound_problems(row) == []
+    assert bound_problems({**row, "mfu": "101"}) == ["mfu '101' is above 100"]
 
 
 def test_the_schema_is_the_header_with_types_and_the_run_identity_as_primary_key():

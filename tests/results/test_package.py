@@ -3,6 +3,7 @@ keeps, and that `frictionless validate` agrees with `check` on good and bad file
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -17,6 +18,7 @@ from helpers import (
     REPO,
     RUNS,
     copy_run,
+    fail_for,
     records_in,
     run_cli,
     run_group,
@@ -27,6 +29,7 @@ from helpers import (
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.results.fields import table_schema
 from ezpz_amsc.results.package import (
+    MAX_PACKAGE_BYTES,
     PACKAGE_FILE,
     describe,
     encode,
@@ -156,6 +159,7 @@ def test_an_update_keeps_what_people_added(published):
             {"name": "mine", "path": "runs.csv", "title": "Scaling runs", "format": "tsv",
              "schema": {"fields": []},
              "sources": [{"title": "the benchmark", "path": "https://example.com/b"},
+                         "a note", {"title": "no path"}, {"title": "x", "path": 7},
                          {"title": "gone", "path": "records/gone.json"}]},
         ]}))
     describe(results)
@@ -167,8 +171,10 @@ def test_an_update_keeps_what_people_added(published):
     assert notes == {"name": "notes", "path": "notes.md", "format": "md"}
     assert (mine["name"], mine["title"], mine["format"]) == ("mine", "Scaling runs", "csv")
     assert mine["schema"] == table_schema()
-    assert mine["sources"][0] == {"title": "the benchmark", "path": "https://example.com/b"}
-    assert [s["path"] for s in mine["sources"][1:]] == [
+    assert mine["sources"][:4] == [
+        {"title": "the benchmark", "path": "https://example.com/b"}, "a note",
+        {"title": "no path"}, {"title": "x", "path": 7}]
+    assert [s["path"] for s in mine["sources"][4:]] == [
         f"records/{p.name}" for p in _records_in_line_order(results, folder)]
 
 
@@ -230,6 +236,52 @@ def test_a_package_that_is_a_folder_or_too_big(tmp_path, monkeypatch):
     with pytest.raises(AmscError, match=r"datapackage.json: over 0 MiB; not a data package "
                                         r"this tool wrote$"):
         describe(results)
+
+
+@pytest.mark.slow
+def test_a_package_over_64_mib_is_refused_and_one_of_64_mib_is_read(tmp_path):
+    results = _results(tmp_path, GOOD_ROW)
+    target = tmp_path / PACKAGE_FILE
+    assert MAX_PACKAGE_BYTES == 64 * 2**20
+    target.write_bytes(b"{}" + b" " * (64 * 2**20 - 2))  # exactly the cap: read
+    assert describe(results).written
+    target.write_bytes(b"{}" + b" " * (64 * 2**20 - 1))  # one byte more
+    with pytest.raises(AmscError) as e:
+        describe(results)
+    assert e.value.format_message() == (f"{target}: over 64 MiB; not a data package this tool "
+                                        "wrote")
+
+
+def test_a_package_that_cannot_be_read_or_written(tmp_path, monkeypatch):
+    results = _results(tmp_path, GOOD_ROW)
+    target = tmp_path / PACKAGE_FILE
+    target.write_text("{}")
+    with monkeypatch.context() as m:
+        fail_for(m, target, errno.EIO)
+        with pytest.raises(AmscError) as e:
+            describe(results)
+    assert e.value.format_message() == f"{target}: cannot read: Input/output error"
+
+    def no_space(src, dst):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(dst))
+
+    monkeypatch.setattr(os, "replace", no_space)
+    with pytest.raises(AmscError) as e:
+        describe(results)
+    assert e.value.format_message() == (f"{target}: cannot write datapackage.json: No space "
+                                        "left on device")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [PACKAGE_FILE, "runs.csv"]
+    assert target.read_text() == "{}"
+
+
+def test_the_file_is_indented_utf8_json(tmp_path):
+    results = _results(tmp_path, GOOD_ROW)
+    (tmp_path / PACKAGE_FILE).write_text(json.dumps({"title": "Résultats ⚡"}))
+    describe(results)
+    data = (tmp_path / PACKAGE_FILE).read_bytes()
+    assert data.startswith('{\n  "title": "Résultats ⚡",\n  "resources": [\n    {\n      '
+                           '"name": "runs",\n'.encode())
+    assert data.endswith(b"\n}\n")
 
 
 def test_load_package_of_a_missing_file():
@@ -341,6 +393,9 @@ def _set_mfu_max(s):
     (lambda s: s.pop("missingValues"), ["missingValues differs"]),
     (lambda s: (s["fields"].pop(), s["fields"].pop(), s["fields"][0].update(type="string")),
      ["2 fields missing: steps, error", "1 field changed: timestamp"]),
+    (lambda s: (s["fields"].append({"name": "a"}), s["fields"].append({"name": "b"}),
+                s["fields"][0].update(type="string"), s["fields"][1].update(type="x")),
+     ["2 fields not in the row: a, b", "2 fields changed: timestamp, system"]),
 ])
 def test_schema_differences(edit, differences):
     assert schema_differences(_edited(edit), table_schema()) == differences
@@ -370,6 +425,13 @@ def test_a_note_for_a_package_with_another_schema(tmp_path):
     assert package_notes(results) == [
         f"{tmp_path / PACKAGE_FILE}: its schema of runs.csv differs from this tool's (1 field "
         f"changed: mfu); to update it: ezpz-amsc describe {results}"]
+
+
+def test_a_note_names_every_difference(tmp_path):
+    results = _package_with(tmp_path, _edited(lambda s: (_set_mfu_max(s), s.pop("primaryKey"))))
+    assert package_notes(results) == [
+        f"{tmp_path / PACKAGE_FILE}: its schema of runs.csv differs from this tool's (1 field "
+        f"changed: mfu; primaryKey differs); to update it: ezpz-amsc describe {results}"]
 
 
 def test_a_note_for_a_package_that_cannot_be_read(tmp_path):
