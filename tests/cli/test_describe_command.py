@@ -9,6 +9,7 @@ import sys
 import pytest
 from helpers import EXPECTED, REPO, RUNS, error_line, outcome, run_cli, run_group
 
+from ezpz_amsc.cli.group import COMMANDS, load_command
 from ezpz_amsc.results.schema import HEADER
 
 pytestmark = pytest.mark.usefixtures("clean_hook_env")
@@ -103,3 +104,8 @@ def test_describe_help_is_the_reference(tmp_path):
     assert "  0  datapackage.json written, or already up to date" in page
     group = run_group("--help").stdout
     assert "  describe   Write a results CSV's datapackage.json: schema and records.\n" in group
+
+
+@pytest.mark.parametrize("name", ["check", "describe"])
+def test_a_command_is_named_as_the_group_calls_it(name):
+    assert load_command(COMMANDS[name]).name == name

@@ -179,6 +179,13 @@ def test_escape(text, shown):
     assert escape(text) == shown
 
 
+def test_a_failed_run_without_error_text(tmp_path):
+    p = tmp_path / "f.csv"
+    p.write_text(",".join(HEADER) + "\n2026-08-11T00:01:00Z,a,cfg,4,4,fail,1.0,,,,,,,\n")
+    md = parse(render_markdown(build_report(read_sweep([p]))))
+    assert md["items"] == [f"{p}:2: cfg on a, 4 nodes, 4 gpus, 2026-08-11T00:01:00Z"]
+
+
 def test_an_empty_report(tmp_path):
     p = tmp_path / "e.csv"
     p.write_text(",".join(HEADER) + "\n")

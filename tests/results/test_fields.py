@@ -3,6 +3,7 @@ results file, and the bounds check enforces."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 
@@ -28,6 +29,11 @@ ROW = expected_row("fsdp_tp-2rank")
 
 def test_every_column_is_described_once_in_header_order():
     assert tuple(COLUMNS) == HEADER
+
+
+def test_the_column_table_cannot_be_changed_in_place():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        COLUMNS["mfu"].maximum = 200  # type: ignore[misc]
 
 
 def test_the_bounded_columns_are_the_numbers_but_nodes_and_gpus():
