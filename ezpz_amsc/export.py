@@ -8,6 +8,7 @@ decide where rows and notes go.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -90,20 +91,24 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions, *,
     return ExportResult(row=row, notes=notes, details=build_details(ctx), read=read)
 
 
-def export_many(run_dirs: list[str], opts: ExportOptions, *, hash_files: bool = False
+def export_many(run_dirs: list[str], opts: ExportOptions, *, hash_files: bool = False,
+                progress: Callable[[int], None] | None = None,
                 ) -> tuple[list[tuple[str, ExportResult]], list[tuple[str, AmscError]]]:
     """Export every directory, in order; failures are collected, not raised.
 
     Batch semantics live in the caller: validate all, then write all or nothing
-    (or the good ones with ``--keep-going``).
+    (or the good ones with ``--keep-going``). ``progress(n)`` is told after
+    each directory how many are finished.
     """
     done: list[tuple[str, ExportResult]] = []
     failed: list[tuple[str, AmscError]] = []
-    for d in run_dirs:
+    for n, d in enumerate(run_dirs, 1):
         try:
             done.append((d, export_run(d, opts, hash_files=hash_files)))
         except AmscError as e:
             failed.append((d, e))
+        if progress is not None:
+            progress(n)
     return done, failed
 
 

@@ -1,8 +1,9 @@
-"""The docs are the code: docs/cli.md is the CLI's --help, every command and option has
+"""The docs are the code: docs/cli.md is the CLI's --help, the schema in
+docs/results-files.md is the one the code writes, every command and option has
 help text, the host loader and the report example in docs/ are what the tests run,
 and no message hedges a plural.
 
-After changing a command or an option, regenerate the reference with:
+After changing a command, an option or a column, regenerate both with:
 
     python tests/test_docs.py
 """
@@ -21,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from helpers import PNG_SIGNATURE, REPO, RUNS, run_cli, run_group, run_report  # noqa: E402
 
 from ezpz_amsc.cli.group import cli  # noqa: E402
+from ezpz_amsc.results.fields import FINITE_MAX, table_schema  # noqa: E402
 
 DOC = REPO / "docs" / "cli.md"
 PROG = "ezpz-amsc"
@@ -95,6 +97,72 @@ def test_reference_covers_every_subcommand():
     text = DOC.read_text()
     for name, _ in _commands(cli):
         assert f"## `{PROG} {name}`" in text
+
+
+# ------------------------------------------------------------- the schema of a results file
+
+SCHEMA_DOC = REPO / "docs" / "results-files.md"
+SCHEMA_START = ("<!-- schema: generated from ezpz_amsc/results/fields.py by "
+                f"{REGENERATE}; do not edit -->\n")
+SCHEMA_END = "<!-- end of schema -->\n"
+
+
+def _constraints(field: dict) -> str:
+    c = field.get("constraints", {})
+    parts = ["required"] if c.get("required") else []
+    if "pattern" in c:
+        parts.append("not blank")
+    if "enum" in c:
+        parts.append(" or ".join(f"`{v}`" for v in c["enum"]))
+    if "format" in field:
+        parts.append(f"`{field['format']}`")
+    low = c.get("minimum") if c.get("minimum") != -FINITE_MAX else None
+    high = c.get("maximum") if c.get("maximum") != FINITE_MAX else None
+    if low is not None and high is not None:
+        parts.append(f"{low:g} to {high:g}")
+    elif low is not None:
+        parts.append(f"≥ {low:g}")
+    if c.get("maximum") == FINITE_MAX:
+        parts.append("finite")
+    return ", ".join(parts)
+
+
+def render_schema() -> str:
+    """The Table Schema as a table: column, type, constraints, description."""
+    schema = table_schema()
+    lines = ["| column | type | constraints | description |", "|---|---|---|---|"]
+    lines += [f"| `{f['name']}` | {f['type']} | {_constraints(f)} | {f['description']} |"
+              for f in schema["fields"]]
+    keys = ", ".join(schema["primaryKey"])
+    missing = ", ".join(json.dumps(v) for v in schema["missingValues"])
+    lines += ["", f"Missing values: {missing} (an empty cell). Primary key: {keys}."]
+    return "\n".join(lines) + "\n"
+
+
+def schema_doc() -> str:
+    """docs/results-files.md with the generated section between its markers."""
+    text = SCHEMA_DOC.read_text()
+    start = text.index(SCHEMA_START) + len(SCHEMA_START)
+    return text[:start] + render_schema() + text[text.index(SCHEMA_END, start):]
+
+
+def test_the_schema_in_the_docs_is_the_codes():
+    assert SCHEMA_DOC.read_text() == schema_doc(), (
+        f"docs/results-files.md's schema is stale; regenerate: {REGENERATE}")
+
+
+def test_the_schema_table_says_each_constraint():
+    table = render_schema()
+    assert "| `mfu` | number | 0 to 100 | Model FLOPS utilisation, percent" in table
+    assert "| `nodes` | integer | required, ≥ 1 | Nodes used:" in table
+    assert "| `status` | string | required, `pass` or `fail` | pass or fail" in table
+    assert ("| `timestamp` | datetime | required, `%Y-%m-%dT%H:%M:%SZ` | Start of the run"
+            in table)
+    assert "| `final_loss` | number | finite | Last logged loss" in table
+    assert "| `system` | string | required, not blank | Facility name" in table
+    assert "| `error` | string |  | Note for a failed run" in table
+    assert table.endswith('Missing values: "" (an empty cell). Primary key: timestamp, system, '
+                          "config, nodes, gpus.\n")
 
 
 # --------------------------------------------------------------------- the host loader
@@ -173,4 +241,5 @@ def test_no_message_hedges_a_plural_with_parentheses():
 
 if __name__ == "__main__":
     DOC.write_text(render())
-    print(f"wrote {DOC.relative_to(REPO)}")
+    SCHEMA_DOC.write_text(schema_doc())
+    print(f"wrote {DOC.relative_to(REPO)} and the schema in {SCHEMA_DOC.relative_to(REPO)}")

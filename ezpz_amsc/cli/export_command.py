@@ -93,10 +93,10 @@ def export(ctx: click.Context, run_dirs: tuple[str, ...], append: str | None, no
         from ezpz_amsc.cli.group import COMMANDS, load_command
 
         if check_path is not None:
-            ctx.invoke(load_command(COMMANDS["check"]), path=check_path,
+            ctx.invoke(load_command(COMMANDS["check"]), paths=(check_path,),
                        provenance=provenance, quiet=quiet)
         else:
-            ctx.invoke(load_command(COMMANDS["reproduce"]), records=(reproduce_path,),
+            ctx.invoke(load_command(COMMANDS["reproduce"]), records=(reproduce_path,), quiet=quiet,
                        run_dir=None)
         return
     if not run_dirs:
@@ -107,7 +107,6 @@ def export(ctx: click.Context, run_dirs: tuple[str, ...], append: str | None, no
                              allow_duplicate=allow_duplicate, lock_timeout=lock_timeout,
                              provenance=provenance)
 
-    from ezpz_amsc.export import export_many
     from ezpz_amsc.results.append import check_append_target
 
     if append:
@@ -116,8 +115,8 @@ def export(ctx: click.Context, run_dirs: tuple[str, ...], append: str | None, no
         from ezpz_amsc.records.folder import check_record_folder
 
         check_record_folder(provenance)
-    done, failed = export_many(list(run_dirs), opts, hash_files=bool(provenance))
     batch = len(run_dirs) > 1
+    done, failed = _export_all(list(run_dirs), opts, bool(provenance), quiet)
     if failed and not batch:
         raise failed[0][1]
     if failed and not keep_going:
@@ -145,6 +144,20 @@ def export(ctx: click.Context, run_dirs: tuple[str, ...], append: str | None, no
     if failed:
         _report_failures(failed, written=True)
         ctx.exit(1)
+
+
+def _export_all(run_dirs: list[str], opts: ExportOptions, hash_files: bool, quiet: bool
+                ) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+    """Every run exported, with a progress line on a terminal when a batch takes long."""
+    from ezpz_amsc.export import export_many
+    from ezpz_amsc.render.progress import Progress
+
+    progress = Progress(len(run_dirs), "runs", "exported", sys.stderr,
+                        quiet=quiet or len(run_dirs) == 1)
+    try:
+        return export_many(run_dirs, opts, hash_files=hash_files, progress=progress.update)
+    finally:
+        progress.clear()
 
 
 def _write_rows(results: list[ExportResult], opts: ExportOptions, pub: PublishOptions,

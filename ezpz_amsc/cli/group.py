@@ -30,6 +30,7 @@ from ezpz_amsc.version import TOOL, __version__
 COMMANDS: dict[str, str] = {
     "export": "ezpz_amsc.cli.export_command:export",
     "check": "ezpz_amsc.cli.check_command:check",
+    "describe": "ezpz_amsc.cli.describe_command:describe",
     "report": "ezpz_amsc.cli.report_command:report_command",
     "reproduce": "ezpz_amsc.cli.reproduce_command:reproduce",
 }
@@ -130,12 +131,14 @@ cli = AmscGroup(
          "'ezpz-amsc export RUN_DIR ...', and 'ezpz-amsc export -h' lists its options. "
          "A run directory named like a command is exported as 'export NAME' or './NAME'.",
     usages=(f"[{DEFAULT_COMMAND}] RUN_DIR... --config LABEL [OPTIONS]",
-            "check RESULTS_CSV [--provenance DIR]", "report RESULTS_CSV... [--plot FILE]",
+            "check RESULTS_CSV... [--provenance DIR]", "describe RESULTS_CSV",
+            "report RESULTS_CSV... [--plot FILE]",
             "reproduce RECORD.json...", "COMMAND [ARGS]..."),
     examples=(
         (f"RUN_DIR --config {CONFIG_EXAMPLE}", "one row, with header, on stdout"),
         ("runs/*/ --config LABEL --append results.csv", "a batch into a results file"),
         ("check results.csv", "read it as the dashboard does"),
+        ("describe results.csv", "its datapackage.json, for other tools"),
         ("reproduce records/*.json", "re-export recorded rows, compare"),
         ("report results.csv --plot scaling.png", "the scaling study, before publishing"),
         ("export -h", "every export option"),

@@ -17,18 +17,20 @@ from ezpz_amsc.cli.params import RESULTS_CSV, quiet_option
 @command(
     "report",
     short_help="Report on the scaling study in results CSVs before publishing.",
-    usages=("RESULTS_CSV... [--format text|json] [--plot FILE]",),
+    usages=("RESULTS_CSV... [--format text|json|markdown] [--plot FILE]",),
     examples=(("results/amsc.csv", "efficiency per node count, flags"),
               ("aurora.csv perlmutter.csv --plot scaling.png", "two machines, and a plot"),
-              ("results/amsc.csv --format json", "the same report as data")),
+              ("results/amsc.csv --format json", "the same report as data"),
+              ("results/amsc.csv --format markdown", "for a pull request's description")),
     exit_codes=(("0", "report printed (rows with a problem are listed on stderr)"),
                 ("1", "a file cannot be read, or the plot cannot be written"),
                 ("2", "bad command line")),
 )
 @click.argument("paths", metavar="RESULTS_CSV...", nargs=-1, required=True, type=RESULTS_CSV)
-@click.option("--format", "out_format", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="text: tables for a terminal; json: the same report as "
-                                      "data.")
+@click.option("--format", "out_format", type=click.Choice(["text", "json", "markdown"]),
+              default="text", show_default=True,
+              help="text: tables for a terminal; json: the same report as data; markdown: "
+                   "GitHub-flavoured tables, e.g. for a pull request.")
 @click.option("--plot", "plot_path", metavar="FILE",
               help="Also draw tokens/s/gpu against nodes to FILE (.png or .svg; needs "
                    "matplotlib, the 'plot' extra).")
@@ -58,6 +60,10 @@ def report_command(paths: tuple[str, ...], out_format: str, plot_path: str | Non
         notes += write_plot(report, plot_path)
     if out_format == "json":
         sys.stdout.write(to_json(report))
+    elif out_format == "markdown":
+        from ezpz_amsc.report.markdown import render_markdown
+
+        sys.stdout.write(render_markdown(report))
     else:
         from ezpz_amsc.render.terminal import use_colour
         from ezpz_amsc.report.text import render_text

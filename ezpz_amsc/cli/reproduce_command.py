@@ -23,7 +23,9 @@ from ezpz_amsc.errors import AmscError, about
 @click.argument("records", metavar="RECORD.json...", nargs=-1, required=True, type=RECORD_JSON)
 @click.option("--run-dir", type=RUN_DIR, metavar="DIR",
               help="Where the run is now, when it moved since it was recorded (one RECORD only).")
-def reproduce(records: tuple[str, ...], run_dir: str | None) -> None:
+@click.option("-q", "--quiet", is_flag=True,
+              help="No progress line on stderr for a long batch (errors still shown).")
+def reproduce(records: tuple[str, ...], run_dir: str | None, quiet: bool) -> None:
     """Re-export the run of each provenance record with the options it records.
 
     RECORD.json is a record written by 'export --provenance DIR'. The row is
@@ -35,26 +37,35 @@ def reproduce(records: tuple[str, ...], run_dir: str | None) -> None:
     """
     if run_dir is not None and len(records) > 1:
         raise click.UsageError("--run-dir takes one RECORD.json (each record has its own run)")
-    reproduce_all(list(records), run_dir)
+    reproduce_all(list(records), run_dir, quiet)
 
 
-def reproduce_all(records: list[str], run_dir: str | None) -> None:
+def reproduce_all(records: list[str], run_dir: str | None, quiet: bool = False) -> None:
     """Report on every record; an :class:`AmscError` unless every row is identical."""
+    import sys
+
     from ezpz_amsc.errors import plural
     from ezpz_amsc.records.reproduce import render, reproduce
+    from ezpz_amsc.render.progress import Progress
 
+    progress = Progress(len(records), "records", "reproduced", sys.stderr,
+                        quiet=quiet or len(records) == 1)
     differ = failed = 0
-    for path in records:
+    for n, path in enumerate(records, 1):
         try:
             rep = reproduce(path, run_dir)
         except AmscError as e:
             if len(records) == 1:
                 raise
+            progress.clear()
             click.echo(f"error: {about(path, e.format_message())}", err=True)
             failed += 1
-            continue
-        click.echo("\n".join(render(rep)))
-        differ += not rep.identical
+        else:
+            progress.clear()
+            click.echo("\n".join(render(rep)))
+            differ += not rep.identical
+        progress.update(n)
+    progress.clear()
     if len(records) == 1 and differ:
         raise AmscError("the re-exported row differs from the record")
     if differ or failed:

@@ -19,6 +19,11 @@ def use_colour(stream: TextIO, environ: Mapping[str, str] | None = None) -> bool
     env = os.environ if environ is None else environ
     if env.get("NO_COLOR", ""):
         return False
+    return is_terminal(stream)
+
+
+def is_terminal(stream: TextIO) -> bool:
+    """Whether ``stream`` is a terminal (a closed or odd stream is not)."""
     isatty = getattr(stream, "isatty", None)
     try:
         return bool(isatty and isatty())

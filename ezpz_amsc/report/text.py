@@ -60,7 +60,18 @@ def _group_lines(g: Mapping[str, Any], p: Paint) -> list[str]:
     table = aligned([_GROUP_COLUMNS, *rows], marks=["", *marks])
     out.append(table[0])
     out.extend(p.warn(ln) if m else ln for ln, m in zip(table[1:], marks, strict=True))
+    for text in flag_texts(g):
+        out.extend(p.warn(ln) for ln in _wrap(text, indent="! "))
+    return out
+
+
+def flag_texts(g: Mapping[str, Any]) -> list[str]:
+    """A group's flags, each said with where it is: ``8 nodes: efficiency ...``.
+
+    The gpus count is named only at a node count recorded with several.
+    """
     mixed = {f["nodes"] for f in g["flags"] if f["kind"] == "mixed_gpus"}
+    out = []
     for f in g["flags"]:
         where = ""
         if f["nodes"] is not None:
@@ -68,8 +79,17 @@ def _group_lines(g: Mapping[str, Any], p: Paint) -> list[str]:
             if f["nodes"] in mixed and f["gpus"] is not None:
                 where += f", {f['gpus']} gpus"
             where += ": "
-        out.extend(p.warn(ln) for ln in _wrap(where + f["reason"], indent="! "))
+        out.append(where + f["reason"])
     return out
+
+
+def row_counts(report: Mapping[str, Any]) -> list[str]:
+    """``28 measured``, then each other pile that holds rows: what the summary counts."""
+    rows = report["rows"]
+    return [f"{rows['measured']} measured"] + [
+        f"{rows[key]} {what}" for key, what in (("without_throughput", "without throughput"),
+                                                ("failed", "failed"), ("not_used", "not used"))
+        if rows[key]]
 
 
 def _cross_lines(c: Mapping[str, Any], p: Paint) -> list[str]:
@@ -98,10 +118,7 @@ def _cross_lines(c: Mapping[str, Any], p: Paint) -> list[str]:
 
 def _summary_lines(report: Mapping[str, Any]) -> list[str]:
     rows, t = report["rows"], report["thresholds"]
-    counts = [f"{rows['measured']} measured"] + [
-        f"{rows[key]} {what}" for key, what in (("without_throughput", "without throughput"),
-                                                ("failed", "failed"), ("not_used", "not used"))
-        if rows[key]]
+    counts = row_counts(report)
     problems = len(report["problems"])
     out = _wrap(f"scaling report: {plural(len(report['files']), 'file')}, "
                 f"{plural(rows['read'], 'row')}: {', '.join(counts)}"

@@ -22,6 +22,7 @@ HEADER: tuple[str, ...] = (
 )
 REQUIRED = HEADER[:7]  # the dashboard refuses a row without these
 INT_COLUMNS = ("nodes", "gpus")
+MIN_COUNT = 1  # nodes and gpus: a run used at least one of each
 TEXT_COLUMNS = ("timestamp", "system", "config", "status", "error")
 TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 STATUSES = ("pass", "fail")
@@ -142,8 +143,8 @@ def dashboard_problems(cells: Sequence[str] | Mapping[str, str]) -> list[str]:
         v = row.get(col, "")
         if v.strip():
             try:
-                if int(v) < 1:
-                    problems.append(f"{col} {v!r} is below 1")
+                if int(v) < MIN_COUNT:
+                    problems.append(f"{col} {v!r} is below {MIN_COUNT}")
             except ValueError:
                 problems.append(f"{col} {v!r} is not an integer")
     for col in HEADER:

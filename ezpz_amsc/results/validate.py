@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.fs.access import describe, group_name
+from ezpz_amsc.results.fields import bound_problems
 from ezpz_amsc.results.schema import HEADER, REQUIRED, RunIndex, dashboard_problems, run_key
 
 # Bytes that are not UTF-8, as the surrogateescape decoder keeps them: such a line is
@@ -69,7 +70,8 @@ def check_results_file(
                 row = {c: cells[i] for c, i in index.items()}
                 if on_cells is not None:
                     on_cells(line, row)
-                found = [f"{p}:{line}: {what}" for what in dashboard_problems(row)]
+                found = [f"{p}:{line}: {what}"
+                         for what in dashboard_problems(row) + bound_problems(row)]
                 first = seen.first(run_key(row), line)
                 if first is not None:
                     found.append(f"{p}:{line}: same run as line {first}")

@@ -14,6 +14,7 @@ import numpy as np
 
 from ezpz_amsc.errors import AmscError, plural
 from ezpz_amsc.options import CLOCK_SLACK_SEC, MAX_COUNT, REDUCERS, TIMESTAMP_MIN
+from ezpz_amsc.results.fields import MFU_MAX_PCT
 from ezpz_amsc.run.details import Segment, StepCoverage
 from ezpz_amsc.run.steps import COUNTER_KEYS, SERIES, Steps
 
@@ -22,9 +23,6 @@ from ezpz_amsc.run.steps import COUNTER_KEYS, SERIES, Steps
 # stays for those three: ezpz writes mfu 0.0 when it does not know the peak.
 POSITIVE_SERIES = ("dt",)
 NON_NEGATIVE_SERIES = ("tps", "tps_per_gpu", "mfu", "tflops")
-# MFU is a percentage of the device's peak: above 100 it is not a utilisation
-# (FP8 measured against a BF16 peak table, fsdp_tp's tensor-parallel over-count).
-MFU_MAX_PCT = 100.0
 # A first step stamped more than 2 days before the second comes from a skewed
 # clock: no job on these machines pauses that long between two steps.
 FIRST_GAP_MAX_SEC = 2 * 86400.0

@@ -7,6 +7,7 @@ import csv
 import errno
 import grp
 import io
+import json
 import os
 import pwd
 import stat
@@ -79,6 +80,9 @@ def test_check_file_written_by_append_is_clean(tmp_path):
     (GOOD_ROW.replace(",1,2,", ",0,2,"), "nodes '0' is below 1"),
     (GOOD_ROW.replace(",1,2,", ",1,0,"), "gpus '0' is below 1"),
     (GOOD_ROW.replace(",0.014,", ",inf,"), "tflops 'inf' is not finite"),
+    (GOOD_ROW.replace(",,0.014,", ",100.5,0.014,"), "mfu '100.5' is above 100"),
+    (GOOD_ROW.replace("3930.349", "-3930.349"), "throughput_tokens_per_sec '-3930.349' is below 0"),
+    (GOOD_ROW.replace(",30,", ",30.5,"), "steps '30.5' is not a whole number"),
 ])
 def test_check_reports_bad_lines_by_number(tmp_path, bad_row, problem):
     p = _write(tmp_path, HEADER_LINE, GOOD_ROW.replace(",c,", ",other,"), bad_row)
@@ -323,3 +327,46 @@ def test_check_with_records_reads_a_column_the_file_lacks_as_empty(published):
         f"error: {results}: 6 problems in 5 rows and 5 records",
     ]
     assert all(row["tflops"] and row["final_loss"] and not row["mfu"] for row in rows)
+
+
+# -------------------------------------------------------------- several files, a data package
+
+
+def test_check_takes_several_files_and_says_which_are_not_clean(tmp_path):
+    good = _write(tmp_path, HEADER_LINE, GOOD_ROW, name="good.csv")
+    bad = _write(tmp_path, HEADER_LINE, GOOD_ROW.replace(",pass,", ",ok,"), name="bad.csv")
+    missing = tmp_path / "missing.csv"
+    r = run_group("check", good, bad, missing, "-q")
+    assert outcome(r) == (1, f"{good}: 1 row, all readable by the dashboard\n",
+                          f"{bad}:2: status 'ok' is not pass or fail\n"
+                          f"error: {bad}: 1 problem in 1 row\n"
+                          f"error: {missing}: no such file\n"
+                          "error: 2 of 3 files not clean\n")
+    both = run_group("check", good, good, "-q")
+    assert outcome(both) == (0, f"{good}: 1 row, all readable by the dashboard\n" * 2, "")
+
+
+def test_check_provenance_takes_one_file(tmp_path):
+    good = _write(tmp_path, HEADER_LINE, GOOD_ROW)
+    r = run_group("check", good, good, "--provenance", tmp_path)
+    assert r.exit_code == 2
+    assert r.stderr.splitlines()[-1] == ("error: --provenance takes one RESULTS_CSV (its "
+                                         "records are its own)")
+
+
+def test_check_notes_a_data_package_with_another_schema(tmp_path):
+    good = _write(tmp_path, HEADER_LINE, GOOD_ROW)
+    assert run_group("describe", good, "-q").exit_code == 0
+    assert outcome(run_group("check", good, "-q"))[0] == 0
+    package = tmp_path / "datapackage.json"
+    doc = json.loads(package.read_text())
+    doc["resources"][0]["schema"]["fields"].pop()
+    package.write_text(json.dumps(doc))
+    os.chmod(good, 0o664)
+    os.chmod(tmp_path, 0o2775)  # no sharing notes: only the package's
+    r = run_group("check", good)
+    assert outcome(r) == (
+        0, f"{good}: 1 row, all readable by the dashboard\n",
+        f"note: {package}: its schema of runs.csv differs from this tool's (1 field missing: "
+        f"error); to update it: ezpz-amsc describe {good}\n")
+    assert outcome(run_group("check", good, "-q")) == (0, r.stdout, "")

@@ -27,7 +27,8 @@ GOOD = RUNS / "fsdp_tp-2rank"
 
 
 USAGE = ["Usage: ezpz-amsc [export] RUN_DIR... --config LABEL [OPTIONS]",
-         "       ezpz-amsc check RESULTS_CSV [--provenance DIR]",
+         "       ezpz-amsc check RESULTS_CSV... [--provenance DIR]",
+         "       ezpz-amsc describe RESULTS_CSV",
          "       ezpz-amsc report RESULTS_CSV... [--plot FILE]",
          "       ezpz-amsc reproduce RECORD.json...",
          "       ezpz-amsc COMMAND [ARGS]..."]
@@ -181,8 +182,8 @@ def test_group_help_shows_both_modes_and_examples():
     page = run_group("--help").stdout
     assert page.splitlines()[:len(USAGE)] == USAGE
     commands = page.split("Commands:\n")[1].split("\n\n")[0]
-    assert [ln.split()[0] for ln in commands.splitlines()] == ["export", "check", "report",
-                                                                  "reproduce"]
+    assert [ln.split()[0] for ln in commands.splitlines()] == ["export", "check", "describe",
+                                                                  "report", "reproduce"]
     assert "  ezpz-amsc check results.csv  " in page
     assert "2  bad command line" in page
 
@@ -211,7 +212,7 @@ def complete(cmd: click.Command, args: list[str], incomplete: str,
 
 
 @pytest.mark.parametrize("args, incomplete, expected", [
-    ([], "", [("plain", "export"), ("plain", "check"), ("plain", "report"),
+    ([], "", [("plain", "export"), ("plain", "check"), ("plain", "describe"), ("plain", "report"),
               ("plain", "reproduce"), ("dir", "")]),
     ([], "ch", [("plain", "check"), ("dir", "ch")]),
     ([], "ru", [("dir", "ru")]),
@@ -241,7 +242,8 @@ def test_bash_completion_through_the_console_script():
            "COMP_CWORD": "1"}
     p = subprocess.run([script], capture_output=True, text=True, env=env)
     assert (p.returncode, p.stdout.splitlines()) == (
-        0, ["plain,export", "plain,check", "plain,report", "plain,reproduce", "dir,"])
+        0, ["plain,export", "plain,check", "plain,describe", "plain,report",
+            "plain,reproduce", "dir,"])
 
 
 # ------------------------------------------------------------------------ lazy loading
@@ -263,8 +265,8 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith(("ezpz", "numpy")
     (["--version"], []),
     (["check", "--help"], ["ezpz_amsc.cli.params", "ezpz_amsc.cli.check_command"]),
     (["--help"], ["ezpz_amsc.cli.params", "ezpz_amsc.cli.check_command",
-                  "ezpz_amsc.cli.export_command", "ezpz_amsc.cli.report_command",
-                  "ezpz_amsc.cli.reproduce_command"]),
+                  "ezpz_amsc.cli.describe_command", "ezpz_amsc.cli.export_command",
+                  "ezpz_amsc.cli.report_command", "ezpz_amsc.cli.reproduce_command"]),
 ])
 def test_subcommands_load_only_when_needed(argv, expected):
     p = subprocess.run([sys.executable, "-c", _HELP_AND_LIST, *argv], capture_output=True,
@@ -283,6 +285,7 @@ DENIED = "Permission denied (check its permissions and those of the folders abov
 
 @pytest.mark.parametrize("args", [
     ["check", "{p}"],
+    ["describe", "{p}"],
     ["report", "{p}"],
     ["reproduce", "{p}"],
     [GOOD, "--config", "c", "--append", "{p}"],
@@ -305,7 +308,7 @@ def test_a_path_you_may_not_reach_is_one_error_line_and_nothing_written(tmp_path
 
     monkeypatch.setattr(Path, "stat", stat)
     argv = [str(a).format(p=denied, ok=ok) for a in args]
-    subcommand = argv[0] in ("check", "report", "reproduce")
+    subcommand = argv[0] in ("check", "describe", "report", "reproduce")
     for result in [run_group(*argv)] + ([] if subcommand else [run_cli(*argv)]):
         assert (result.exit_code, result.stdout) == (1, "")
         assert result.stderr == f"error: {denied}: {DENIED}\n"

@@ -1,0 +1,50 @@
+"""``ezpz-amsc describe RESULTS_CSV``: write ``datapackage.json`` beside a results file
+(:mod:`ezpz_amsc.results.package`), so that tools other than this one can read and
+validate it."""
+
+from __future__ import annotations
+
+import click
+
+from ezpz_amsc.cli.edge import command
+from ezpz_amsc.cli.params import RESULTS_CSV, provenance_option, quiet_option
+
+
+@command(
+    "describe",
+    short_help="Write a results CSV's datapackage.json: schema and records.",
+    usages=("RESULTS_CSV [--provenance DIR]",),
+    examples=(("results/runs.csv", "results/datapackage.json, listing results/records/"),
+              ("runs.csv --provenance records/aurora/", "the records in another folder")),
+    exit_codes=(("0", "datapackage.json written, or already up to date"),
+                ("1", "the results file has problems, or datapackage.json cannot be read or "
+                      "written"),
+                ("2", "bad command line")),
+)
+@click.argument("path", metavar="RESULTS_CSV", type=RESULTS_CSV)
+@provenance_option("The folder of the rows' provenance records, below RESULTS_CSV's folder. "
+                   "Default: records/ beside RESULTS_CSV, if it exists.")
+@quiet_option
+def describe(path: str, provenance: str | None, quiet: bool) -> None:
+    """Describe a results CSV as a Frictionless Data Package: datapackage.json beside it.
+
+    RESULTS_CSV must pass 'check'. The package holds its resource with the
+    row's Table Schema (each column's type, unit, bounds and source; an empty
+    cell is a value not measured; the run identity is the primary key) and
+    lists the provenance records of its rows as the resource's sources. Then
+    'frictionless validate datapackage.json', pandas or R read the file without
+    this tool. An existing datapackage.json is updated: only this file's
+    resource is rewritten, and what people added (title, licenses,
+    contributors, other resources) is kept.
+    """
+    from ezpz_amsc.errors import plural
+    from ezpz_amsc.results.package import describe as describe_package
+
+    done = describe_package(path, provenance)
+    for note in [] if quiet else done.notes:
+        click.echo(f"note: {note}", err=True)
+    listed = (f"; {plural(done.sources, 'provenance record')} in {done.records}"
+              if done.records is not None else "")
+    verb = "wrote" if done.written else "up to date:"
+    click.echo(f"{done.path}: {verb} resource {done.resource} ({plural(done.rows, 'row')}"
+               f"{listed})")
