@@ -114,8 +114,8 @@ class Mutant:
     defines: tuple[str, ...] = ()
     kind: str = ""  # the operator group: compare, arith, const, bool, not, return, string
     # What names the mutant in tools/mutation-equivalents.txt: the code of its
-    # line (stripped, without a comment) and, when that line holds the same
-    # mutation more than once in the function, which of them (1, 2, ...).
+    # line (stripped, without a comment) and, when the function holds the same
+    # mutation on the same code more than once, which of them (1, 2, ...).
     code: str = ""
     occurrence: int = 1
     id: str = ""
@@ -227,17 +227,19 @@ class _Collector:
                     func: str | None, defines: tuple[str, ...]) -> None:
         inner = s.name if qual == "<module>" else f"{qual}.{s.name}"
         # Decorators, defaults and bases run at def time: select by the name defined.
+        # They are named by what they define (its decorator is the class's, not the
+        # module's), though they run in the enclosing scope.
         first = min([s.lineno, *(d.lineno for d in s.decorator_list)])
         at_def = (0, 0) if func is None else (first, s.lineno)
         for d in s.decorator_list:
-            self._expr(d, qual, at_def, (*defines, s.name))
+            self._expr(d, inner, at_def, (*defines, s.name))
         if isinstance(s, ast.ClassDef):
             for b in [*s.bases, *s.keywords]:
-                self._expr(b, qual, at_def, (*defines, s.name))
+                self._expr(b, inner, at_def, (*defines, s.name))
             self._body(s.body, inner, func, (*defines, s.name) if func is None else defines)
             return
         for d in [*s.args.defaults, *(k for k in s.args.kw_defaults if k is not None)]:
-            self._expr(d, qual, at_def, (*defines, s.name))
+            self._expr(d, inner, at_def, (*defines, s.name))
         self._body(s.body, inner, inner, ())
 
     def _return(self, s: ast.Return, qual: str) -> None:
@@ -405,8 +407,8 @@ def module_name(name: str) -> str:
 #
 # A value is the rest of its line, taken whole (code may hold any character);
 # only why: goes on over indented lines. occurrence: N (N >= 2) picks the Nth
-# such mutation when the line holds the same one more than once. A line that
-# starts with # is a comment.
+# such mutation, in source order, when the function holds the same one on the
+# same code more than once. A line that starts with # is a comment.
 _FIELDS = ("module", "function", "code", "mutation", "occurrence", "why")
 _REQUIRED = ("module", "function", "code", "mutation", "why")
 _SHOWN = 6  # candidates a stale entry's message shows
@@ -542,6 +544,9 @@ class Stale:
         """The one unlisted candidate whose code is close to the entry's, if exactly one is."""
         close = [m for m in self.candidates
                  if eq.entry(m) is None and _likeness(m.code, self.entry.code) >= _CLOSE]
+        if len(close) > 1:  # a renamed function: the same code, the same occurrence
+            close = [m for m in close if (m.code, m.occurrence) == (self.entry.code,
+                                                                   self.entry.occurrence)]
         return close[0] if len(close) == 1 else None
 
 
@@ -783,6 +788,11 @@ class Selector:
                         chosen |= self.by_line.get(path, {}).get(ln, set())
             if not chosen:  # used by nothing found: every test that runs this module
                 chosen = set().union(*self.by_line.get(m.path, {}).values())
+            # A value set at import reaches tests by ways coverage does not see (a
+            # test reading the constant, a click default built from it): the
+            # tests of the module's own test file run too.
+            mirror = mirror_test_file(m.path) + "::"
+            chosen |= {t for t in self.tests if t.startswith(mirror)}
         with self.lock:
             near = (self.killers[(m.path, str(m.line))] + self.killers[(m.path, m.qualname)])
         first = list(dict.fromkeys(t for t in reversed(near) if t in chosen))
@@ -795,6 +805,13 @@ class Selector:
                 if test in self.killers[key]:
                     self.killers[key].remove(test)
                 self.killers[key].append(test)
+
+
+def mirror_test_file(path: str) -> str:
+    """The test file of a module (docs/layout.md): ezpz_amsc/run/reduce.py ->
+    tests/run/test_reduce.py, ezpz_amsc/options.py -> tests/test_options.py."""
+    folder, _, name = module_name(path).rpartition("/")
+    return f"tests/{folder + '/' if folder else ''}test_{name}.py"
 
 
 def _users_of_names(sources: dict[str, bytes]) -> dict[str, list[tuple[str, int, int]]]:
@@ -1013,9 +1030,14 @@ def _fork(tree: Path, job: dict, state: dict) -> dict:
     result.update(secs=round(time.monotonic() - t0, 2), timed_out=timed_out,
                   exit=os.waitstatus_to_exitcode(status) if not timed_out else None)
     # In a run, 2 is a collection error the mutant caused (the baseline collected
-    # clean), so selected tests are missing for a reason: a kill. Tests missing
-    # from a passing run mean the coverage map no longer matches the tests.
+    # clean), so selected tests are missing for a reason: a kill; so is 4 when the
+    # mutant broke an import of tests/conftest.py (a constant the helpers read at
+    # import). Tests missing from a passing run mean the coverage map no longer
+    # matches the tests.
     fine = (0, 1, 2) if job["mode"] == "run" else (0, 1)
+    if (job["mode"] == "run" and result.get("exit") == 4 and "while loading conftest"
+            in (tree.parent / "pytest.log").read_text(errors="replace")):
+        fine = (4,)
     if not timed_out and (result["exit"] not in fine
                           or (result["exit"] == 0 and result.get("missing"))):
         result["error"] = (f"pytest exit {result['exit']}, missing {result.get('missing')}: "
@@ -1201,7 +1223,7 @@ def _one(pool: Pool, i: int, selector: Selector, m: Mutant, source: bytes,
             return Outcome(m, "timeout", tests_run=ran + len(stage), secs=secs)
         if res.get("error"):
             return Outcome(m, "error", secs=secs, detail=res["error"])
-        ran += res["ran"]
+        ran += res.get("ran", 0)  # none when the conftest import failed
         if res["exit"] != 0:
             killer = res.get("killer")
             if killer:

@@ -130,6 +130,21 @@ def test_the_selector_uses_coverage_for_bodies_and_the_users_of_a_name_at_import
     assert sel.select(by[(18, "`in` -> `not in`")]) == ["t::slow"]
 
 
+def test_import_time_code_also_runs_its_modules_own_test_file():
+    # tests/test_sample.py::t_reads reads SCALE in the test itself: no package line
+    # of its coverage uses the name, so only the mirror rule selects it
+    info = mutate.TestInfo
+    tests = {"t::fast": info(0.1, {"ezpz_amsc/sample.py": [16]}),
+             "tests/test_sample.py::t_reads": info(0.5, {}),
+             "tests/run/test_sample.py::t_elsewhere": info(0.01, {})}
+    sel = mutate.Selector(tests, {"ezpz_amsc/sample.py": SAMPLE})
+    by = {(m.line, m.desc): m for m in _mutants()}
+    assert sel.select(by[(8, "`2` -> `3`")]) == ["t::fast", "tests/test_sample.py::t_reads"]
+    assert sel.select(by[(16, "`-` -> `+`")]) == ["t::fast"]  # a body: its lines only
+    assert mutate.mirror_test_file("ezpz_amsc/run/reduce.py") == "tests/run/test_reduce.py"
+    assert mutate.mirror_test_file("ezpz_amsc/options.py") == "tests/test_options.py"
+
+
 def test_ids_are_stable_under_edits_elsewhere_and_unique():
     before = {(m.desc, _line(m)): m.id for m in _mutants()}
     edited = SAMPLE.replace(b"SCALE = 2\n", b"SCALE = 2\nOTHER = 7\n\n\n")
@@ -344,6 +359,21 @@ def test_refresh_leaves_an_entry_whose_successor_a_test_kills(tmp_path):
                                       _fake_run("killed", []))[1] == 0
 
 
+def test_refresh_follows_a_renamed_function_occurrence_by_occurrence(tmp_path):
+    src = b"def g(a, b):\n    return (a and b) and b\n"
+    ands = [m for m in mutate.mutants_of("ezpz_amsc/tricky.py", src)
+            if m.desc == "`and` -> `or`"]
+    path = tmp_path / "eq.txt"
+    path.write_text("\n".join(mutate.entry_text(m, f"why {m.occurrence}") for m in ands))
+    renamed = src.replace(b"def g(", b"def k(")
+    text, status = mutate.refresh_equivalents(path, _sources(renamed), None,
+                                              _fake_run("survived", []))
+    assert status == 0, text
+    eq = mutate.read_equivalents(path)
+    assert [(e.function, e.occurrence, e.why) for e in eq.entries] == [
+        ("k", 1, "why 1"), ("k", 2, "why 2")]
+
+
 def test_rewrite_adds_and_drops_the_occurrence_line():
     src = b"def g(a, b):\n    return (a and b) and b\n"
     ands = [m for m in mutate.mutants_of("ezpz_amsc/g.py", src) if m.desc == "`and` -> `or`"]
@@ -386,6 +416,7 @@ def test_a_class_decorator_selects_the_tests_that_run_its_methods():
            b"    return Opts()\n")
     deco = [m for m in mutate.mutants_of("ezpz_amsc/opts.py", src) if m.line == 4]
     assert deco and all(m.def_time and "Opts" in m.defines for m in deco)
+    assert {m.qualname for m in deco} == {"Opts"}  # named by the class it decorates
     tests = {"t::builds": mutate.TestInfo(0.1, {"ezpz_amsc/opts.py": [9]}),
              "t::names_it": mutate.TestInfo(0.1, {"ezpz_amsc/opts.py": [16]}),
              "t::elsewhere": mutate.TestInfo(0.1, {"ezpz_amsc/other.py": [1]})}
