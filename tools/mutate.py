@@ -1335,13 +1335,17 @@ def report(outcomes: list[Outcome], eq: Equivalents, sources: dict[str, bytes],
                 out.append(f"      -- {eq.entry(m).why}")
             if o.detail:
                 out.append("      " + o.detail.strip().splitlines()[-1])
-    killed_listed = [o for o in outcomes if eq.entry(o.mutant) is not None
-                     and o.status in ("killed", "timeout")]
-    if killed_listed:
-        out += ["", "listed as equivalent but killed (remove these entries from the file):"]
-        out += [f"  {eq.where(eq.entry(o.mutant))}  {o.mutant.path}:{o.mutant.line}  "
-                f"{o.mutant.qualname}: {o.mutant.desc}, killed by {o.killer}"
-                for o in killed_listed]
+    for status, title in (("killed", "listed as equivalent but killed (remove these entries "
+                                     "from the file):"),
+                          ("timeout", "listed as equivalent but timed out (a loop the mutant "
+                                      "made, or a loaded machine: run them again with --only)")):
+        listed_out = [o for o in outcomes if eq.entry(o.mutant) is not None
+                      and o.status == status]
+        if listed_out:
+            out += ["", title]
+            out += [f"  {eq.where(eq.entry(o.mutant))}  {o.mutant.id}  {o.mutant.path}:"
+                    f"{o.mutant.line}  {o.mutant.qualname}: {o.mutant.desc}"
+                    + (f", killed by {o.killer}" if o.killer else "") for o in listed_out]
     stale = stale_entries(eq, sources, {o.mutant.module for o in outcomes})
     if stale:
         out += ["", f"stale entries (naming no mutant of these modules): {len(stale)}"]

@@ -385,6 +385,30 @@ def test_rewrite_adds_and_drops_the_occurrence_line():
                                  mutate.entry_text(ands[0], "why")])
 
 
+def test_the_report_names_listed_mutants_a_test_kills_or_that_time_out_and_stale_entries():
+    by = {(m.line, m.desc): m for m in mutate.mutants_of("ezpz_amsc/tricky.py", TRICKY)}
+    kept, killed, slow = by[(3, "`1` -> `2`")], by[(2, "`and` -> `or`")], by[(3, "`1` -> `0`")]
+    text = "\n".join(mutate.entry_text(m, "why") for m in (kept, killed, slow))
+    stale = mutate.entry_text(kept, "why").replace('code:     return s.split("--", 1)[0]',
+                                                   "code:     return s")  # names no mutant
+    eq = mutate.parse_equivalents(f"{text}\n{stale}", "eq.txt")
+    outcomes = [mutate.Outcome(kept, "survived"),
+                mutate.Outcome(killed, "killed", killer="tests/t.py::t"),
+                mutate.Outcome(slow, "timeout")]
+    lines = mutate.report(outcomes, eq, _sources(), "HEADER").splitlines()
+    assert lines[lines.index("listed as equivalent but killed (remove these entries from "
+                             "the file):") + 1] == (
+        f"  eq.txt:7  {killed.id}  ezpz_amsc/tricky.py:2  h: `and` -> `or`, "
+        "killed by tests/t.py::t")
+    assert lines[lines.index("listed as equivalent but timed out (a loop the mutant made, or "
+                             "a loaded machine: run them again with --only)") + 1] == (
+        f"  eq.txt:13  {slow.id}  ezpz_amsc/tricky.py:3  h: `1` -> `0`")
+    at = lines.index("stale entries (naming no mutant of these modules): 1")
+    assert lines[at + 1] == "eq.txt:19: this entry names no mutant of tricky any more:"
+    (row,) = [ln.split() for ln in lines if ln.startswith("ezpz_amsc/tricky.py")]
+    assert row == ["ezpz_amsc/tricky.py", "3", "1", "1", "0", "0", "1", "100.0%"]
+
+
 def test_the_shipped_equivalents_file_names_current_mutants():
     eq = mutate.read_equivalents(mutate.EQUIVALENTS)
     assert len(eq.entries) > 100
