@@ -27,8 +27,10 @@ import argparse
 import ast
 import contextlib
 import datetime as dt
+import difflib
 import hashlib
 import importlib.util
+import io
 import json
 import os
 import queue
@@ -41,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+import tokenize
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -110,7 +113,20 @@ class Mutant:
     lines: tuple[int, int] = (0, 0)
     defines: tuple[str, ...] = ()
     kind: str = ""  # the operator group: compare, arith, const, bool, not, return, string
+    # What names the mutant in tools/mutation-equivalents.txt: the code of its
+    # line (stripped, without a comment) and, when the function holds the same
+    # mutation on the same code more than once, which of them (1, 2, ...).
+    code: str = ""
+    occurrence: int = 1
     id: str = ""
+
+    @property
+    def module(self) -> str:
+        return module_name(self.path)
+
+    @property
+    def key(self) -> tuple[str, str, str, str, int]:
+        return (self.module, self.qualname, self.code, self.desc, self.occurrence)
 
     def apply(self, source: bytes) -> bytes:
         return source[:self.start] + self.replacement.encode() + source[self.end:]
@@ -211,17 +227,19 @@ class _Collector:
                     func: str | None, defines: tuple[str, ...]) -> None:
         inner = s.name if qual == "<module>" else f"{qual}.{s.name}"
         # Decorators, defaults and bases run at def time: select by the name defined.
+        # They are named by what they define (its decorator is the class's, not the
+        # module's), though they run in the enclosing scope.
         first = min([s.lineno, *(d.lineno for d in s.decorator_list)])
         at_def = (0, 0) if func is None else (first, s.lineno)
         for d in s.decorator_list:
-            self._expr(d, qual, at_def, (*defines, s.name))
+            self._expr(d, inner, at_def, (*defines, s.name))
         if isinstance(s, ast.ClassDef):
             for b in [*s.bases, *s.keywords]:
-                self._expr(b, qual, at_def, (*defines, s.name))
+                self._expr(b, inner, at_def, (*defines, s.name))
             self._body(s.body, inner, func, (*defines, s.name) if func is None else defines)
             return
         for d in [*s.args.defaults, *(k for k in s.args.kw_defaults if k is not None)]:
-            self._expr(d, qual, at_def, (*defines, s.name))
+            self._expr(d, inner, at_def, (*defines, s.name))
         self._body(s.body, inner, inner, ())
 
     def _return(self, s: ast.Return, qual: str) -> None:
@@ -328,7 +346,7 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 def mutants_of(path: str, source: bytes, kinds: set[str] | None = None) -> list[Mutant]:
-    """Every mutant of one module, with a stable id: the same code gives the same ids."""
+    """Every mutant of one module, named by what it is: the same code gives the same names."""
     collector = _Collector(path, source)
     found = [m for m in collector.run() if kinds is None or m.kind in kinds]
     # Syntax is checked on the top-level statement a mutant is in: the whole
@@ -336,8 +354,8 @@ def mutants_of(path: str, source: bytes, kinds: set[str] | None = None) -> list[
     tops = [(collector.offset(min([t.lineno, *(d.lineno for d in
                                                getattr(t, "decorator_list", []))]), 0),
              collector.offset(t.end_lineno, t.end_col_offset)) for t in collector.tree.body]
-    lines = source.splitlines()
-    seen: dict[str, int] = defaultdict(int)
+    code = code_lines(source)
+    seen: dict[tuple[str, str, str], int] = defaultdict(int)
     out = []
     for m in sorted(found, key=lambda m: (m.start, m.end, m.desc)):
         lo, hi = next(t for t in tops if t[0] <= m.start and m.end <= t[1])
@@ -345,21 +363,331 @@ def mutants_of(path: str, source: bytes, kinds: set[str] | None = None) -> list[
             ast.parse(source[lo:m.start] + m.replacement.encode() + source[m.end:hi])
         except SyntaxError:
             continue
-        # The id hangs on the line's text, not its number: an edit elsewhere keeps it.
-        text = lines[m.line - 1].strip().decode(errors="replace")
-        base = f"{m.path}\0{m.qualname}\0{text}\0{m.desc}\0{m.replacement}"
-        seen[base] += 1
-        m.id = hashlib.sha1(f"{base}\0{seen[base]}".encode()).hexdigest()[:8]
+        # Named by the line's code, not its number: an edit elsewhere keeps the name.
+        m.code = code[m.line - 1]
+        seen[(m.qualname, m.code, m.desc)] += 1
+        m.occurrence = seen[(m.qualname, m.code, m.desc)]
+        m.id = hashlib.sha1("\0".join(map(str, m.key)).encode()).hexdigest()[:8]
         out.append(m)
     return out
+
+
+def code_lines(source: bytes) -> list[str]:
+    """Each line of ``source`` stripped and without its comment: a comment edit renames nothing."""
+    lines = [ln.decode(errors="replace") for ln in source.splitlines()]
+    with contextlib.suppress(tokenize.TokenError, SyntaxError):
+        for tok in tokenize.tokenize(io.BytesIO(source).readline):
+            if tok.type == tokenize.COMMENT and tok.start[0] <= len(lines):
+                row, col = tok.start
+                lines[row - 1] = lines[row - 1][:col]
+    return [ln.strip() for ln in lines]
 
 
 def module_path(name: str) -> str | None:
     """``run/reduce``, ``run.reduce``, ``run/reduce.py`` or ``ezpz_amsc/run/reduce.py`` -> the
     repository path."""
-    name = name.removeprefix(f"{PACKAGE}/").removesuffix(".py").replace(".", "/")
-    p = f"{PACKAGE}/{name}.py"
+    p = f"{PACKAGE}/{module_name(name)}.py"
     return p if (REPO / p).is_file() else None
+
+
+def module_name(name: str) -> str:
+    """A module as the command line and the equivalents file name it: ``run/reduce``."""
+    return name.removeprefix(f"{PACKAGE}/").removesuffix(".py").replace(".", "/")
+
+
+# --- the equivalents file: each equivalent mutant named by what it is -------------------------
+
+# An entry is a block of fields, one a line, blocks separated by blank lines:
+#
+#     module:   run/reduce
+#     function: trend
+#     code:     if n <= width:
+#     mutation: `<=` -> `<`
+#     why:      at n == width the bucketed branch gives the same points
+#
+# A value is the rest of its line, taken whole (code may hold any character);
+# only why: goes on over indented lines. occurrence: N (N >= 2) picks the Nth
+# such mutation, in source order, when the function holds the same one on the
+# same code more than once. A line that starts with # is a comment.
+_FIELDS = ("module", "function", "code", "mutation", "occurrence", "why")
+_REQUIRED = ("module", "function", "code", "mutation", "why")
+_SHOWN = 6  # candidates a stale entry's message shows
+_FIELD_LINE = re.compile(r"([A-Za-z_]+):(?:[ \t]+(.*))?")
+
+
+@dataclass
+class Entry:
+    module: str  # as the command line names it: run/reduce
+    function: str
+    code: str
+    mutation: str
+    why: str
+    occurrence: int = 1
+    line: int = 0  # where the entry starts in the file
+    lines: dict[str, int] = field(default_factory=dict)  # each field's line in the file
+
+    @property
+    def key(self) -> tuple[str, str, str, str, int]:
+        return (self.module, self.function, self.code, self.mutation, self.occurrence)
+
+
+@dataclass
+class Equivalents:
+    entries: list[Entry] = field(default_factory=list)
+    name: str = "tools/mutation-equivalents.txt"  # how messages name the file
+
+    def __post_init__(self) -> None:
+        self.by_key = {e.key: e for e in self.entries}
+
+    def entry(self, m: Mutant) -> Entry | None:
+        return self.by_key.get(m.key)
+
+    def where(self, e: Entry) -> str:
+        return f"{self.name}:{e.line}"
+
+
+def read_equivalents(path: Path) -> Equivalents:
+    """The entries of an equivalents file; an error names the file line that is wrong."""
+    name = str(path.relative_to(REPO)) if path.is_relative_to(REPO) else path.name
+    if not path.is_file():
+        return Equivalents([], name)
+    return parse_equivalents(path.read_text(encoding="utf-8"), name)
+
+
+def parse_equivalents(text: str, name: str) -> Equivalents:
+    entries: list[Entry] = []
+    by_key: dict[tuple, Entry] = {}
+    block: dict[str, tuple[int, str]] = {}
+
+    def fail(n: int, message: str) -> None:
+        raise SystemExit(f"error: {name}:{n}: {message}")
+
+    def close() -> None:
+        if not block:
+            return
+        first = min(n for n, _ in block.values())
+        missing = [f"{f}:" for f in _REQUIRED if f not in block]
+        if missing:
+            fail(first, f"the entry lacks {', '.join(missing)} (see the top of the file)")
+        occurrence = 1
+        if "occurrence" in block:
+            n, value = block["occurrence"]
+            if not value.isdigit() or int(value) < 1:
+                fail(n, f"occurrence: must be a whole number from 1 up, not {value!r}")
+            occurrence = int(value)
+        e = Entry(module_name(block["module"][1]), block["function"][1], block["code"][1],
+                  block["mutation"][1], block["why"][1], occurrence, first,
+                  {f: n for f, (n, _) in block.items()})
+        if e.key in by_key:
+            fail(first, f"the same mutant as the entry at line {by_key[e.key].line}")
+        by_key[e.key] = e
+        entries.append(e)
+        block.clear()
+
+    last = ""
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.rstrip()
+        if not line:
+            close()
+            last = ""
+            continue
+        if line.startswith("#"):
+            continue
+        if line[0] in " \t":
+            if last != "why":
+                fail(n, "an indented line goes on with the why: above it, and only with a why:")
+            n0, value = block["why"]
+            block["why"] = (n0, f"{value} {line.strip()}")
+            continue
+        m = _FIELD_LINE.fullmatch(line)
+        if m is None:
+            fail(n, "expected 'FIELD: VALUE', one of " + ", ".join(_FIELDS)
+                 + " (see the top of the file)")
+        key, value = m.group(1), (m.group(2) or "").strip()
+        if key not in _FIELDS:
+            fail(n, f"no field {key}: (the fields are {', '.join(_FIELDS)})")
+        if key in block:
+            fail(n, f"{key}: given twice in one entry (also at line {block[key][0]}); "
+                 "a blank line ends an entry")
+        if not value:
+            fail(n, f"{key}: is empty")
+        block[key] = (n, value)
+        last = key
+    close()
+    return Equivalents(entries, name)
+
+
+def entry_text(m: Mutant, why: str) -> str:
+    """The entry that lists ``m`` as equivalent, as the file holds it."""
+    fields = [("module", m.module), ("function", m.qualname), ("code", m.code),
+              ("mutation", m.desc)]
+    if m.occurrence > 1:
+        fields.append(("occurrence", str(m.occurrence)))
+    return "".join(_field_line(f, v).rstrip() + "\n" for f, v in [*fields, ("why", why)])
+
+
+def _field_line(name: str, value: str) -> str:
+    return f"{name + ':':<10}{value}" if len(name) < 9 else f"{name}: {value}"
+
+
+@dataclass
+class Stale:
+    """An entry no current mutant matches, and the mutants it may have become."""
+    entry: Entry
+    path: str  # the module's file, ezpz_amsc/run/reduce.py
+    module_exists: bool
+    # The entry's mutation in the entry's function, or on the entry's code,
+    # the closest code first.
+    candidates: list[Mutant] = field(default_factory=list)
+
+    def successor(self, eq: Equivalents) -> Mutant | None:
+        """The one unlisted candidate whose code is close to the entry's, if exactly one is."""
+        close = [m for m in self.candidates
+                 if eq.entry(m) is None and _likeness(m.code, self.entry.code) >= _CLOSE]
+        if len(close) > 1:  # a renamed function: the same code, the same occurrence
+            close = [m for m in close if (m.code, m.occurrence) == (self.entry.code,
+                                                                   self.entry.occurrence)]
+        return close[0] if len(close) == 1 else None
+
+
+# How alike an edited line must stay to its old code for --refresh-equivalents to
+# take it for the same line (difflib's ratio: 1.0 the same, 0.6 a few words changed).
+_CLOSE = 0.6
+
+
+def _likeness(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+
+
+def stale_entries(eq: Equivalents, sources: dict[str, bytes],
+                  modules: Iterable[str] | None = None) -> list[Stale]:
+    """The entries (of ``modules``, or all) that name no mutant of today's code."""
+    wanted = None if modules is None else {module_name(x) for x in modules}
+    found: dict[str, list[Mutant]] = {}
+    out = []
+    for e in eq.entries:
+        if wanted is not None and e.module not in wanted:
+            continue
+        path = f"{PACKAGE}/{e.module}.py"
+        if path not in sources:
+            out.append(Stale(e, path, False))
+            continue
+        if path not in found:
+            found[path] = mutants_of(path, sources[path])
+        ms = found[path]
+        if any(m.key == e.key for m in ms):
+            continue
+        near = [m for m in ms if m.desc == e.mutation and (
+            m.qualname == e.function or m.code == e.code)]
+        near.sort(key=lambda m: -_likeness(m.code, e.code))
+        out.append(Stale(e, path, True, near))
+    return out
+
+
+def stale_message(s: Stale, eq: Equivalents) -> str:
+    """What a stale entry named, what is there now, and how to bring the entry up to date."""
+    e = s.entry
+    out = [f"{eq.where(e)}: this entry names no mutant of {e.module} any more:",
+           *("    " + _field_line(f, str(getattr(e, f))) for f in _FIELDS
+             if f not in ("why", "occurrence") or (f == "occurrence" and e.occurrence > 1))]
+    listing = f"python tools/mutate.py --list {e.module}"
+    if not s.module_exists:
+        out += [f"  there is no {s.path}: the code moved or went. Set module: (and function:)",
+                "  to where it is now (docs/layout.md) and check the mutant survives there,",
+                "  or remove the entry."]
+        return "\n".join(out)
+    if not s.candidates:
+        out += [f"  {e.module} has that mutation neither in {e.function} nor on that code now:",
+                f"  the code changed or went. Find the mutant with `{listing}`",
+                "  and edit the entry, or remove it."]
+        return "\n".join(out)
+    out.append(f"  that mutation in {e.function}, or on that code, is now at:")
+    for m in s.candidates[:_SHOWN]:
+        other = eq.entry(m)
+        notes = [f"occurrence {m.occurrence}"] if m.occurrence > 1 else []
+        notes += [f"listed by {eq.where(other)}"] if other else []
+        out.append(f"    {m.path}:{m.line}  {m.qualname}: {m.code}"
+                   + (f"  ({'; '.join(notes)})" if notes else ""))
+    if len(s.candidates) > _SHOWN:
+        out.append(f"    and {len(s.candidates) - _SHOWN} more, less like it")
+    successor = s.successor(eq)
+    if successor is not None:
+        out += [f"  if the mutant at line {successor.line} is still equivalent, refresh the entry:",
+                f"    python tools/mutate.py --refresh-equivalents {e.module}",
+                "  (it runs that mutant and, if no test kills it, rewrites the entry's",
+                "  function:, code: and occurrence: to match it); else remove the entry."]
+    else:
+        out += ["  edit the entry's function:, code: (and occurrence:) to the one it became,",
+                f"  then run it: python tools/mutate.py --only ID {e.module}",
+                f"  (`{listing}` shows the ids); or remove the entry."]
+    return "\n".join(out)
+
+
+def rewrite_entries(text: str, changes: list[tuple[Entry, Mutant]]) -> str:
+    """``text`` with each entry's function:, code: and occurrence: set to its new mutant's.
+
+    Only those lines change: the comments, the why: and every other entry stay as written.
+    """
+    lines = text.split("\n")
+    edits: list[tuple[int, str | None, bool]] = []  # (line, new text or None, insert after)
+    for e, m in changes:
+        edits += [(e.lines["function"], _field_line("function", m.qualname), False),
+                  (e.lines["code"], _field_line("code", m.code), False)]
+        occurrence = _field_line("occurrence", str(m.occurrence)) if m.occurrence > 1 else None
+        if "occurrence" in e.lines:
+            edits.append((e.lines["occurrence"], occurrence, False))
+        elif occurrence:
+            edits.append((e.lines["mutation"], occurrence, True))
+    for n, new, after in sorted(edits, key=lambda x: (x[0], x[2]), reverse=True):
+        if after:
+            lines.insert(n, new)
+        elif new is None:
+            del lines[n - 1]
+        else:
+            lines[n - 1] = new
+    return "\n".join(lines)
+
+
+def refresh_equivalents(path: Path, sources: dict[str, bytes], modules: Iterable[str] | None,
+                        run: Callable[[list[Mutant]], list[Outcome]]) -> tuple[str, int]:
+    """Point each stale entry that has exactly one candidate at it, if no test kills it.
+
+    Returns what was done, for the terminal, and the exit status: 0 when no
+    entry (of ``modules``) is left stale.
+    """
+    eq = read_equivalents(path)
+    stale = stale_entries(eq, sources, modules)
+    if not stale:
+        return "every entry names a current mutant: nothing to refresh\n", 0
+    plan = [(s.entry, m) for s in stale if (m := s.successor(eq)) is not None]
+    # Two stale entries may have the same one candidate: neither is refreshed.
+    counts: dict[str, int] = defaultdict(int)
+    for _, m in plan:
+        counts[m.id] += 1
+    plan = [(e, m) for e, m in plan if counts[m.id] == 1]
+    outcomes = {o.mutant.id: o for o in run([m for _, m in plan])} if plan else {}
+    done, out = [], []
+    for e, m in plan:
+        o = outcomes.get(m.id)
+        where = f"{eq.where(e)} ({e.module}, {e.function})"
+        if o is not None and o.status in ("survived", "no-tests"):
+            done.append((e, m))
+            out.append(f"{where}: refreshed to {m.path}:{m.line}  {m.qualname}: {m.code}"
+                       + ("  (no test runs this line)" if o.status == "no-tests" else ""))
+        elif o is not None and o.status == "killed":
+            out.append(f"{where}: its mutant at {m.path}:{m.line} is killed by {o.killer}: "
+                       "it is not equivalent any more; remove the entry")
+        else:
+            out.append(f"{where}: could not run its mutant at {m.path}:{m.line} ("
+                       + (o.status if o else "not run") + "); the entry is left as it is")
+    if done:
+        path.write_text(rewrite_entries(path.read_text(encoding="utf-8"), done),
+                        encoding="utf-8")
+    refreshed = {id(e) for e, _ in done}
+    left = [s for s in stale if id(s.entry) not in refreshed]
+    chosen = {id(e) for e, _ in plan}
+    out += [stale_message(s, eq) for s in left if id(s.entry) not in chosen]
+    return "\n".join(out) + "\n", 1 if left else 0
 
 
 # --- which tests run a line: per-test coverage, cached per test file --------------------------
@@ -380,6 +708,12 @@ def _coverage_keys(max_examples: int) -> dict[str, str]:
             for p in sorted(REPO.glob("tests/**/test_*.py"))}
 
 
+def _coverage_file(test_file: str) -> str:
+    """tests/run/test_steps.py -> tests.run.test_steps.json: test files in two folders may
+    share a name."""
+    return test_file.removesuffix(".py").replace("/", ".") + ".json"
+
+
 @dataclass
 class TestInfo:
     duration: float
@@ -394,7 +728,7 @@ def load_coverage(pool: Pool, log: Log, max_examples: int) -> dict[str, TestInfo
     tests: dict[str, TestInfo] = {}
     stale = []
     for test_file, key in keys.items():
-        cached = folder / (Path(test_file).stem + ".json")
+        cached = folder / _coverage_file(test_file)
         data = json.loads(cached.read_text()) if cached.is_file() else {}
         if data.get("key") != key:
             stale.append(test_file)
@@ -418,7 +752,7 @@ def load_coverage(pool: Pool, log: Log, max_examples: int) -> dict[str, TestInfo
                 continue
             infos = {t: {"duration": info["duration"], "lines": info["lines"]}
                      for t, info in res["tests"].items()}
-            (folder / (Path(test_file).stem + ".json")).write_text(
+            (folder / _coverage_file(test_file)).write_text(
                 json.dumps({"key": keys[test_file], "tests": infos}))
             tests.update({t: TestInfo(**i) for t, i in infos.items()})
         if failed:
@@ -454,6 +788,11 @@ class Selector:
                         chosen |= self.by_line.get(path, {}).get(ln, set())
             if not chosen:  # used by nothing found: every test that runs this module
                 chosen = set().union(*self.by_line.get(m.path, {}).values())
+            # A value set at import reaches tests by ways coverage does not see (a
+            # test reading the constant, a click default built from it): the
+            # tests of the module's own test file run too.
+            mirror = mirror_test_file(m.path) + "::"
+            chosen |= {t for t in self.tests if t.startswith(mirror)}
         with self.lock:
             near = (self.killers[(m.path, str(m.line))] + self.killers[(m.path, m.qualname)])
         first = list(dict.fromkeys(t for t in reversed(near) if t in chosen))
@@ -466,6 +805,13 @@ class Selector:
                 if test in self.killers[key]:
                     self.killers[key].remove(test)
                 self.killers[key].append(test)
+
+
+def mirror_test_file(path: str) -> str:
+    """The test file of a module (docs/layout.md): ezpz_amsc/run/reduce.py ->
+    tests/run/test_reduce.py, ezpz_amsc/options.py -> tests/test_options.py."""
+    folder, _, name = module_name(path).rpartition("/")
+    return f"tests/{folder + '/' if folder else ''}test_{name}.py"
 
 
 def _users_of_names(sources: dict[str, bytes]) -> dict[str, list[tuple[str, int, int]]]:
@@ -684,9 +1030,14 @@ def _fork(tree: Path, job: dict, state: dict) -> dict:
     result.update(secs=round(time.monotonic() - t0, 2), timed_out=timed_out,
                   exit=os.waitstatus_to_exitcode(status) if not timed_out else None)
     # In a run, 2 is a collection error the mutant caused (the baseline collected
-    # clean), so selected tests are missing for a reason: a kill. Tests missing
-    # from a passing run mean the coverage map no longer matches the tests.
+    # clean), so selected tests are missing for a reason: a kill; so is 4 when the
+    # mutant broke an import of tests/conftest.py (a constant the helpers read at
+    # import). Tests missing from a passing run mean the coverage map no longer
+    # matches the tests.
     fine = (0, 1, 2) if job["mode"] == "run" else (0, 1)
+    if (job["mode"] == "run" and result.get("exit") == 4 and "while loading conftest"
+            in (tree.parent / "pytest.log").read_text(errors="replace")):
+        fine = (4,)
     if not timed_out and (result["exit"] not in fine
                           or (result["exit"] == 0 and result.get("missing"))):
         result["error"] = (f"pytest exit {result['exit']}, missing {result.get('missing')}: "
@@ -820,31 +1171,6 @@ class Outcome:
     cached: bool = False  # the outcome of an earlier run that still holds
 
 
-@dataclass
-class Equivalents:
-    reasons: dict[str, str] = field(default_factory=dict)
-    lines: dict[str, int] = field(default_factory=dict)
-
-
-def read_equivalents(path: Path) -> Equivalents:
-    """``ID  where and what -- why no observable behaviour changes``, one a line."""
-    eq = Equivalents()
-    if not path.is_file():
-        return eq
-    for n, raw in enumerate(path.read_text().splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        ident = line.split()[0]
-        reason = line.rpartition(" -- ")[2].strip() if " -- " in line else ""
-        if not re.fullmatch(r"[0-9a-f]{8}", ident) or not reason:
-            raise SystemExit(f"error: {path.name}:{n}: expected 'ID  where: mutation -- reason'")
-        if ident in eq.reasons:
-            raise SystemExit(f"error: {path.name}:{n}: {ident} is listed twice")
-        eq.reasons[ident], eq.lines[ident] = reason, n
-    return eq
-
-
 def run_mutants(pool: Pool, selector: Selector, mutants: list[Mutant], sources: dict[str, bytes],
                 log: Log, max_examples: int, cache: OutcomeCache) -> list[Outcome]:
     outcomes: list[Outcome] = []
@@ -897,7 +1223,7 @@ def _one(pool: Pool, i: int, selector: Selector, m: Mutant, source: bytes,
             return Outcome(m, "timeout", tests_run=ran + len(stage), secs=secs)
         if res.get("error"):
             return Outcome(m, "error", secs=secs, detail=res["error"])
-        ran += res["ran"]
+        ran += res.get("ran", 0)  # none when the conftest import failed
         if res["exit"] != 0:
             killer = res.get("killer")
             if killer:
@@ -962,7 +1288,7 @@ def summarize(outcomes: list[Outcome], eq: Equivalents) -> dict[str, dict[str, i
         row = table.setdefault(o.mutant.path, dict.fromkeys(
             ("mutants", "killed", "timeout", "survived", "no-tests", "equivalent", "error"), 0))
         row["mutants"] += 1
-        listed = o.mutant.id in eq.reasons
+        listed = eq.entry(o.mutant) is not None
         row["equivalent" if listed and o.status in ("survived", "no-tests") else o.status] += 1
     return table
 
@@ -995,30 +1321,35 @@ def report(outcomes: list[Outcome], eq: Equivalents, sources: dict[str, bytes],
                True))
     for title, statuses, listed in groups:
         chosen = [o for o in outcomes if o.status in statuses
-                  and (listed is None or (o.mutant.id in eq.reasons) == listed)]
+                  and (listed is None or (eq.entry(o.mutant) is not None) == listed)]
         if not chosen:
             continue
         out += ["", f"{title}: {len(chosen)}"]
         for o in chosen:
             m = o.mutant
             tag = " (no test runs this line)" if o.status == "no-tests" else ""
-            out.append(f"  {m.id}  {m.path}:{m.line}  {m.qualname}: {m.desc}{tag}")
-            text = sources[m.path].splitlines()[m.line - 1].decode().strip()
-            out.append(f"      {text}")
+            occurrence = f" (occurrence {m.occurrence})" if m.occurrence > 1 else ""
+            out.append(f"  {m.id}  {m.path}:{m.line}  {m.qualname}: {m.desc}{occurrence}{tag}")
+            out.append(f"      {m.code}")
             if listed:
-                out.append(f"      -- {eq.reasons[m.id]}")
+                out.append(f"      -- {eq.entry(m).why}")
             if o.detail:
                 out.append("      " + o.detail.strip().splitlines()[-1])
-    killed_listed = [o for o in outcomes if o.mutant.id in eq.reasons
-                     and o.status in ("killed", "timeout")]
-    ran_paths = {o.mutant.path for o in outcomes}
-    stale = [i for i in eq.reasons if i not in {o.mutant.id for o in outcomes}]
-    if killed_listed:
-        out += ["", "listed as equivalent but killed (remove them from the file):"]
-        out += [f"  {o.mutant.id}  {o.mutant.path}:{o.mutant.line}" for o in killed_listed]
-    if stale and ran_paths:
-        out += ["", f"equivalents file ids matching no mutant of these modules: {len(stale)} "
-                "(stale if every module ran; run --list to see current ids)"]
+    for status, title in (("killed", "listed as equivalent but killed (remove these entries "
+                                     "from the file):"),
+                          ("timeout", "listed as equivalent but timed out (a loop the mutant "
+                                      "made, or a loaded machine: run them again with --only)")):
+        listed_out = [o for o in outcomes if eq.entry(o.mutant) is not None
+                      and o.status == status]
+        if listed_out:
+            out += ["", title]
+            out += [f"  {eq.where(eq.entry(o.mutant))}  {o.mutant.id}  {o.mutant.path}:"
+                    f"{o.mutant.line}  {o.mutant.qualname}: {o.mutant.desc}"
+                    + (f", killed by {o.killer}" if o.killer else "") for o in listed_out]
+    stale = stale_entries(eq, sources, {o.mutant.module for o in outcomes})
+    if stale:
+        out += ["", f"stale entries (naming no mutant of these modules): {len(stale)}"]
+        out += [stale_message(x, eq) for x in stale]
     return "\n".join(out) + "\n"
 
 
@@ -1037,6 +1368,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (default 1; use "
                     "2 on an otherwise idle 2-core machine)")
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    ap.add_argument("--entries", action="store_true", help="with --list: print each mutant "
+                    "as an entry of tools/mutation-equivalents.txt, its why: left to write")
     ap.add_argument("--only", default="", help="comma-separated mutant ids to run")
     ap.add_argument("--kinds", default="", help="comma-separated operator groups "
                     "(compare,arith,const,bool,not,return,string; default all)")
@@ -1045,6 +1378,9 @@ def _parser() -> argparse.ArgumentParser:
                     "test's examples (default 50; the suite's own count is 500)")
     ap.add_argument("--recheck-equivalents", action="store_true", help="run the mutants "
                     "listed as equivalent too (default: reported apart without running)")
+    ap.add_argument("--refresh-equivalents", action="store_true", help="point each stale "
+                    "entry of the equivalents file (of the modules named, or all) at the one "
+                    "mutant it became, after running it to check that no test kills it")
     ap.add_argument("--min-score", type=float, help="exit 1 if a module scores below this %%")
     ap.add_argument("--fresh", action="store_true", help="run every mutant again, even "
                     "when an earlier run's outcome still holds (.mutate/outcomes.json)")
@@ -1079,7 +1415,7 @@ def _run_all(args: argparse.Namespace, mutants: list[Mutant], eq: Equivalents,
         try:
             selector = Selector(load_coverage(pool, log, args.max_examples), sources)
             listed = [] if args.recheck_equivalents else [m for m in mutants
-                                                          if m.id in eq.reasons]
+                                                          if eq.entry(m) is not None]
             run = [m for m in mutants if m.id not in {x.id for x in listed}]
             log.say(f"running {len(run)} mutants on {len(pool.workers)} worker(s)"
                     + (f" ({len(listed)} listed as equivalent: not run)" if listed else ""))
@@ -1103,6 +1439,22 @@ def _write_json(path: Path, header: str, secs: float, outcomes: list[Outcome]) -
                       for o in outcomes]}, indent=1))
 
 
+def package_sources() -> dict[str, bytes]:
+    return {str(p.relative_to(REPO)): p.read_bytes() for p in REPO.glob(f"{PACKAGE}/**/*.py")}
+
+
+def _list(mutants: list[Mutant], eq: Equivalents, entries: bool) -> None:
+    for m in mutants:
+        if entries:
+            print(f"# {m.id}  {m.path}:{m.line}\n{entry_text(m, '')}")
+            continue
+        listed = eq.entry(m)
+        print(f"{m.id}  {m.path}:{m.line}  {m.qualname}: {m.desc}"
+              + (f"  (occurrence {m.occurrence})" if m.occurrence > 1 else "")
+              + (f"  (equivalent: {eq.where(listed)})" if listed else ""))
+    print(f"{len(mutants)} mutants", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.worker:
@@ -1117,17 +1469,20 @@ def main(argv: list[str] | None = None) -> int:
     if paths is None:
         return 2
     kinds = set(filter(None, args.kinds.split(","))) or None
-    sources = {str(p.relative_to(REPO)): p.read_bytes() for p in REPO.glob(f"{PACKAGE}/**/*.py")}
+    sources = package_sources()
+    if args.refresh_equivalents:
+        text, status = refresh_equivalents(
+            EQUIVALENTS, sources, args.modules or None,
+            lambda ms: _run_all(args, ms, Equivalents(), sources, log))
+        print(text, end="")
+        return status
     mutants = [m for p in paths for m in mutants_of(p, sources[p], kinds)]
     if args.only:
         wanted = set(args.only.split(","))
         mutants = [m for m in mutants if m.id in wanted]
     eq = read_equivalents(EQUIVALENTS)
     if args.list:
-        for m in mutants:
-            mark = "  (equivalent)" if m.id in eq.reasons else ""
-            print(f"{m.id}  {m.path}:{m.line}  {m.qualname}: {m.desc}{mark}")
-        print(f"{len(mutants)} mutants", file=sys.stderr)
+        _list(mutants, eq, args.entries)
         return 0
     commit = _git("rev-parse", "--short", "HEAD") or "unknown"
     if _git("status", "--porcelain", "--", PACKAGE, "tests", "tools"):

@@ -3,7 +3,6 @@ CSV row plus its details, colour rules, and the report fitting 80 columns."""
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from pathlib import Path
@@ -39,7 +38,7 @@ from ezpz_amsc.render.explain import (
     sparkline,
     spread,
 )
-from ezpz_amsc.render.terminal import WIDTH, Paint, number, use_colour, wrap
+from ezpz_amsc.render.terminal import WIDTH, Paint, number
 from ezpz_amsc.run.details import Trend
 
 ANSI = "\x1b["
@@ -263,7 +262,6 @@ def test_explain_wraps_words_not_numbers():
     assert f"note: {MFU_NOTE}" in joined
 
 
-
 @pytest.mark.parametrize(("top", "dt_row"), [
     # 6 digits would make the table 77 wide, 81 with its indent: it loses a digit
     (0.00012345, "train/dt           5.0000e-05  5.0000e-05  0.00012345  146.9%    11       0"),
@@ -277,14 +275,6 @@ def test_the_reduced_table_fills_80_columns_and_no_more(tmp_path, top, dt_row):
     lines = render(export_run(run, ExportOptions(config="c", warmup=0))).splitlines()
     assert "    " + dt_row in lines
     assert max(map(len, lines)) <= WIDTH
-
-# --- colour --------------------------------------------------------------------------------
-
-
-class _Tty(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
 
 # --- the whole report, word for word --------------------------------------------------------
 # Every figure checked by hand or against numpy: fsdp_tp-2rank's 29 used steps give median
@@ -583,16 +573,6 @@ def test_explain_names_the_files_read(tmp_path):
         "  files read   metrics.jsonl"]
 
 
-@pytest.mark.parametrize(("x", "want"), [
-    (None, "-"), (float("nan"), "-"), (0.0, "0"), (1e9, "1.00000e+09"),
-    (999999999.0, "999999999"), (1e-4, "0.0001"), (9.99e-5, "9.99000e-05"),
-    (1e6, "1000000"), (999999.0, "999999"), (-2.5e-5, "-2.50000e-05"),
-    (999999.5, "1000000"), (-999999.7, "-1000000"), (531441.25, "531441"), (12.345678, "12.3457"),
-])
-def test_number(x, want):
-    assert number(x) == want
-
-
 @pytest.mark.parametrize(("lo", "hi", "want"), [
     (1.234567, 2.0, "1.23457 .. █ 2"),  # 6 digits tell them apart
     (1.0000011, 1.0000021, "1.000001 .. █ 1.000002"),  # 7 do
@@ -602,19 +582,6 @@ def test_number(x, want):
 ])
 def test_scale_gets_the_digits_that_tell_its_ends_apart(lo, hi, want):
     assert _scale(lo, hi) == f"{BARS[0]} {want}"
-
-
-def test_wrap_keeps_long_and_hyphenated_words_whole():
-    word = "x" * 90
-    assert wrap(f"a {word} b", "  ", "    ") == ["  a", f"    {word}", "    b"]
-    lines = wrap("y " * 33 + "--wall-time-sec-given", "", "")
-    assert lines == [("y " * 33).rstrip(), "--wall-time-sec-given"]
-
-
-def test_colour_off_when_the_stream_cannot_say():
-    closed = io.StringIO()
-    closed.close()  # isatty() raises ValueError
-    assert use_colour(closed, {}) is False
 
 
 def test_json_of_a_long_run_near_float_max(tmp_path):
@@ -634,16 +601,6 @@ def test_json_keeps_non_ascii_text_as_is(tmp_path):
     run = write_run(tmp_path / "run", [step(i, dt=1.0, tps=10.0) for i in (1, 2)])
     out = run_cli(run, "--config", "gpt/bs1", "--system", "Aurora-é", "--format", "json").stdout
     assert '"system": "Aurora-é"' in out and "\\u00e9" not in out
-
-
-@pytest.mark.parametrize(("stream", "env", "want"), [
-    (_Tty(), {}, True),
-    (_Tty(), {"NO_COLOR": ""}, True),  # no-color.org: only a non-empty value disables
-    (_Tty(), {"NO_COLOR": "1"}, False),
-    (io.StringIO(), {}, False),
-])
-def test_use_colour(stream, env, want):
-    assert use_colour(stream, env) is want
 
 
 def test_colour_only_when_asked():

@@ -1,0 +1,86 @@
+"""render/terminal.py, the text helpers ``--explain`` and the report share: colour, wrapping,
+numbers and tables."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from ezpz_amsc.render.terminal import Paint, number, printable, table, use_colour, wrap
+
+# --- colour ----------------------------------------------------------------------------------
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("stream", "env", "want"), [
+    (_Tty(), {}, True),
+    (_Tty(), {"NO_COLOR": ""}, True),  # no-color.org: only a non-empty value disables
+    (_Tty(), {"NO_COLOR": "1"}, False),
+    (io.StringIO(), {}, False),
+])
+def test_use_colour(stream, env, want):
+    assert use_colour(stream, env) is want
+
+
+def test_colour_off_when_the_stream_cannot_say():
+    closed = io.StringIO()
+    closed.close()  # isatty() raises ValueError
+    assert use_colour(closed, {}) is False
+
+
+def test_paint_styles_only_when_on_and_only_text():
+    on = Paint(True)
+    assert (on.bold("a"), on.dim("a"), on.warn("a"), on.good("a")) == (
+        "\x1b[1ma\x1b[0m", "\x1b[2ma\x1b[0m", "\x1b[33ma\x1b[0m", "\x1b[36ma\x1b[0m")
+    assert on.bold("") == ""  # no escape pair around nothing
+    assert Paint(False).warn("a") == "a"
+
+
+def test_printable_blanks_escapes_and_line_breaks():
+    assert printable("a\x1b[31mb\nc\td") == "a [31mb c d"
+
+
+# --- wrapping and numbers --------------------------------------------------------------------
+
+
+def test_wrap_keeps_long_and_hyphenated_words_whole():
+    word = "x" * 90
+    assert wrap(f"a {word} b", "  ", "    ") == ["  a", f"    {word}", "    b"]
+    lines = wrap("y " * 33 + "--wall-time-sec-given", "", "")
+    assert lines == [("y " * 33).rstrip(), "--wall-time-sec-given"]
+    assert wrap("", "! ", "  ") == ["!"]
+
+
+@pytest.mark.parametrize(("x", "want"), [
+    (None, "-"), (float("nan"), "-"), (0.0, "0"), (1e9, "1.00000e+09"),
+    (999999999.0, "999999999"), (1e-4, "0.0001"), (9.99e-5, "9.99000e-05"),
+    (1e6, "1000000"), (999999.0, "999999"), (-2.5e-5, "-2.50000e-05"),
+    (999999.5, "1000000"), (-999999.7, "-1000000"), (531441.25, "531441"), (12.345678, "12.3457"),
+])
+def test_number(x, want):
+    assert number(x) == want
+
+
+# --- tables ----------------------------------------------------------------------------------
+
+
+def test_a_table_aligns_right_unless_told_left_two_spaces_apart():
+    rows = [("a", "bb"), ("ccc", "d")]
+    assert table(rows) == ["  a  bb", "ccc   d"]
+    assert table(rows, "l") == ["a    bb", "ccc   d"]
+    assert table(rows, "rl") == ["  a  bb", "ccc  d"]  # trailing spaces dropped
+
+
+def test_a_table_marks_each_line_in_two_columns():
+    assert table([("n", "x"), ("1", "22")], marks=["", "!"]) == ["  n   x", "! 1  22"]
+
+
+def test_a_table_refuses_an_alignment_for_more_columns_than_it_has():
+    # a caller that miscounts its columns fails here, not with a table shifted by one
+    with pytest.raises(ValueError, match="zip"):
+        table([("a",), ("b",)], "lr")
