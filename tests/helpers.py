@@ -374,7 +374,7 @@ def snapshot(s) -> dict:
     """Everything the step reader reports, NaN-safe (arrays compared as bytes)."""
     return {
         "rank": s.rank, "step": s.step.tobytes(), "timestamp": s.timestamp.tobytes(),
-        "content": s.content.tobytes(), "tokens": s.tokens.tobytes(), "epoch": s.epoch.tobytes(),
+        "contentless": s.contentless, "tokens": s.tokens.tobytes(), "epochs": s.epochs,
         "series": {k: v.tobytes() for k, v in s.series.items()},
         "keys_used": s.keys_used, "step_key": s.step_key, "nonfinite": s.nonfinite,
         "files_read": [str(p) for p in s.files_read], "files_not_read": s.files_not_read,

@@ -67,10 +67,12 @@ class Steps:
     rank: int | None = None
     step: array = field(default_factory=lambda: array("d"))
     counter: array = field(default_factory=lambda: array("b"))  # COUNTER_KEYS index per record
-    # 1 when a record holds a number in one of the SERIES (a step of training), else 0
-    content: array = field(default_factory=lambda: array("b"))
+    # records (their index here) holding no number in any of the SERIES: eval records
+    contentless: list[int] = field(default_factory=list)
     tokens: array = field(default_factory=lambda: array("d"))  # TOKEN_KEYS, NaN when absent
-    epoch: array = field(default_factory=lambda: array("d"))  # STEP_EPOCH_KEYS, NaN when absent
+    # STEP_EPOCH_KEYS (NaN when absent) of the first record and of each whose step number
+    # does not increase: the epoch can change the order only there (epoch_values()).
+    epochs: dict[int, float] = field(default_factory=dict)
     timestamp: array = field(default_factory=lambda: array("d"))
     series: dict[str, array] = field(default_factory=lambda: {k: array("d") for k in SERIES})
     keys_used: dict[str, str] = field(default_factory=dict)  # series -> first key seen
@@ -209,9 +211,11 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
     keys_used = out.keys_used
     step_app = out.step.append
     counter_app = out.counter.append
-    content_app = out.content.append
+    contentless = out.contentless
     tokens_app = out.tokens.append
-    epoch_app = out.epoch.append
+    token_key, token_key_2 = TOKEN_KEYS
+    epochs = out.epochs
+    last_step = math.inf  # the first record's epoch is always read
     counters = tuple(enumerate(COUNTER_KEYS))
     tps_series = series["tps"]
     ignored = out.ignored_throughput
@@ -334,11 +338,26 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
                         a.pop()  # only NaNs were appended: nothing was found
                     out.not_steps += 1  # e.g. fsdp_tp's all-string precision/* record
                     continue
-                step_app(step if step is not None and isfinite(step) else nan)
+                here = step if step is not None and isfinite(step) else nan
+                step_app(here)
                 counter_app(code)
-                content_app(content)
-                tokens_app(_first_number(get, TOKEN_KEYS))
-                epoch_app(_first_number(get, STEP_EPOCH_KEYS))
+                if not content:
+                    contentless.append(len(out.step) - 1)
+                # Inline, not a helper call: this runs on every step of every run.
+                v = get(token_key)
+                if v is None:
+                    v = get(token_key_2)
+                t = type(v)
+                if t is float or t is int:
+                    try:
+                        tokens_app(v)
+                    except OverflowError:  # an int too large for a float
+                        tokens_app(nan)
+                else:
+                    tokens_app(nan)
+                if not here > last_step:  # a counter that starts again (or no number)
+                    epochs[len(out.step) - 1] = _first_number(get, STEP_EPOCH_KEYS)
+                last_step = here
                 if tps_series[-1] != tps_series[-1]:  # no training throughput: say why
                     for k in NOT_TRAINING_THROUGHPUT:
                         if _number(get(k)) is not None:
@@ -508,4 +527,20 @@ def values_of_keys(path: Path, rank: int | None, needles: tuple[bytes, ...],
                         out.setdefault(k, []).append(x)
     except (OSError, EOFError):
         return out  # evidence for a note only: what was read is enough
+    return out
+
+
+def epoch_values(steps: Steps) -> array:
+    """The epoch of every record: read where it can change the order (the first record,
+    and each whose step number does not increase), carried forward in between; NaN
+    where none was read.
+
+    A step counter that restarts each epoch restarts exactly where the epoch
+    advances; a global counter needs no epoch at all.
+    """
+    n = len(steps)
+    out = array("d", [_NAN]) * n
+    at = sorted(k for k in steps.epochs if 0 <= k < n)
+    for start, stop in zip(at, [*at[1:], n] if at else [], strict=True):
+        out[start:stop] = array("d", [steps.epochs[start]]) * (stop - start)
     return out

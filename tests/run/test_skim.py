@@ -372,10 +372,10 @@ def _realistic_fault(rng: random.Random, lines: list[str]) -> None:
     kind = rng.choice(["cut-continued", "cut-last", "nul-hole", "crlf", "blank", "nan",
                        "strings", "non-ascii", "duplicate"])
     text = lines[i]
-    if kind == "cut-continued":
-        lines[i] = text[:rng.randrange(1, len(text))]
+    if kind == "cut-continued":  # (a blank line inserted before is 1 character: kept whole)
+        lines[i] = text[:rng.randrange(1, max(2, len(text)))]
     elif kind == "cut-last":
-        lines[-1] = lines[-1][:rng.randrange(1, len(lines[-1]))]
+        lines[-1] = lines[-1][:rng.randrange(1, max(2, len(lines[-1])))]
     elif kind == "nul-hole":
         a = rng.randrange(len(text))
         b = rng.randrange(a, len(text) + 40)

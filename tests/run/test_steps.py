@@ -636,17 +636,26 @@ def test_content_tokens_and_epoch_are_read_beside_the_series(tmp_path):
         {"timestamp": 1795990000.0, "rank": 0,
          "metrics": {"train/iter": 1, "train/epoch": 0, "train/tokens": 512, "train/dt": 0.5}},
         {"timestamp": 1795990001.0, "rank": 0,  # an eval record numbered by the step
-         "metrics": {"train/iter": 1, "eval/loss": 3.0}},
-        {"timestamp": 1795990002.0, "rank": 0,
+         "metrics": {"train/iter": 1, "eval/loss": 3.0, "train/epoch": 7}},
+        {"timestamp": 1795990002.0, "rank": 0,  # steps go on: its epoch is not read
          "metrics": {"train/iter": 2, "epoch": 1, "train/ntokens": 256, "loss": 1.0}},
-        {"timestamp": 1795990003.0, "rank": 0,  # no number under the keys: NaN, not 0
-         "metrics": {"train/iter": 3, "train/epoch": "x", "train/tokens": float("inf"),
+        {"timestamp": 1795990003.0, "rank": 0,  # no usable number: NaN (or inf), never 0
+         "metrics": {"train/iter": 1, "train/epoch": "x", "train/tokens": float("inf"),
                      "train/ntokens": 9, "dt": 0.5}},
+        {"timestamp": 1795990004.0, "rank": 0,
+         "metrics": {"train/iter": 1, "train/epoch": 3, "train/tokens": True, "dt": 0.5}},
+        {"timestamp": 1795990005.0, "rank": 0,
+         "metrics": {"train/iter": 2, "train/tokens": 10**400, "dt": 0.5}},
     ]
     s = read_bytes_file(tmp_path, "".join(json.dumps(r) + "\n" for r in recs).encode(), False)
-    assert s.content.tolist() == [1, 0, 1, 1]
-    assert [x if x == x else None for x in s.tokens] == [512.0, None, 256.0, None]
-    assert [x if x == x else None for x in s.epoch] == [0.0, None, 1.0, None]
+    assert s.contentless == [1]
+    assert [x if x == x else None for x in s.tokens] == [
+        512.0, None, 256.0, math.inf, None, None]
+    # read where the step number does not increase: records 0, 1, 3 and 4
+    assert {k: (v if v == v else None) for k, v in s.epochs.items()} == {
+        0: 0.0, 1: 7.0, 3: None, 4: 3.0}
+    got = steps_mod.epoch_values(s).tolist()
+    assert [x if x == x else None for x in got] == [0.0, 7.0, 7.0, None, 3.0, 3.0]
 
 
 # --------------------------------------------------------------------- gzipped metrics
