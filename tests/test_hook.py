@@ -19,6 +19,7 @@ from helpers import (
     HOOK_ENV,
     MFU_NOTE,
     REPO,
+    copy_run,
     one_row,
     parse_csv,
     records_in,
@@ -559,12 +560,12 @@ def test_install_wraps_the_real_history_once(ezpz_pkg, fixture_run, tmp_path, mo
 
 
 def _failed_before_a_step(tmp_path: Path, timings: dict[str, str] | None) -> Path:
-    """finalize() ran, but no step was logged (the job failed in its first step)."""
-    run = tmp_path / "run"
-    info = write_run_info(run)
+    """The launch run as if it had failed in its first step: finalize() ran, its
+    run_info.json written at 1795990061.5 (with ``timings``), but no step was logged."""
+    run = copy_run(RUN, tmp_path)
+    info = run / "run_info.json"
     if timings is not None:
-        doc = json.loads(info.read_text())
-        info.write_text(json.dumps({**doc, "Timings": timings}))
+        info.write_text(json.dumps({**json.loads(info.read_text()), "Timings": timings}))
     (run / "metrics-0.jsonl").write_text("")
     os.utime(info, (1795990061.5, 1795990061.5))
     return run

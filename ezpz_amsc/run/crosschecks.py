@@ -483,6 +483,8 @@ def check_rank0_stopped_early(ctx: Context) -> list[str]:
 def _further_rank_file(ctx: Context, per_rank: Mapping[int, Path]) -> str | None:
     """Another rank's file whose last record is further on than the chosen rank's last
     step by more than a logging stride (the first, middle and last other files)."""
+    import numpy as np
+
     from ezpz_amsc.run.steps import last_logged_step
 
     steps, red = ctx.steps, ctx.red
@@ -491,10 +493,11 @@ def _further_rank_file(ctx: Context, per_rank: Mapping[int, Path]) -> str | None
     # files_read[-1] is the steps' file: the rank's own, or (no file holds its own rank)
     # the file numbered otherwise that its records were found in, no other rank's.
     own_path = steps.files_read[-1]
-    ours = (float(red.epoch_values[-1]) if red.by_epoch else math.nan,
-            float(red.step_values[-1]))
-    if not math.isfinite(ours[1]):
+    numbered = np.flatnonzero(np.isfinite(red.step_values))  # in order: a step without
+    if not numbered.size:  # a number sorts last
         return None
+    k = int(numbered[-1])
+    ours = (float(red.epoch_values[k]) if red.by_epoch else math.nan, float(red.step_values[k]))
     stride = red.coverage.stride if red.coverage else 1
     others = sorted(r for r in per_rank if r != steps.rank)
     picks = sorted({others[0], others[len(others) // 2], others[-1]} if others else set())

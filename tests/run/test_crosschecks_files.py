@@ -346,3 +346,18 @@ def test_a_launch_log_that_says_the_job_failed_is_a_note(tmp_path, status, given
 def test_a_launch_log_that_says_zero_is_silent(tmp_path):
     r = run_cli(_launched(tmp_path, 0), "--config", "test/cfg")
     assert notes_of(r) == [MFU_NOTE]
+
+
+def test_rank0_s_last_numbered_step_is_compared(tmp_path):
+    """Rank 0's last record has no step number (it sorts last): step 10 is its last."""
+    run = launch(tmp_path)
+    recs = read_records(run / "metrics-0.jsonl")
+    write_jsonl(run / "metrics-1.jsonl", _as_rank(recs, 1))
+    kept = [x for x in recs if not is_step(x) or x["metrics"]["train/iter"] <= 10]
+    kept.append({**kept[-1], "timestamp": kept[-1]["timestamp"] + 0.05,
+                 "metrics": {**kept[-1]["metrics"], "train/iter": float("nan")}})
+    write_jsonl(run / "metrics-0.jsonl", kept)
+    r = run_cli(run, "--config", "c", "--gpus", "2")
+    assert one_row(r)["steps"] == "11"
+    assert ("rank 1's last record is step 30, rank 0's step 10: rank 0 may have stopped "
+            "early; the row covers its 11 steps only") in notes_of(r)

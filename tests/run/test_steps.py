@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 from helpers import (
+    EXPECTED,
     FIXTURE_NAMES,
+    MFU_NOTE,
     REPO,
     RUNS,
     error_line,
@@ -670,18 +672,22 @@ def _gzip(path: Path, data: bytes) -> Path:
     return gz
 
 
-@pytest.mark.parametrize("name", ["metrics-0.jsonl", "metrics.jsonl", "20260811-182837.jsonl"])
-def test_gzipped_metrics_are_read_as_they_are(tmp_path, name):
+@pytest.mark.parametrize(("run_name", "name"), [
+    ("fsdp_tp-1rank-launch", "metrics-0.jsonl"), ("minimal-1rank", "metrics.jsonl")])
+def test_gzipped_metrics_are_read_as_they_are(fixture_run, run_name, name):
+    run = fixture_run(run_name)
+    _gzip(run / name, (run / name).read_bytes())
+    r = run_cli(run, "--config", "test/cfg")
+    assert list(one_row(r).values()) == EXPECTED[run_name].split(",")
+    assert notes_of(r) == [MFU_NOTE]
+
+
+def test_a_gzipped_run_id_file_is_sniffed_and_read(tmp_path):
     run = good_run(tmp_path / "run")
     plain = one_row(run_cli(run, "--config", "c"))
-    if name != "metrics-0.jsonl":
-        (run / "metrics-0.jsonl").rename(run / name)
-    _gzip(run / name, (run / name).read_bytes())
-    r = run_cli(run, "--config", "c")
-    assert one_row(r) == plain
-    assert notes_of(r) == [
-        "throughput_tokens_per_sec_per_gpu derived as global / 1 gpu (no per-GPU throughput "
-        "logged)"]
+    (run / "metrics-0.jsonl").rename(run / "20260811-182837.jsonl")
+    _gzip(run / "20260811-182837.jsonl", (run / "20260811-182837.jsonl").read_bytes())
+    assert one_row(run_cli(run, "--config", "c")) == plain
 
 
 def test_a_cut_gzip_stream_is_a_truncated_file(tmp_path):
