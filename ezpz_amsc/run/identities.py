@@ -91,22 +91,21 @@ def peak_finding(red: Reduced, gpus: int) -> Finding:
     shown = (f"tflops / (mfu / 100) implies a {implied:,.0f} TFLOPS device (median of "
              f"{int(both.sum())} steps)")
     high = implied > PEAK_MAX_TFLOPS
-    as_fraction = implied / 100 if high and float(mfu[both].max()) <= 1 else None
-    as_total = implied / gpus if high and gpus > 1 else None
-    off_fraction = nearest(as_fraction)[1] if as_fraction is not None else np.inf
-    off_total = nearest(as_total)[1] if as_total is not None else np.inf
-    if as_fraction is not None and _clearly_nearer(off_fraction, off_total):
-        device = nearest(as_fraction)[0]
-        return Finding(frozenset({"mfu"}), (
-            f"{shown}, above any accelerator's; every mfu is at most 1, and x 100 the peak is "
-            f"{as_fraction:,.1f} TFLOPS, near {device.peak_tflops:,} ({device.name}): mfu was "
-            "logged as a fraction, not a percentage; mfu left empty"))
-    if as_total is not None and _clearly_nearer(off_total, off_fraction):
-        device = nearest(as_total)[0]
-        return Finding(frozenset({"tflops"}), (
-            f"{shown}, above any accelerator's; per GPU ({gpus}) it is {as_total:,.1f} "
-            f"TFLOPS, near {device.peak_tflops:,} ({device.name}): tflops was logged for the "
-            "whole job, not per GPU; tflops left empty"))
+    readings = []  # (the cell that would be wrong, the peak it implies then, how, why)
+    if high and float(mfu[both].max()) <= 1:
+        readings.append(("mfu", implied / 100, "every mfu is at most 1, and x 100 the peak is",
+                         "mfu was logged as a fraction, not a percentage"))
+    if high and gpus > 1:
+        readings.append(("tflops", implied / gpus, f"per GPU ({gpus}) it is",
+                         "tflops was logged for the whole job, not per GPU"))
+    offs = [nearest(peak)[1] for _, peak, _, _ in readings]
+    for k, (cell, peak, how, why) in enumerate(readings):
+        other = min((off for j, off in enumerate(offs) if j != k), default=np.inf)
+        if _clearly_nearer(offs[k], other):
+            device = nearest(peak)[0]
+            return Finding(frozenset({cell}), (
+                f"{shown}, above any accelerator's; {how} {peak:,.1f} TFLOPS, near "
+                f"{device.peak_tflops:,} ({device.name}): {why}; {cell} left empty"))
     side = "above" if high else "below"
     return Finding(frozenset({"mfu", "tflops"}), (
         f"{shown}, {side} any accelerator's ({PEAK_MIN_TFLOPS:g} to {PEAK_MAX_TFLOPS:,.0f} "
