@@ -10,6 +10,7 @@ says so is made here, beside the value.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from ezpz_amsc.errors import AmscError, NoStepTime, plural
@@ -82,12 +83,12 @@ def _time_values(ctx: Context, notes: list[str]) -> dict[str, Any]:
     else:
         missing.append("--timestamp YYYY-MM-DDTHH:MM:SSZ")
 
-    why_unknown = ""
+    why_unknown = ""  # why a wall time that the steps do record is no measurement
     summed = red.wall_time_sec
     bad_dt = red.invalid.get("dt", 0)
     if summed is not None and bad_dt > INVALID_SHARE_MAX * (bad_dt + red.stats["dt"].present):
-        why_unknown = (f"; {bad_dt} of {bad_dt + red.stats['dt'].present} step times logged "
-                       "are zero or negative: the rest does not measure the run")
+        why_unknown = (f"{bad_dt} of {bad_dt + red.stats['dt'].present} step times logged are "
+                       "zero or negative: the rest does not measure the run")
         summed = None
     covers, estimate = coverage_text(red), wall_time_estimate(red)
     if opts.wall_time_sec is not None:
@@ -100,6 +101,10 @@ def _time_values(ctx: Context, notes: list[str]) -> dict[str, Any]:
         values["wall_time_sec"] = fmt(value, 3)
         notes.append(f"wall_time_sec is estimated for all the steps: {how}; pass "
                      "--wall-time-sec for the job's real time")
+    elif summed is not None and summed > 0 and covers is not None:  # never the 1/k figure
+        why_unknown = (f"the logged steps cover {covers} and no estimate can be made for "
+                       "the others")
+        missing.append("--wall-time-sec SECONDS")
     elif summed is not None and summed > 0:
         values["wall_time_sec"] = fmt(summed, 3)
     else:
@@ -109,9 +114,11 @@ def _time_values(ctx: Context, notes: list[str]) -> dict[str, Any]:
         why = "no step was logged" if not red.steps else "the steps do not record it"
         if red.invalid.get("dt") and red.wall_time_sec is None:
             why += f"; all {red.invalid['dt']} step times logged are zero or negative"
+        if why_unknown:  # the steps do record a wall time, and it says nothing
+            why = why_unknown if len(missing) == 1 else f"{why}; {why_unknown}"
         what = ", ".join(m.split()[0][2:].replace("-", "_") for m in missing)
         kind = AmscError if red.steps else NoStepTime
-        raise kind(f"cannot tell {what} ({why}{why_unknown}); pass {' '.join(missing)}")
+        raise kind(f"cannot tell {what} ({why}); pass {' '.join(missing)}")
     return values
 
 
@@ -137,11 +144,16 @@ def wall_time_estimate(red: Reduced) -> tuple[float, str] | None:
     if cov is None or summed is None:  # a coverage needs steps: there are stats then
         return None
     dt = red.stats["dt"]
-    unlogged = cov.estimated_total - dt.present
-    if unlogged <= 0:
+    unlogged = cov.estimated_total - cov.logged  # step numbers the records skip
+    if not dt.present or unlogged <= 0:
         return None
     typical = median_sorted(np.sort(dt.values[np.isfinite(dt.values)]))
-    value = summed + typical * unlogged
+    try:
+        value = summed + typical * unlogged
+    except OverflowError:  # step numbers near float max: more steps than a float holds
+        return None
+    if not math.isfinite(value):
+        return None
     every = f"every {cov.stride} steps" if cov.stride > 1 else "with gaps"
     return value, (f"the {dt.present} logged steps' {summed:.3f} s plus {unlogged} steps not "
                    f"logged at their median {typical:.4g} s, ~{cov.estimated_total} steps "

@@ -196,17 +196,17 @@ def _against_the_clock(red: Reduced, rate: np.ndarray, per_step: np.ndarray, nam
     ts, step = red.ts_values, red.step_values
     span = np.diff(ts)
     steps_each = np.diff(step) if red.counter is not None else np.ones(span.size)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"):  # values near float max: inf, not a warning
         need = per_step[1:] * steps_each / rate[1:]  # seconds the rate needs for those tokens
         ok = (np.isfinite(span) & (span > 0) & np.isfinite(steps_each) & (steps_each >= 1)
               & np.isfinite(need) & (need > 0))
-    if not ok.any():
-        return Finding()
-    over = _median(span[ok] / need[ok])
-    uncovered = float((span[ok] - need[ok]).sum())
-    if not (over > RATE_OVER_CLOCK_MAX and uncovered >= UNCOVERED_MIN_SEC):
-        return Finding()
-    tokens = float((per_step[1:][ok] * steps_each[ok]).sum())
+        if not ok.any():
+            return Finding()
+        over = _median(span[ok] / need[ok])
+        uncovered = float((span[ok] - need[ok]).sum())
+        if not (over > RATE_OVER_CLOCK_MAX and uncovered >= UNCOVERED_MIN_SEC):
+            return Finding()
+        tokens = float((per_step[1:][ok] * steps_each[ok]).sum())
     clock_rate = tokens / float(span[ok].sum())
     shown = f" ({value:,.0f} tokens/s, the median)" if value is not None else ""
     return Finding(THROUGHPUT_CELLS, (

@@ -233,6 +233,28 @@ def step_coverage(step: np.ndarray) -> StepCoverage | None:
     return StepCoverage(int(uniq.size), first, last, stride, total)
 
 
+def epoch_coverage(step: np.ndarray, epoch: np.ndarray) -> StepCoverage | None:
+    """:func:`step_coverage` of a counter that starts again each epoch: each epoch's
+    steps counted on their own and added up (an epoch without gaps counts its steps);
+    None when no epoch has gaps."""
+    logged = total = 0
+    strides = []
+    for e in np.unique(epoch[np.isfinite(epoch)]).tolist():
+        here = step[(epoch == e) & np.isfinite(step)]
+        c = step_coverage(here)
+        if c is None:
+            n = int(np.unique(here).size)
+            logged, total = logged + n, total + n
+        else:
+            logged, total = logged + c.logged, total + c.estimated_total
+            strides.append(c.stride)
+    if not strides:
+        return None
+    numbered = step[np.isfinite(step)]
+    return StepCoverage(logged, int(numbered[0]), int(numbered[-1]),
+                        _most_common(np.array(strides)), total)
+
+
 def _most_common(x: np.ndarray) -> int:
     """The most frequent value of an integer-valued array (the smallest on a tie)."""
     d = np.sort(x)
@@ -324,13 +346,13 @@ def _pauses(step: np.ndarray, ts: np.ndarray) -> list[tuple[int, float]]:
     A pause is an interval over :data:`GAP_FACTOR` times the typical one for the
     steps it covers, and over :data:`GAP_MIN_SEC` longer than that.
     """
-    with np.errstate(invalid="ignore"):
+    with np.errstate(all="ignore"):  # values near float max: inf, not a warning
         span, steps = np.diff(ts), np.diff(step)
         ok = np.isfinite(span) & (span > 0) & np.isfinite(steps) & (steps >= 1)
-    if not ok.any():
-        return []
-    typical, long = typical_and_long(span, steps, ok)
-    at = np.flatnonzero(long & (span - typical * np.where(ok, steps, 0) > GAP_MIN_SEC))
+        if not ok.any():
+            return []
+        typical, long = typical_and_long(span, steps, ok)
+        at = np.flatnonzero(long & (span - typical * np.where(ok, steps, 0) > GAP_MIN_SEC))
     return [(int(i) + 1, float(span[i])) for i in at]
 
 
@@ -612,7 +634,9 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = 
     for k, s in stats.items():
         if s.value is None and s.present:
             notes.append(f"{k} reduces to a value too large for a float; left empty")
-    coverage = step_coverage(step) if steps.step_key is not None else None
+    coverage = None
+    if steps.step_key is not None:
+        coverage = epoch_coverage(step, cols[EPOCH]) if by_epoch else step_coverage(step)
     return Reduced(n, first_ts, wall, final_loss, stats, step, notes, coverage, invalid,
                    mfu_over_100=over_100, ts_values=ts, timestamps=stamps, not_steps=not_steps,
                    not_training=not_training, duplicates=duplicates, by_epoch=by_epoch,

@@ -119,9 +119,8 @@ def test_step_times_mostly_impossible_leave_the_wall_time_unknown(tmp_path, bad,
         assert one_row(r)["wall_time_sec"] == f"{0.5 * 9:.3f}"
         return
     assert error_line(r) == (
-        "error: cannot tell wall_time_sec (the steps do not record it; 2 of 10 step times "
-        "logged are zero or negative: the rest does not measure the run); pass "
-        "--wall-time-sec SECONDS")
+        "error: cannot tell wall_time_sec (2 of 10 step times logged are zero or negative: the "
+        "rest does not measure the run); pass --wall-time-sec SECONDS")
     assert r.exit_code == 1
     row = one_row(run_cli(run, "--config", "c", "--wall-time-sec", "7"))
     assert row["wall_time_sec"] == "7.000"
@@ -296,3 +295,41 @@ def test_every_shipped_run_keeps_its_row_with_these_rules():
         r = run_cli(RUNS / name, "--config", "test/cfg")
         assert list(one_row(r).values()) == want.split(",")
         assert notes_of(r) == [MFU_NOTE]
+
+
+def test_a_counter_restarting_each_epoch_counts_every_epoch_s_steps(tmp_path):
+    """Epochs 0..2, each logging steps 5, 10, 15, 20 of 20: ~60 steps, not ~20."""
+    recs = [{"timestamp": 1795990000.0 + 2.5 * k, "rank": 0,
+             "metrics": {"train/iter": s, "train/epoch": e, "train/dt": 0.5, "train/loss": 1.0}}
+            for k, (e, s) in enumerate((e, s) for e in range(3) for s in (5, 10, 15, 20))]
+    r = run_cli(write_run(tmp_path / "run", recs), "--config", "c")
+    assert one_row(r)["wall_time_sec"] == "30.000"  # 12 x 0.5 + 48 x 0.5
+    assert notes_of(r)[-1] == (
+        "wall_time_sec is estimated for all the steps: the 12 logged steps' 6.000 s plus 48 "
+        "steps not logged at their median 0.5 s, ~60 steps (logged every 5 steps, steps "
+        "5..20); pass --wall-time-sec for the job's real time")
+
+
+def test_no_estimate_for_step_numbers_beyond_a_float_leaves_the_wall_time_unknown(tmp_path):
+    """Steps 10 and 1.7e308: more steps between them than a float holds. Never the sum of
+    the two logged ones: the wall time is asked for."""
+    recs = [step(10, dt=0.5, loss=1.0), step(11, dt=0.5, loss=1.0)]
+    recs[1]["metrics"]["train/iter"] = 1.7e308
+    r = run_cli(write_run(tmp_path / "run", recs), "--config", "c", "--warmup", "0")
+    line = error_line(r)
+    assert line.startswith("error: cannot tell wall_time_sec (the logged steps cover 2 of ~")
+    assert line.endswith("and no estimate can be made for the others); pass --wall-time-sec "
+                         "SECONDS")
+    assert one_row(run_cli(write_run(tmp_path / "run", recs), "--config", "c", "--warmup", "0",
+                           "--wall-time-sec", "8"))["wall_time_sec"] == "8.000"
+
+
+def test_a_wall_time_and_a_timestamp_unknown_for_two_reasons(tmp_path):
+    recs = [step(i, dt=0.0 if i <= 2 else 0.5) for i in range(1, 11)]
+    for x in recs:
+        del x["timestamp"]
+    r = run_cli(write_run(tmp_path / "run", recs), "--config", "c")
+    assert error_line(r) == (
+        "error: cannot tell timestamp, wall_time_sec (the steps do not record it; 2 of 10 step "
+        "times logged are zero or negative: the rest does not measure the run); pass "
+        "--timestamp YYYY-MM-DDTHH:MM:SSZ --wall-time-sec SECONDS")
