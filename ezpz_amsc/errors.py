@@ -40,6 +40,11 @@ class SeveralAttempts(AmscError):
         self.attempts = attempts
 
 
+class NoStepTime(AmscError):
+    """A run that logged no step, so its timestamp or wall time is unknown: the flags
+    give them, or the finalize hook, which knows when the job ran."""
+
+
 class AmscUsageError(AmscError):
     """Bad command-line usage (a bad option value): exit 2, like click's own."""
 

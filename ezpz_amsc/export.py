@@ -150,7 +150,8 @@ def find_files(run_dir: str | os.PathLike[str], opts: ExportOptions) -> RunFiles
         return files
     if elsewhere:
         raise AmscError(f"{files.root}: no metrics found; {elsewhere}")
-    looked = "metrics-<rank>.jsonl, metrics.jsonl or a <run_id>.jsonl with 'metrics' records"
+    looked = ("metrics-<rank>.jsonl, metrics.jsonl or a <run_id>.jsonl with 'metrics' records, "
+              "each also as .jsonl.gz")
     raise AmscError(f"{files.root}: no metrics found (looked for {looked}); "
                     "if the run failed, pass --status fail")
 

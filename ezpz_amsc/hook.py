@@ -92,9 +92,10 @@ def run_dir_of(history: Any, outdir: str | os.PathLike[str] | None) -> Path:
 def _export(history: Any, run_dir: Path, config: str) -> None:
     from dataclasses import replace
 
-    from ezpz_amsc.errors import SeveralAttempts
+    from ezpz_amsc.errors import NoStepTime, SeveralAttempts
     from ezpz_amsc.export import export_run
     from ezpz_amsc.results.publish import RECORD_FILE, publish, publish_into_run_dir
+    from ezpz_amsc.results.schema import format_timestamp
 
     key = str(run_dir.resolve())
     done = getattr(history, _DONE_ATTR, None)
@@ -111,6 +112,16 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
         result = export_run(run_dir, opts, hash_files=True)
         result.notes.insert(0, f"the records hold {e.attempts} attempts (a retried job); "
                                "exported the last, the one this finalize ended (--attempt last)")
+    except NoStepTime:  # a failed run that logged no step: the hook knows when the job ran
+        window = job_window(run_dir)
+        if window is None:
+            raise
+        start, seconds, how = window
+        opts = replace(opts, timestamp=opts.timestamp or format_timestamp(start),
+                       wall_time_sec=opts.wall_time_sec or seconds)
+        result = export_run(run_dir, opts, hash_files=True)
+        result.notes.insert(0, f"no step was logged: timestamp {opts.timestamp} and "
+                               f"wall_time_sec {opts.wall_time_sec:.3f} are the job's, {how}")
     target = os.environ.get(ENV_APPEND, "").strip()
     records = os.environ.get(ENV_PROVENANCE, "").strip()
     notes = list(result.notes)
@@ -128,6 +139,40 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
     with contextlib.suppress(Exception):
         setattr(history, _DONE_ATTR, (done if isinstance(done, set) else set()) | {key})
     log.info("ezpz-amsc: wrote the %r row for %s to %s", config, run_dir, target)
+
+
+def job_window(run_dir: Path) -> tuple[float, float, str] | None:
+    """When the job started and how long it ran, for a row without steps.
+
+    From ``run_info.json``'s Timings (its duration, ended when the file was written),
+    else this process's start time (Linux) until now; None when neither is known.
+    """
+    import time
+
+    from ezpz_amsc.run.placement import job_duration_sec
+
+    info = run_dir / "run_info.json"
+    seconds = job_duration_sec(info) if info.is_file() else None
+    if seconds is not None:
+        end = info.stat().st_mtime
+        return end - seconds, seconds, "from run_info.json's Timings, ending when it was written"
+    start = process_start()
+    if start is None:
+        return None
+    return start, max(time.time() - start, 1e-3), "from this process's start time until now"
+
+
+def process_start() -> float | None:
+    """When this process started, in Unix seconds (from /proc); None where unknown."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            after_name = f.read().rsplit(b")", 1)[1].split()
+        with open("/proc/stat", "rb") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith(b"btime "))
+        # starttime is field 22 of stat, in clock ticks since boot; fields 3.. follow the name
+        return boot + int(after_name[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
 
 
 def finalize_hook(history: Any, outdir: str | os.PathLike[str] | None) -> None:

@@ -27,8 +27,8 @@ from ezpz_amsc.cli.group import cli, export_amsc
 from ezpz_amsc.results.schema import HEADER
 
 REPO = Path(__file__).resolve().parents[1]
-RUNS = REPO / "examples" / "runs"  # copies of shared/fixtures/runs, written by real ezpz
-FIXTURE_NAMES = sorted(p.name for p in RUNS.iterdir() if p.is_dir())
+RUNS = REPO / "examples" / "runs"  # real run directories, written by real ezpz
+ALL_RUNS = sorted(p.name for p in RUNS.iterdir() if p.is_dir())
 
 # Expected rows with --config test/cfg and defaults. The two fsdp_tp 2-rank rows are
 # the issue's own figures; the others were checked against the independent
@@ -46,9 +46,43 @@ EXPECTED = {
         "2026-11-29T22:22:15Z,localhost,test/cfg,1,1,pass,0.159,,,,0.017,1.000221,40,",
 }
 
+# The clean runs: every cross-check passes on them silently.
+FIXTURE_NAMES = sorted(EXPECTED)
+
 # Every shipped run is a CPU run: this is the one note each of them earns.
 MFU_NOTE = ("mfu is 0.0 on every step (ezpz writes 0.0 when it does not know the device's "
             "peak FLOPS); left empty")
+
+# Real runs of the shapes that go wrong (examples/runs/README.md): the row and every note.
+NOTED: dict[str, tuple[str, list[str]]] = {
+    "minimal-logfreq5-1rank": (
+        "2026-12-01T20:58:23Z,localhost,test/cfg,1,1,pass,1.690,,,,0.038,692.000000,6,",
+        ["wall_time_sec is estimated for all the steps: the 6 logged steps' 0.366 s plus 24 "
+         "steps not logged at their median 0.05519 s, ~30 steps (logged every 5 steps, steps "
+         "10..35); pass --wall-time-sec for the job's real time", MFU_NOTE]),
+    "history-accum8-1rank": (
+        "2026-12-01T21:06:00Z,localhost,test/cfg,1,1,pass,4.188,,,,,5.729799,25,",
+        ["step times cover 3.485 s of the 30.9 s between the first and last record (11%): dt "
+         "may miss part of each step (gradient accumulation timing only the last "
+         "micro-batch), or the run paused (eval, checkpoints); wall_time_sec is the summed "
+         "step time; pass --wall-time-sec SECONDS for the job's real time",
+         "train/tps (18,144 tokens/s, the median) is 10.4x what the records' clock sustains: "
+         "2,048 tokens per step (train/tps x dt) over the time between records is 1,591 "
+         "tokens/s; train/accum is 8 (gradient accumulation); dt times part of each step (the "
+         "last micro-batch?), so the logged rate is inflated; throughput left empty"]),
+    "fsdp_tp-relaunch-killed": (
+        "2026-12-01T21:05:23Z,localhost,test/cfg,1,1,pass,1.381,3062.808,3062.808,,0.022,"
+        "8.024565,13,",
+        ["run looks unfinished (run_info.json was written 2 min and train/report-train.md "
+         "116 s before the first exported record: another launch's; the row may be a relaunch "
+         "into this folder that was killed before finalize); status stays 'pass'; pass "
+         "--status fail if the job failed", MFU_NOTE]),
+}
+# File times the runs had on disk, which git does not keep (fixture_copy sets them).
+FILE_TIMES: dict[str, dict[str, float]] = {
+    "fsdp_tp-relaunch-killed": {"run_info.json": 1796158995.3122957,
+                                "train/report-train.md": 1796159007.3641524},
+}
 
 LAUNCH = "fsdp_tp-1rank-launch"  # 1 rank, train/tps and train/tps_per_gpu, 30 steps
 
@@ -134,12 +168,15 @@ def strip_ansi(text: str) -> str:
 
 
 def copy_run(name: str, dest: Path) -> Path:
-    """A writable copy of a real fixture run (the originals are read-only)."""
+    """A writable copy of a real fixture run (the originals are read-only), with the file
+    times it had on disk where they matter (:data:`FILE_TIMES`)."""
     out = dest / name
     shutil.copytree(RUNS / name, out, symlinks=True)
     for p in [out, *out.rglob("*")]:
         if not p.is_symlink():
             p.chmod(p.stat().st_mode | stat.S_IWUSR)
+    for rel, when in FILE_TIMES.get(name, {}).items():
+        os.utime(out / rel, (when, when))
     return out
 
 
@@ -310,6 +347,7 @@ def aurora_run(tmp_path: Path, command: str | None, **dist: Any) -> Path:
         m = rec["metrics"]
         if "train/tps" in m:
             m["train/tps"] = m["train/tps_per_gpu"] * 24
+            m["train/tokens"] = m["train/tokens"] * 24  # fsdp_tp counts a step's tokens globally
         return rec
 
     rewrite(run / "metrics-0.jsonl", world24)
@@ -336,6 +374,7 @@ def snapshot(s) -> dict:
     """Everything the step reader reports, NaN-safe (arrays compared as bytes)."""
     return {
         "rank": s.rank, "step": s.step.tobytes(), "timestamp": s.timestamp.tobytes(),
+        "contentless": s.contentless, "tokens": s.tokens.tobytes(), "epochs": s.epochs,
         "series": {k: v.tobytes() for k, v in s.series.items()},
         "keys_used": s.keys_used, "step_key": s.step_key, "nonfinite": s.nonfinite,
         "files_read": [str(p) for p in s.files_read], "files_not_read": s.files_not_read,
@@ -364,3 +403,18 @@ def set_metric(run: Path, key: str, fn: Callable[[int, float], float]) -> None:
         return rec
 
     rewrite(run / "metrics-0.jsonl", set_it)
+
+
+H100_PEAK_TFLOPS = 989.0  # BF16 dense, the peak ezpz's mfu is computed against
+
+
+def on_h100(run: Path) -> None:
+    """Make ``run``'s train/tflops agree with its train/mfu for an H100: the identity
+    tflops / (mfu / 100) = the device's peak holds on every step."""
+    def agree(rec):
+        m = rec["metrics"]
+        if is_step(rec) and "train/mfu" in m:
+            m["train/tflops"] = m["train/mfu"] / 100 * H100_PEAK_TFLOPS
+        return rec
+
+    rewrite(run / "metrics-0.jsonl", agree)

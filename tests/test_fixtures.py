@@ -1,5 +1,6 @@
 """Every shipped run, exported through the CLI: the exact row and stderr, and an
-independent recomputation of each cell."""
+independent recomputation of each cell. The clean runs earn one note (mfu unknown on a
+CPU); the runs of the shapes that go wrong (``NOTED``) earn exactly the notes listed."""
 
 from __future__ import annotations
 
@@ -9,13 +10,25 @@ import statistics
 import time
 
 import pytest
-from helpers import EXPECTED, FIXTURE_NAMES, MFU_NOTE, RUNS, one_row, run_cli
+from helpers import (
+    ALL_RUNS,
+    EXPECTED,
+    FIXTURE_NAMES,
+    MFU_NOTE,
+    NOTED,
+    RUNS,
+    copy_run,
+    notes_of,
+    one_row,
+    read_records,
+    run_cli,
+)
 
 from ezpz_amsc.results.schema import dashboard_problems
 
 
 def test_every_fixture_has_an_expectation():
-    assert sorted(EXPECTED) == FIXTURE_NAMES
+    assert sorted([*EXPECTED, *NOTED]) == ALL_RUNS
 
 
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
@@ -90,3 +103,51 @@ def test_precision_record_is_not_a_step():
     lines = (RUNS / "fsdp_tp-2rank/metrics-0.jsonl").read_text().splitlines()
     assert len(lines) == 31 and any("precision/" in ln for ln in lines)
     assert one_row(run_cli(RUNS / "fsdp_tp-2rank", "--config", "c"))["steps"] == "30"
+
+
+# ---------------------------------------------------------------- the runs of shapes that go wrong
+
+
+@pytest.mark.parametrize("name", sorted(NOTED))
+def test_noted_fixture_row_and_notes_are_exact(name, tmp_path):
+    row, notes = NOTED[name]
+    r = run_cli(copy_run(name, tmp_path), "--config", "test/cfg")
+    assert list(one_row(r).values()) == row.split(",")
+    assert notes_of(r) == notes
+
+
+def _steps_of(path):
+    return [x for x in read_records(path) if any(
+        type(v) in (int, float) for v in x["metrics"].values())]
+
+
+def test_logging_every_5th_step_estimates_the_steps_not_logged():
+    """LOG_FREQ=5: steps 10, 15, .., 35 logged; ~30 steps, 24 of them at the median dt."""
+    recs = _steps_of(RUNS / "minimal-logfreq5-1rank" / "metrics.jsonl")
+    dts = [x["metrics"]["dt"] for x in recs]
+    assert [x["metrics"]["iter"] for x in recs] == [10, 15, 20, 25, 30, 35]
+    row = one_row(run_cli(RUNS / "minimal-logfreq5-1rank", "--config", "c"))
+    assert row["wall_time_sec"] == f"{math.fsum(dts) + 24 * statistics.median(dts):.3f}"
+    assert float(row["wall_time_sec"]) > 4 * math.fsum(dts)  # never the 1/5 figure
+
+
+def test_accumulation_rate_is_ten_times_what_the_clock_sustains():
+    """dt times the last of 8 micro-batches; train/tps = 2,048 tokens / dt."""
+    recs = _steps_of(RUNS / "history-accum8-1rank" / "20261201-210557.jsonl")
+    made = [x["metrics"]["train/tps"] * x["metrics"]["train/dt"] for x in recs]
+    assert max(made) - min(made) < 1e-6 * 2048 and statistics.median(made) == 2048
+    ts = [x["timestamp"] for x in recs]
+    clock = 2048 * 24 / (ts[-1] - ts[0])
+    assert f"{clock:,.0f}" == "1,591"
+    assert statistics.median(x["metrics"]["train/tps"] for x in recs[1:]) > 10 * clock
+
+
+def test_killed_relaunch_started_after_the_provenance_was_written(tmp_path):
+    run = copy_run("fsdp_tp-relaunch-killed", tmp_path)
+    first = _steps_of(run / "metrics-0.jsonl")[0]["timestamp"]
+    assert 110 < first - (run / "run_info.json").stat().st_mtime < 130  # 2 min
+    row = one_row(run_cli(run, "--config", "c"))
+    recs = _steps_of(run / "metrics-0.jsonl")
+    assert row["steps"] == "13" and len(recs) == 13
+    assert row["throughput_tokens_per_sec"] == (
+        f"{statistics.median(x['metrics']['train/tps'] for x in recs[1:]):.3f}")

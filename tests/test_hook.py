@@ -19,6 +19,7 @@ from helpers import (
     HOOK_ENV,
     MFU_NOTE,
     REPO,
+    copy_run,
     one_row,
     parse_csv,
     records_in,
@@ -553,3 +554,79 @@ def test_install_wraps_the_real_history_once(ezpz_pkg, fixture_run, tmp_path, mo
     Real(fixture_run(RUN)).finalize(tmp_path / "out")
     assert len(parse_csv((tmp_path / "out" / "amsc.csv").read_text())) == 1
     assert StandInHistory.finalize is not wrapped  # only ezpz's class was touched
+
+
+# ------------------------------------------------ a failed run that logged no step
+
+
+def _failed_before_a_step(tmp_path: Path, timings: dict[str, str] | None) -> Path:
+    """The launch run as if it had failed in its first step: finalize() ran, its
+    run_info.json written at 1795990061.5 (with ``timings``), but no step was logged."""
+    run = copy_run(RUN, tmp_path)
+    info = run / "run_info.json"
+    if timings is not None:
+        info.write_text(json.dumps({**json.loads(info.read_text()), "Timings": timings}))
+    (run / "metrics-0.jsonl").write_text("")
+    os.utime(info, (1795990061.5, 1795990061.5))
+    return run
+
+
+def _hook_row(run: Path, monkeypatch, caplog) -> tuple[dict[str, str], list[str]]:
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+    monkeypatch.setenv("EZPZ_AMSC_STATUS", "fail")
+    caplog.set_level(logging.INFO, logger="ezpz_amsc")
+    finalize_hook(Bare(), run)
+    rows = parse_csv((run / "amsc.csv").read_text())
+    return rows[0], [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+@pytest.mark.parametrize("key", ["timings/end-to-end", "main/total"])
+def test_hook_times_a_run_without_steps_from_run_info(tmp_path, monkeypatch, caplog, key):
+    """hf and diffusion pass finalize their Timings: the job ran 61.5 s, ending when
+    run_info.json was written."""
+    run = _failed_before_a_step(tmp_path, {"main/setup_torch": "3.00s", key: "61.50s"})
+    row, warnings = _hook_row(run, monkeypatch, caplog)
+    assert (row["timestamp"], row["wall_time_sec"], row["status"], row["steps"]) == (
+        "2026-11-29T22:06:40Z", "61.500", "fail", "")
+    assert warnings == [
+        "ezpz-amsc: note: no step was logged: timestamp 2026-11-29T22:06:40Z and wall_time_sec "
+        "61.500 are the job's, from run_info.json's Timings, ending when it was written"]
+    record = json.loads((run / "amsc.json").read_text())
+    assert (record["options"]["timestamp"], record["options"]["wall_time_sec"]) == (
+        "2026-11-29T22:06:40Z", 61.5)  # the row can be made again by hand
+    assert run_group("reproduce", run / "amsc.json").exit_code == 0
+
+
+def test_hook_times_a_run_without_steps_from_its_process(tmp_path, monkeypatch, caplog):
+    import time
+
+    from ezpz_amsc.results.schema import format_timestamp
+
+    run = _failed_before_a_step(tmp_path, {"main/setup_torch": "oops"})  # no duration
+    started = hook.process_start()
+    assert started is not None and time.time() - 86400 < started <= time.time()
+    row, warnings = _hook_row(run, monkeypatch, caplog)
+    assert row["timestamp"] == format_timestamp(started)
+    assert abs(float(row["wall_time_sec"]) - (time.time() - started)) < 60
+    assert warnings[0].endswith("are the job's, from this process's start time until now")
+
+
+def test_hook_without_a_job_time_still_asks_for_the_flags(tmp_path, monkeypatch, caplog):
+    run = _failed_before_a_step(tmp_path, None)
+    monkeypatch.setattr(hook, "process_start", lambda: None)  # not Linux: no /proc
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+    monkeypatch.setenv("EZPZ_AMSC_STATUS", "fail")
+    caplog.set_level(logging.INFO, logger="ezpz_amsc")
+    finalize_hook(Bare(), run)
+    assert not (run / "amsc.csv").exists()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
+        f"ezpz-amsc: no row written for {run}: cannot tell timestamp, wall_time_sec (no step "
+        "was logged); pass --timestamp YYYY-MM-DDTHH:MM:SSZ --wall-time-sec SECONDS (when "
+        "exporting by hand: ezpz-amsc RUN_DIR --config LABEL ...)"]
+
+
+def test_hook_wall_time_from_the_environment_wins(tmp_path, monkeypatch, caplog):
+    run = _failed_before_a_step(tmp_path, {"timings/end-to-end": "61.50s"})
+    monkeypatch.setenv("EZPZ_AMSC_WALL_TIME_SEC", "900")
+    row, _ = _hook_row(run, monkeypatch, caplog)
+    assert (row["timestamp"], row["wall_time_sec"]) == ("2026-11-29T22:06:40Z", "900.000")

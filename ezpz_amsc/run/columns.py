@@ -2,20 +2,35 @@
 reduced steps.
 
 Where a number is derived rather than read (tokens/s from tokens/s/gpu or the
-other way round, an mfu of 0.0 left empty, wall time from summed step times),
-the note that says so is made here, beside the value.
+other way round, wall time from summed or estimated step times), or left empty
+(an mfu of 0.0, a series that is mostly impossible values, a rate from too few
+steps, a cell an identity between the numbers shows to be wrong), the note that
+says so is made here, beside the value.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
-from ezpz_amsc.errors import AmscError, plural
+from ezpz_amsc.errors import AmscError, NoStepTime, plural
 from ezpz_amsc.results.schema import build_row, dashboard_problems, fmt, format_timestamp
 
 if TYPE_CHECKING:
     from ezpz_amsc.run.crosschecks import Context
     from ezpz_amsc.run.reduce import Reduced
+
+# The per-step rates, each reduced into its cell.
+RATE_COLUMNS = {"tps": "throughput_tokens_per_sec",
+                "tps_per_gpu": "throughput_tokens_per_sec_per_gpu",
+                "mfu": "mfu", "tflops": "tflops"}
+# More than this share of a series' logged values dropped as impossible (mfu above
+# 100, a negative rate, a step time <= 0) and the rest is not a measurement: one
+# odd step in 30 is a glitch; one in ten or more means the series is computed
+# wrong on many steps (FP8 measured against a BF16 peak hovers around 100).
+INVALID_SHARE_MAX = 0.10
+# A rate reduced from fewer steps than this, after warmup, is not the run's rate.
+MIN_RATE_STEPS = 2
 
 
 def resolve_columns(ctx: Context, notes: list[str]) -> dict[str, str]:
@@ -48,6 +63,9 @@ def coverage_text(red: Reduced) -> str | None:
             f"steps {cov.first}..{cov.last})")
 
 
+# ---------------------------------------------------------------- timestamp and wall time
+
+
 def _time_values(ctx: Context, notes: list[str]) -> dict[str, Any]:
     """timestamp and wall_time_sec: from the steps, else the flags; refuse when neither."""
     opts, red = ctx.opts, ctx.red
@@ -57,20 +75,38 @@ def _time_values(ctx: Context, notes: list[str]) -> dict[str, Any]:
         values["timestamp"] = opts.timestamp
     elif red.first_timestamp is not None:
         values["timestamp"] = format_timestamp(red.first_timestamp)
+        if _one_timestamp(red):
+            notes.append(f"every step has the same timestamp ({values['timestamp']}): the clock "
+                         "did not move between records, so it may be when the job started or "
+                         "the file was written, not the first step's time; it is the row's "
+                         "timestamp; pass --timestamp to set it")
     else:
         missing.append("--timestamp YYYY-MM-DDTHH:MM:SSZ")
 
-    # Summed step time over all steps (warmup included), else the flag.
-    summed, covers = red.wall_time_sec, coverage_text(red)
+    why_unknown = ""  # why a wall time that the steps do record is no measurement
+    summed = red.wall_time_sec
+    bad_dt = red.invalid.get("dt", 0)
+    if summed is not None and bad_dt > INVALID_SHARE_MAX * (bad_dt + red.stats["dt"].present):
+        why_unknown = (f"{bad_dt} of {bad_dt + red.stats['dt'].present} step times logged are "
+                       "zero or negative: the rest does not measure the run")
+        summed = None
+    covers, estimate = coverage_text(red), wall_time_estimate(red)
     if opts.wall_time_sec is not None:
         values["wall_time_sec"] = fmt(opts.wall_time_sec, 3)
         if summed is not None:
             notes.append(f"wall_time_sec from --wall-time-sec; summed step time is {summed:.3f}"
                          + (f" and covers {covers}" if covers else ""))
+    elif summed is not None and summed > 0 and estimate is not None:
+        value, how = estimate
+        values["wall_time_sec"] = fmt(value, 3)
+        notes.append(f"wall_time_sec is estimated for all the steps: {how}; pass "
+                     "--wall-time-sec for the job's real time")
+    elif summed is not None and summed > 0 and covers is not None:  # never the 1/k figure
+        why_unknown = (f"the logged steps cover {covers} and no estimate can be made for "
+                       "the others")
+        missing.append("--wall-time-sec SECONDS")
     elif summed is not None and summed > 0:
         values["wall_time_sec"] = fmt(summed, 3)
-        if covers:  # the sum is of the logged steps only; never scaled up silently
-            notes.append(f"wall_time_sec covers {covers}; pass --wall-time-sec")
     else:
         missing.append("--wall-time-sec SECONDS")
 
@@ -78,54 +114,204 @@ def _time_values(ctx: Context, notes: list[str]) -> dict[str, Any]:
         why = "no step was logged" if not red.steps else "the steps do not record it"
         if red.invalid.get("dt") and red.wall_time_sec is None:
             why += f"; all {red.invalid['dt']} step times logged are zero or negative"
+        if why_unknown:  # the steps do record a wall time, and it says nothing
+            why = why_unknown if len(missing) == 1 else f"{why}; {why_unknown}"
         what = ", ".join(m.split()[0][2:].replace("-", "_") for m in missing)
-        raise AmscError(f"cannot tell {what} ({why}); pass {' '.join(missing)}")
+        kind = AmscError if red.steps else NoStepTime
+        raise kind(f"cannot tell {what} ({why}); pass {' '.join(missing)}")
     return values
 
 
+def _one_timestamp(red: Reduced) -> bool:
+    """Two or more steps, and every timestamp the same."""
+    import numpy as np
+
+    ts = red.ts_values[np.isfinite(red.ts_values)]
+    return ts.size >= 2 and float(ts.min()) == float(ts.max())
+
+
+def wall_time_estimate(red: Reduced) -> tuple[float, str] | None:
+    """The summed step time of a run that logged every k-th step, scaled to all its steps:
+    each step not logged counts the median logged step time. None when none is missing.
+
+    The median, not the mean: a slow first step that was logged counts once, not k times.
+    """
+    import numpy as np
+
+    from ezpz_amsc.run.reduce import median_sorted
+
+    cov, summed = red.coverage, red.wall_time_sec
+    if cov is None or summed is None:  # a coverage needs steps: there are stats then
+        return None
+    dt = red.stats["dt"]
+    unlogged = cov.estimated_total - cov.logged  # step numbers the records skip
+    if not dt.present or unlogged <= 0:
+        return None
+    typical = median_sorted(np.sort(dt.values[np.isfinite(dt.values)]))
+    try:
+        value = summed + typical * unlogged
+    except OverflowError:  # step numbers near float max: more steps than a float holds
+        return None
+    if not math.isfinite(value):
+        return None
+    every = f"every {cov.stride} steps" if cov.stride > 1 else "with gaps"
+    return value, (f"the {dt.present} logged steps' {summed:.3f} s plus {unlogged} steps not "
+                   f"logged at their median {typical:.4g} s, ~{cov.estimated_total} steps "
+                   f"(logged {every}, steps {cov.first}..{cov.last})")
+
+
+# ---------------------------------------------------------------- the rates
+
+
 def _metric_values(ctx: Context, notes: list[str]) -> dict[str, Any]:
-    """The reduced metric cells; a throughput logged one way only is derived the other."""
+    """The reduced metric cells, each left empty when it is not a measurement of the run;
+    a throughput logged one way only is derived the other."""
+    from ezpz_amsc.run.identities import peak_finding, throughput_finding
+
     red, gpus = ctx.red, ctx.placement.gpus
     if not red.steps:
         return {}
     st = red.stats
-    tps, tpg = st["tps"].value, st["tps_per_gpu"].value
-    if tps is None and tpg is not None:
-        tps = tpg * gpus
+    value: dict[str, float | None] = {name: st[name].value for name in RATE_COLUMNS}
+    emptied: set[str] = set()  # series a rule left empty: never derived from the other one
+
+    def leave_empty(names: set[str] | frozenset[str]) -> None:
+        for name in names:
+            value[name] = None
+            emptied.add(name)
+
+    mfu_unknown = st["mfu"].all_zero
+    if mfu_unknown:
+        leave_empty({"mfu"})
+    leave_empty(_invalid_shares(red, notes))
+    leave_empty(_too_few_steps(ctx, emptied, notes))
+    if not {"tps", "tps_per_gpu"} <= emptied:
+        found = throughput_finding(red, ctx.steps.keys_used, gpus, lambda: _accumulation(ctx))
+        if found.note:
+            notes.append(found.note)
+            leave_empty({name for name, col in RATE_COLUMNS.items() if col in found.empty})
+    value["tps_per_gpu"] = _per_gpu_over_flag(ctx, value, notes)
+
+    if value["tps"] is None and value["tps_per_gpu"] is not None and "tps" not in emptied:
+        value["tps"] = value["tps_per_gpu"] * gpus
         notes.append(f"throughput_tokens_per_sec derived as per-GPU x {plural(gpus, 'gpu')} "
                      "(no global throughput logged)")
-    elif tpg is None and tps is not None:
-        tpg = tps / gpus
+    elif (value["tps_per_gpu"] is None and value["tps"] is not None
+          and "tps_per_gpu" not in emptied):
+        value["tps_per_gpu"] = value["tps"] / gpus
         notes.append(f"throughput_tokens_per_sec_per_gpu derived as global / "
                      f"{plural(gpus, 'gpu')} (no per-GPU throughput logged)")
-    mfu = st["mfu"].value
-    if st["mfu"].all_zero:
-        mfu = None
+    if mfu_unknown:
         notes.append("mfu is 0.0 on every step (ezpz writes 0.0 when it does not know the "
                      "device's peak FLOPS); left empty")
-    kept = warmup_kept_note(ctx.opts.warmup, red)
-    if kept:
-        notes.append(kept)
+    elif not {"mfu", "tflops"} & emptied:
+        found = peak_finding(red, gpus)
+        if found.note:
+            notes.append(found.note)
+            leave_empty(found.empty)
     return {
-        "throughput_tokens_per_sec": fmt(tps, 3),
-        "throughput_tokens_per_sec_per_gpu": fmt(tpg, 3),
-        "mfu": fmt(mfu, 3),
-        "tflops": fmt(st["tflops"].value, 3),
+        **{col: fmt(value[name], 3) for name, col in RATE_COLUMNS.items()},
         "final_loss": fmt(red.final_loss, 6),
     }
 
 
-def warmup_kept_note(warmup: int, red: Reduced) -> str | None:
-    """One note for every published series that ``--warmup`` would have left empty.
+def _invalid_shares(red: Reduced, notes: list[str]) -> set[str]:
+    """Rates of which more than :data:`INVALID_SHARE_MAX` of the logged values were
+    impossible; the note on mfu above 100 either way."""
+    out = set()
+    for name in RATE_COLUMNS:
+        over = red.mfu_over_100 if name == "mfu" else 0
+        bad = red.invalid.get(name, 0) + over
+        logged = bad + red.stats[name].present
+        empty = bad > INVALID_SHARE_MAX * logged
+        left = ""
+        if empty:
+            left = f"; {RATE_COLUMNS[name]} left empty" + (
+                f": {bad} of {logged} steps dropped, over {INVALID_SHARE_MAX:.0%}, and the "
+                "rest is not a measurement of the run" if red.stats[name].present else "")
+        if over:
+            notes.append(f"dropped {plural(over, 'mfu value')} above 100 % (FP8 measured "
+                         "against a BF16 peak, or fsdp_tp's tensor-parallel over-count): not "
+                         f"a utilisation{left}")
+        elif empty:
+            notes.append(f"{bad} of {logged} {name} values are negative{left}")
+        if empty:
+            out.add(name)
+    return out
 
-    The loss is left out: its reduced value is no column (final_loss is the last one).
+
+def _too_few_steps(ctx: Context, emptied: set[str], notes: list[str]) -> set[str]:
+    """Rates that would come from fewer than :data:`MIN_RATE_STEPS` steps after warmup.
+
+    A run that short is refused, naming the largest ``--warmup`` that leaves
+    enough (``--warmup 0`` for a run without a warmup step); with ``--status
+    fail``, or in a run long enough (a series logged on one step only), the cells
+    are left empty.
     """
-    kept = {name: s.used for name, s in red.stats.items() if s.kept_warmup and name != "loss"}
-    if not kept:
-        return None
-    names = list(kept)
-    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
-    counts = set(kept.values())
-    reduced = (f"all {plural(counts.pop(), 'step')}" if len(counts) == 1 else
-               "all their steps (" + ", ".join(f"{k} {n}" for k, n in kept.items()) + ")")
-    return f"--warmup {warmup} leaves no {listed} values; reduced {reduced}"
+    import numpy as np
+
+    red, warmup = ctx.red, ctx.opts.warmup
+    st = red.stats
+    short = {name: 0 if st[name].kept_warmup else st[name].used for name in RATE_COLUMNS
+             if st[name].present and name not in emptied
+             and (st[name].kept_warmup or st[name].used < MIN_RATE_STEPS)}
+    if not short:
+        return set()
+    names = _listed([RATE_COLUMNS[name] for name in short])
+    fewest = min(short.values())
+    after = f"{plural(fewest, 'step')} after --warmup {warmup} ({plural(red.steps, 'step')} logged)"
+    if red.steps - warmup >= MIN_RATE_STEPS or ctx.opts.status == "fail":
+        notes.append(f"{names} left empty: {after} is not a measurement of the run's rate")
+        return set(short)
+    logged = [np.flatnonzero(np.isfinite(st[name].values)) for name in short]
+    if warmup and all(at.size >= MIN_RATE_STEPS for at in logged):
+        most = min(int(at[-MIN_RATE_STEPS]) for at in logged)  # leaves 2 values of each
+        which = (f"--warmup {most} or less (--warmup 0 if the run had no warmup step)" if most
+                 else "--warmup 0 if the run had no warmup step")
+        raise AmscError(f"{names} would come from {after}: too few to measure the run's rate "
+                        f"(the first step is usually a slow warmup); pass {which}")
+    raise AmscError(f"{names} would come from {after}: one step is not a measurement of the "
+                    "run's rate; if the run failed, pass --status fail (the rate cells are "
+                    "then left empty)")
+
+
+def _listed(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _per_gpu_over_flag(ctx: Context, value: dict[str, float | None],
+                       notes: list[str]) -> float | None:
+    """tokens/s/gpu as global / ``--gpus`` when the flag overrides a logged ratio that
+    disagrees: the logged per-GPU figure is the one that is wrong."""
+    from ezpz_amsc.run.identities import logged_world_size
+
+    gpus, tps, tpg = ctx.placement.gpus, value["tps"], value["tps_per_gpu"]
+    if ctx.placement.gpus_source != "flag" or tps is None or tpg is None:
+        return tpg
+    logged = logged_world_size(ctx.red)
+    if logged is None or logged == gpus:
+        return tpg
+    key = ctx.steps.keys_used["tps_per_gpu"]
+    notes.append(f"throughput_tokens_per_sec_per_gpu is global / --gpus {gpus}; the logged "
+                 f"{key} ({tpg:.3f}, for {plural(logged, 'rank')}) was not used")
+    return tps / gpus
+
+
+def _accumulation(ctx: Context) -> str:
+    """``; train/accum is 8 (gradient accumulation)`` when the records log an accumulation
+    count above 1: a second pass over the chosen rank's metrics file (a rare path)."""
+    import numpy as np
+
+    from ezpz_amsc.run.crosschecks import exported_window
+    from ezpz_amsc.run.reduce import median_sorted
+    from ezpz_amsc.run.steps import values_of_keys
+
+    window = exported_window(ctx.red)
+    if window is None or not ctx.steps.files_read:
+        return ""
+    found = values_of_keys(ctx.steps.files_read[-1], ctx.steps.rank, (b"accum",),
+                           lambda k: "accum" in k.lower(), window, ctx.opts.max_line_bytes)
+    said = [f"{k} is {median_sorted(np.sort(np.array(v))):g}" for k, v in sorted(found.items())
+            if median_sorted(np.sort(np.array(v))) > 1]
+    return f"; {', '.join(said)} (gradient accumulation)" if said else ""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -33,31 +34,32 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from ezpz_amsc.options import ExportOptions
-    from ezpz_amsc.run.reduce import Reduced
+    from ezpz_amsc.run.reduce import Boundary, Reduced
 
 # Step time vs the clock, over steps 2..n. Each record's dt elapses between the
 # previous record's write and its own, so the summed dt can never exceed the
-# records' time span; 1.25 leaves room for timer granularity. The shipped real
-# runs cover 0.76-0.85 of the span, real 2-rank CPU runs with 4-9 ms steps down
-# to 0.33 (logging takes as long as the step): a note below 0.25, and only when
-# at least 1 s of the span is not covered (sub-second runs are all logging).
+# records' time span; 1.25 leaves room for timer granularity. (Below: a note under
+# reduce.STEP_TIME_UNDER_SPAN_MIN of the span, shared with the throughput identity.)
 STEP_TIME_OVER_SPAN_MAX = 1.25
-STEP_TIME_UNDER_SPAN_MIN = 0.25
-UNCOVERED_MIN_SEC = 1.0
-# A pause: an interval this many times the typical one (per step), and at least
-# a minute longer. The shipped runs' longest interval is 2x their median.
-GAP_FACTOR = 10.0
-GAP_MIN_SEC = 60.0
 # A first logged step above this many logging strides: the run was resumed (the
 # minimal example logs from step 6 after 5 warmup steps: not a resume).
 RESUMED_STRIDES = 10
 # Provenance written this long before the last metrics record is an earlier
 # attempt's (finalize writes it seconds after the last step).
 STALE_PROVENANCE_SEC = 300.0
-# Another rank's metrics file this many times the size of the chosen rank's:
-# rank 0's records are the larger ones (it alone writes the aggregated keys).
-RANK_FILE_SIZE_RATIO = 1.5
-RANK_FILES_STATTED = 3
+# Provenance written before the first exported record (finalize runs after the last one)
+# belongs to another launch. The file time and the records' timestamps are both taken
+# on rank 0's host (or its file server), NTP-synchronised: a minute covers any skew,
+# and a relaunch into the folder starts minutes later (2 min in the case that showed it).
+PROVENANCE_CLOCK_SLACK_SEC = 60.0
+# In one shared file, another rank logging this many times the chosen rank's records
+# stopped later. Per-rank files are compared by their last step instead: file sizes
+# say nothing (rank 0 alone writes the aggregated keys, its records are several
+# times larger); the ends of this many other files are read.
+RANK_RECORDS_RATIO = 1.5
+RANK_FILES_READ = 3
+# Structured logs whose end is read for ezpz launch's exit status (one per launch).
+LAUNCH_LOGS_READ = 2
 
 
 @dataclass
@@ -106,8 +108,26 @@ def _segment_text(k: int, seg: Segment, counter: str | None) -> str:
             f"({plural(seg.records, 'record')}{ranks})")
 
 
+def boundary_text(b: Boundary, counter: str | None) -> str:
+    """The evidence that an attempt starts here, e.g. ``step numbers start again (step 1
+    after step 20)``."""
+    unit = "epoch" if counter in EPOCH_KEYS else "step"
+    why = []
+    if b.restart is not None:
+        why.append(f"{unit} numbers start again ({unit} {b.restart[1]:.0f} after "
+                   f"{unit} {b.restart[0]:.0f})")
+    if b.ranks is not None:
+        why.append(f"the logged world size changes ({b.ranks[0]} to {b.ranks[1]} ranks)")
+    if b.shift is not None:
+        ratio, sec = b.shift
+        how = f"{ratio:.3g}x higher" if ratio > 1 else f"{1 / ratio:.3g}x lower"
+        why.append(f"throughput {how} after a {duration(sec)} pause")
+    return " and ".join(why)
+
+
 def check_attempts(ctx: Context) -> list[str]:
-    """Step numbers that start again, or a change of world size, split the records.
+    """Step numbers that start again, a change of world size, or of the throughput level
+    across a long pause, split the records; the evidence is named for each.
 
     Summing two attempts gives a plausible wrong row, so several attempts are
     refused unless ``--attempt`` names the one to export.
@@ -117,13 +137,15 @@ def check_attempts(ctx: Context) -> list[str]:
         return []
     segs = red.segments
     if len(segs) > 1 and red.attempt is None:
-        shown = [_segment_text(k, s, red.counter) for k, s in enumerate(segs, 1)]
+        shown = [_segment_text(1, segs[0], red.counter)] + [
+            f"{_segment_text(k, s, red.counter)}: {boundary_text(b, red.counter)}"
+            for k, (s, b) in enumerate(zip(segs[1:], red.boundaries, strict=True), 2)]
         if len(shown) > 6:
             shown = [*shown[:5], f"... {len(shown) - 6} more", shown[-1]]
         raise SeveralAttempts(
-            f"the records hold {len(segs)} attempts (step numbers start again or the logged "
-            f"world size changes: a retried or resumed job): {'; '.join(shown)}; pass "
-            "--attempt last, or --attempt N for one of them", attempts=len(segs))
+            f"the records hold {len(segs)} attempts (a retried or resumed job): "
+            f"{'; '.join(shown)}; pass --attempt last, or --attempt N for one of them",
+            attempts=len(segs))
     if ctx.opts.attempt is None:
         return []
     if len(segs) == 1:
@@ -199,11 +221,22 @@ def check_clock(ctx: Context) -> list[str]:
 
 def check_training_steps(ctx: Context) -> list[str]:
     """Records without the step counter (eval batches) are not steps; epochs are said so."""
-    red = ctx.red
+    red, steps = ctx.red, ctx.steps
     notes = []
     if red.not_steps:
         notes.append(f"left out {plural(red.not_steps, 'record')} without {red.counter} "
                      "(eval batches, summaries): not training steps")
+    if red.not_training:
+        carried = ", ".join(sorted(steps.keys_used.values()))
+        notes.append(f"left out {plural(red.not_training, 'record')} with {red.counter} but "
+                     f"none of the training series the others log ({carried}): eval or "
+                     "summary records, not training steps")
+    if red.duplicates:
+        notes.append(f"dropped {plural(red.duplicates, 'record')} identical to an earlier one "
+                     "(same step, timestamp and values: a line written twice)")
+    if red.by_epoch:
+        notes.append(f"{red.counter} starts again each epoch (the epoch number advances): one "
+                     f"attempt, its records ordered by epoch, then {red.counter}")
     if red.counter in EPOCH_KEYS and red.steps:
         notes.append(f"records are epochs ({red.counter} is the only counter): steps counts "
                      "epochs, and restarts are detected on the epoch number")
@@ -240,7 +273,8 @@ def check_gpus(ctx: Context) -> list[str]:
     """``gpus`` against the world size the logged throughput implies (global / per-GPU)."""
     import numpy as np
 
-    from ezpz_amsc.run.reduce import median_sorted, ranks_per_step
+    from ezpz_amsc.run.identities import logged_world_size
+    from ezpz_amsc.run.reduce import median_sorted
 
     steps, red = ctx.steps, ctx.red
     if not red.steps:
@@ -256,14 +290,12 @@ def check_gpus(ctx: Context) -> list[str]:
         return []
     # a finite value of each was read, so each has its key
     names = f"{steps.keys_used['tps']} / {steps.keys_used['tps_per_gpu']}"
-    ranks = ranks_per_step(tps[both], tpg[both])
-    whole = ranks[np.isfinite(ranks)]
-    if not whole.size:
+    logged = logged_world_size(red)
+    if logged is None:
         with np.errstate(all="ignore"):  # x / 0 is inf, never NaN: 0 / 0 is not in both
             ratio = median_sorted(np.sort(tps[both] / tpg[both]))
         return [f"logged {names} is {ratio:.4g}, not a whole number of ranks; "
                 f"gpus {gpus} not checked against it"]
-    logged = int(whole[0])  # one value: a change splits the records into attempts
     if logged == gpus:
         return []
     if source == "flag":
@@ -288,7 +320,12 @@ def check_step_time(ctx: Context) -> list[str]:
 def _step_time(ctx: Context) -> list[str]:
     import numpy as np
 
-    from ezpz_amsc.run.reduce import median_sorted
+    from ezpz_amsc.run.reduce import (
+        GAP_MIN_SEC,
+        STEP_TIME_UNDER_SPAN_MIN,
+        UNCOVERED_MIN_SEC,
+        typical_and_long,
+    )
 
     red = ctx.red
     if not red.steps:
@@ -317,20 +354,21 @@ def _step_time(ctx: Context) -> list[str]:
     ok = timed & np.isfinite(steps_each) & (steps_each >= 1)
     if not ok.any():
         return []
-    per_step = span_each[ok] / steps_each[ok]
-    typical = median_sorted(np.sort(per_step))  # np.median would import numpy.ma (~7 ms)
-    gap = np.zeros(ok.size, dtype=bool)
-    gap[ok] = ((span_each[ok] > GAP_FACTOR * typical * steps_each[ok])
-               & (span_each[ok] - typical * steps_each[ok] > GAP_MIN_SEC))
+    typical, long = typical_and_long(span_each, steps_each, ok)
+    # Judged by their total: many short pauses (a checkpoint every few minutes) add up.
+    paused = float((span_each[long] - typical * steps_each[long]).sum())
+    gap = long if paused > GAP_MIN_SEC else np.zeros(ok.size, dtype=bool)
     if gap.any():
         k = int(np.argmax(np.where(gap, span_each, -np.inf)))
+        n = int(gap.sum())
         hint = "" if flag else "; pass --wall-time-sec SECONDS to count it"
+        total = "" if n == 1 else f", {duration(paused)} in all"
         notes.append(
-            f"{plural(int(gap.sum()), 'pause')} between records far above the typical "
-            f"{typical:.3g} s per step: the longest {duration(float(span_each[k]))} between "
-            f"{_step_name(float(step[k]))} and {_step_name(float(step[k + 1]))} "
-            f"(eval, checkpointing, a restart?); wall_time_sec, the summed step time, "
-            f"leaves it out{hint}")
+            f"{plural(n, 'pause')} between records far above the typical "
+            f"{typical:.3g} s per step{total}: the longest {duration(float(span_each[k]))} "
+            f"between {_step_name(float(step[k]))} and {_step_name(float(step[k + 1]))} "
+            f"(eval, checkpointing, a restart?){checkpoint_evidence(ctx)}; wall_time_sec, "
+            f"the summed step time, leaves {'it' if n == 1 else 'them'} out{hint}")
     rest = ok & ~gap
     covered = float((dt_each[rest] * steps_each[rest]).sum())
     between = float(span_each[rest].sum())
@@ -345,6 +383,38 @@ def _step_time(ctx: Context) -> list[str]:
             "(eval, checkpoints); wall_time_sec is the summed step time; pass --wall-time-sec "
             "SECONDS for the job's real time")
     return notes
+
+
+# A logged checkpoint time: a key naming a checkpoint or a save, and seconds
+# (fsdp_tp's train/ckpt_stage_seconds).
+CHECKPOINT_KEY = re.compile(r"(ckpt|checkpoint|save).*(seconds|sec|time|dt|_s)\Z", re.I)
+
+
+def exported_window(red: Reduced) -> tuple[float, float] | None:
+    """First and last plausible timestamp of the exported steps."""
+    import numpy as np
+
+    ts = red.ts_values[np.isfinite(red.ts_values)]
+    return (float(ts.min()), float(ts.max())) if ts.size else None
+
+
+def checkpoint_evidence(ctx: Context) -> str:
+    """``; train/ckpt_stage_seconds logged 3 min of checkpointing``, when the records log it.
+
+    A second pass over the chosen rank's metrics file: run only when a pause is noted.
+    """
+    from ezpz_amsc.run.steps import values_of_keys
+
+    window = exported_window(ctx.red)
+    if window is None or not ctx.steps.files_read:
+        return ""
+    found = values_of_keys(ctx.steps.files_read[-1], ctx.steps.rank,
+                           (b"ckpt", b"checkpoint", b"save"),
+                           lambda k: CHECKPOINT_KEY.search(k) is not None, window,
+                           ctx.opts.max_line_bytes)
+    said = [f"{k} logged {duration(sum(v))} of checkpointing" for k, v in sorted(found.items())
+            if sum(v) > 0]
+    return "; " + ", ".join(said) if said else ""
 
 
 def check_resumed(ctx: Context) -> list[str]:
@@ -369,17 +439,6 @@ def check_resumed(ctx: Context) -> list[str]:
 # ---------------------------------------------------------------- values
 
 
-def check_mfu(ctx: Context) -> list[str]:
-    """MFU above 100 % is not a utilisation: those steps were dropped."""
-    red = ctx.red
-    if not red.mfu_over_100:
-        return []
-    left = "; mfu left empty" if not red.stats["mfu"].present else ""
-    return [f"dropped {plural(red.mfu_over_100, 'mfu value')} above 100 % (FP8 measured "
-            f"against a BF16 peak, or fsdp_tp's tensor-parallel over-count): not a "
-            f"utilisation{left}"]
-
-
 def check_final_loss(ctx: Context) -> list[str]:
     """A diverged run's last finite loss is stale: the cell stays empty, with this note."""
     red = ctx.red
@@ -397,58 +456,86 @@ def check_final_loss(ctx: Context) -> list[str]:
 # ---------------------------------------------------------------- files
 
 
-def _size(path: os.PathLike[str] | str) -> int | None:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return None
-
-
 def check_rank0_stopped_early(ctx: Context) -> list[str]:
-    """Other ranks logged much more than the chosen one: it stopped early (stat only)."""
+    """Other ranks logged beyond the chosen one: it stopped early.
+
+    Per-rank files: the last record of a few other ranks' files (their ends only,
+    never read whole) against the chosen rank's last step. One shared file: the
+    records every rank logged, counted while it was read.
+    """
     steps, red, src = ctx.steps, ctx.red, ctx.files.metrics
     if not red.steps or src is None:
         return []
     if src.scheme != "per-rank":  # one file, parsed anyway: other ranks' records are counted
-        mine = red.steps + red.not_steps
+        mine = len(steps)
         larger = _far_larger({r: n for r, n in steps.other_ranks.items() if r is not None},
                              mine)
         what = larger and f"rank {larger[0]} logged {larger[1]} records, rank {steps.rank} " \
                           f"only {mine}"
     else:
-        what = _larger_rank_file(steps, src.per_rank)
+        what = _further_rank_file(ctx, src.per_rank)
     if not what:
         return []
     return [f"{what}: rank {steps.rank} may have stopped early; the row covers its "
             f"{plural(red.steps, 'step')} only"]
 
 
-def _larger_rank_file(steps: Steps, per_rank: Mapping[int, Path]) -> str | None:
-    """Another rank's file far larger than the file the steps came from (stat only)."""
+def _further_rank_file(ctx: Context, per_rank: Mapping[int, Path]) -> str | None:
+    """Another rank's file whose last record is further on than the chosen rank's last
+    step by more than a logging stride (the first, middle and last other files)."""
+    import numpy as np
+
+    from ezpz_amsc.run.steps import last_logged_step
+
+    steps, red = ctx.steps, ctx.red
+    if red.counter is None or (red.attempt is not None and red.attempt < len(red.segments)):
+        return None  # no step numbers, or an earlier attempt: nothing to compare with
     # files_read[-1] is the steps' file: the rank's own, or (no file holds its own rank)
     # the file numbered otherwise that its records were found in, no other rank's.
     own_path = steps.files_read[-1]
-    others = sorted(r for r in per_rank if r != steps.rank)
-    picks = {others[0], others[len(others) // 2], others[-1]} if others else set()
-    own = _size(own_path) or 0
-    larger = _far_larger({r: s for r in sorted(picks)[:RANK_FILES_STATTED]
-                          if (p := per_rank[r]) != own_path and (s := _size(p)) is not None}, own)
-    if not larger:
+    numbered = np.flatnonzero(np.isfinite(red.step_values))  # in order: a step without
+    if not numbered.size:  # a number sorts last
         return None
+    k = int(numbered[-1])
+    ours = (float(red.epoch_values[k]) if red.by_epoch else math.nan, float(red.step_values[k]))
+    stride = red.coverage.stride if red.coverage else 1
+    others = sorted(r for r in per_rank if r != steps.rank)
+    picks = sorted({others[0], others[len(others) // 2], others[-1]} if others else set())
+    further = []
+    for r in picks[:RANK_FILES_READ]:
+        path = per_rank[r]
+        theirs = None if path == own_path else last_logged_step(path, red.counter)
+        if theirs is not None and _further(theirs, ours, stride, red.by_epoch):
+            further.append((theirs, r))
+    if not further:
+        return None
+    theirs, r = max(further, key=lambda x: (x[0][0] if red.by_epoch else 0, x[0][1]))
+    at, mine = _position(theirs, red.by_epoch), _position(ours, red.by_epoch)
     if steps.rank in per_rank:
-        theirs, ours = f"rank {larger[0]}'s metrics file", f"rank {steps.rank}'s"
-    else:  # files named by local rank: name the files
-        theirs, ours = per_rank[larger[0]].name, f"{own_path.name}, which holds rank {steps.rank}'s"
-    return (f"{theirs} is {larger[1] / own:.1f}x the size of {ours} "
-            f"({larger[1]:,} vs {own:,} bytes)")
+        return f"rank {r}'s last record is {at}, rank {steps.rank}'s {mine}"
+    return (f"the last record of {per_rank[r].name} is {at}, of {own_path.name} (rank "
+            f"{steps.rank}'s) {mine}")
+
+
+def _position(where: tuple[float, float], by_epoch: bool) -> str:
+    """``step 30``, or ``epoch 2 step 30`` when the step counter restarts each epoch."""
+    return (f"epoch {where[0]:.0f} " if by_epoch else "") + f"step {where[1]:.0f}"
+
+
+def _further(theirs: tuple[float, float], ours: tuple[float, float], stride: int,
+             by_epoch: bool) -> bool:
+    """Another rank's last (epoch, step) more than one logging stride past ours."""
+    if by_epoch and theirs[0] != ours[0]:
+        return theirs[0] > ours[0]
+    return theirs[1] > ours[1] + stride
 
 
 def _far_larger(amounts: dict[int, int], own: int) -> tuple[int, int] | None:
-    """The rank with the most (records or bytes), when far more than the chosen rank's."""
+    """The rank with the most records, when far more than the chosen rank's."""
     if not amounts or not own:
         return None
     rank, most = max(amounts.items(), key=lambda kv: kv[1])
-    return (rank, most) if most > RANK_FILE_SIZE_RATIO * own else None
+    return (rank, most) if most > RANK_RECORDS_RATIO * own else None
 
 
 def unfinished_evidence(ctx: Context) -> list[str]:
@@ -459,16 +546,33 @@ def unfinished_evidence(ctx: Context) -> list[str]:
         why.append(f"{steps.files_read[-1].name} ends in a truncated line")
     if not files.run_info and not files.reports:
         why.append("no run_info.json and no report: History.finalize() did not run")
-    last = red.timestamps.last_read
+    window = exported_window(red)
+    last, first = red.timestamps.last_read, window[0] if window else None
+    before_first: list[tuple[str, str]] = []
+    before_last: list[tuple[str, str]] = []
     for path in (*files.run_info[:1], *files.reports[:1]):
         try:
             written = os.stat(path).st_mtime
         except OSError:
             continue
-        if last is not None and written < last - STALE_PROVENANCE_SEC:
-            why.append(f"{rel_to(files.root, path)} was written {duration(last - written)} "
-                       "before the last metrics record: an earlier attempt's")
+        if first is not None and written < first - PROVENANCE_CLOCK_SLACK_SEC:
+            before_first.append((rel_to(files.root, path), duration(first - written)))
+        elif last is not None and written < last - STALE_PROVENANCE_SEC:
+            before_last.append((rel_to(files.root, path), duration(last - written)))
+    if before_first:
+        why.append(f"{_written(before_first)} before the first exported record: another "
+                   "launch's; the row may be a relaunch into this folder that was killed "
+                   "before finalize")
+    if before_last:
+        why.append(f"{_written(before_last)} before the last metrics record: an earlier "
+                   "attempt's")
     return why
+
+
+def _written(files_ago: list[tuple[str, str]]) -> str:
+    """``run_info.json was written 2 min``, or ``a was written 2 min and b 116 s``."""
+    (name, ago), *rest = files_ago
+    return f"{name} was written {ago}" + "".join(f" and {n} {a}" for n, a in rest)
 
 
 def check_finished(ctx: Context) -> list[str]:
@@ -481,21 +585,40 @@ def check_finished(ctx: Context) -> list[str]:
     return [f"run looks unfinished ({'; '.join(why)}); status stays {status!r}{hint}"]
 
 
+def check_launch_log(ctx: Context) -> list[str]:
+    """``ezpz launch``'s log in the run directory says the job exited non-zero."""
+    from ezpz_amsc.run.layout import launch_exit_status
+
+    latest = sorted(ctx.files.skipped_logs, key=lambda p: p.name, reverse=True)
+    for path in latest[:LAUNCH_LOGS_READ]:
+        status = launch_exit_status(path)
+        if status is None:
+            continue
+        if status == 0:
+            return []
+        given = ctx.opts.status
+        hint = "; pass --status fail if the job failed" if given == "pass" else ""
+        return [f"{rel_to(ctx.files.root, path)} says the job exited with status {status} "
+                f"(ezpz launch: 'Execution finished with {status}.'); status stays "
+                f"{given!r}{hint}"]
+    return []
+
+
 # Every cross-check, in the order it runs: the first refusal wins, so checks that
 # decide which records are the run come before checks that compare their values.
 CHECKS: tuple[Check, ...] = (
-    check_attempts,             # 4: retries and resumes split the records
-    check_clock,                # 12: step timestamps before 2015, in the future, in ms
-    check_training_steps,       # 5: eval records and epoch-level histories
-    check_rank_filter,          # 6: a per-rank file holding other ranks' records
-    check_throughput_keys,      # 7: bare tokens_per_sec is not training throughput
-    check_gpus,                 # 2: gpus vs logged global / per-GPU throughput
-    check_step_time,            # 3, 4: summed dt vs the clock; pauses between records
-    check_resumed,              # 4: a first step far above the logging stride
-    check_mfu,                  # 8: mfu above 100 % dropped
-    check_final_loss,           # 11: a diverged run's loss
-    check_rank0_stopped_early,  # 10: other ranks' files much larger (stat only)
-    check_finished,             # 9: unfinished run, provenance older than the metrics
+    check_attempts,             # retries and resumes split the records, by their evidence
+    check_clock,                # step timestamps before 2015, in the future, in ms
+    check_training_steps,       # eval records, duplicates, epochs
+    check_rank_filter,          # a per-rank file holding other ranks' records
+    check_throughput_keys,      # bare tokens_per_sec is not training throughput
+    check_gpus,                 # gpus vs logged global / per-GPU throughput
+    check_step_time,            # summed dt vs the clock; pauses between records
+    check_resumed,              # a first step far above the logging stride
+    check_final_loss,           # a diverged run's loss
+    check_rank0_stopped_early,  # other ranks' last step further on
+    check_finished,             # unfinished run, provenance older than the metrics
+    check_launch_log,           # ezpz launch logged a non-zero exit status
 )
 
 

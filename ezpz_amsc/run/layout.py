@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ezpz_amsc.errors import AmscError, os_error_text
+from ezpz_amsc.run.lines import open_metrics
 
 # Folders that hold plots, checkpoints or tracker caches: never metrics, and
 # often thousands of files each. Names are compared in lower case; the prefixes
@@ -25,7 +26,9 @@ _SKIP_DIRS = frozenset(
 )
 _SKIP_PREFIXES = ("checkpoint", "ckpt", "global_step", "step_", ".")
 
-_PER_RANK = re.compile(r"metrics-(\d+)\.jsonl\Z")
+_PER_RANK = re.compile(r"metrics-(\d+)\.jsonl(?:\.gz)?\Z")
+_JSONL = (".jsonl", ".jsonl.gz")  # gzipped metrics are read as they are
+_INTERLEAVED = ("metrics.jsonl", "metrics.jsonl.gz")
 _SNIFF_LINES = 8
 _SNIFF_BYTES = 1 << 20
 
@@ -90,7 +93,7 @@ def sniff_jsonl(path: Path) -> str:
     ``message``/``level`` is a structured-log record.
     """
     try:
-        with open(path, "rb") as f:
+        with open_metrics(path) as f:
             budget = _SNIFF_BYTES
             for _ in range(_SNIFF_LINES):
                 line = f.readline(budget)  # b"" once the budget is spent
@@ -108,6 +111,8 @@ def sniff_jsonl(path: Path) -> str:
                         return "log"
     except OSError:
         return "unreadable"
+    except EOFError:  # a gzip stream cut before any record
+        return "unknown"
     return "unknown"
 
 
@@ -138,6 +143,7 @@ def find_run_files(run_dir: str | os.PathLike[str]) -> RunFiles:
     per_rank: dict[Path, dict[int, str]] = {}  # folder -> rank -> file name
     interleaved: dict[Path, Path] = {}
     other_jsonl: dict[Path, list[Path]] = {}
+    kinds: dict[Path, set[str]] = {}  # folder -> the per-rank and shared file kinds in it
     files = RunFiles(root=root, metrics=None)
 
     # Depth-first over real directories only: a symlinked directory is never
@@ -164,16 +170,19 @@ def find_run_files(run_dir: str | os.PathLike[str]) -> RunFiles:
                 continue
             if not is_file:
                 continue
-            if name.endswith(".jsonl"):
+            if name.endswith(_JSONL):
                 m = _PER_RANK.match(name)
                 if m:
                     if ranks_here is None:
                         ranks_here = per_rank.setdefault(folder, {})
                     ranks_here[int(m.group(1))] = name
+                    kinds.setdefault(folder, set()).add(
+                        "metrics-<rank>.jsonl" + name[m.end(1) + len(".jsonl"):])
                     continue
                 path = Path(entry.path)
-                if name == "metrics.jsonl":
+                if name in _INTERLEAVED:
                     interleaved[folder] = path
+                    kinds.setdefault(folder, set()).add(name)
                 else:
                     other_jsonl.setdefault(folder, []).append(path)
             elif name == "run_info.json":
@@ -209,11 +218,7 @@ def find_run_files(run_dir: str | os.PathLike[str]) -> RunFiles:
         )
     if folders:
         folder = folders[0]
-        schemes = []
-        if folder in per_rank:
-            schemes.append("metrics-<rank>.jsonl")
-        if folder in interleaved:
-            schemes.append("metrics.jsonl")
+        schemes = sorted(kinds.get(folder, ()))  # plain and gzipped are two schemes too
         if folder in run_id:
             schemes.extend(p.name for p in run_id[folder])
         if len(schemes) > 1:
@@ -275,11 +280,11 @@ def _shown(path: Path, given: Path) -> str:
 def holds_metrics(folder: Path) -> str | None:
     """The name of a metrics file directly in ``folder`` (named, or sniffed), if any."""
     try:
-        names = sorted(e.name for e in os.scandir(folder) if e.name.endswith(".jsonl"))
+        names = sorted(e.name for e in os.scandir(folder) if e.name.endswith(_JSONL))
     except OSError:
         return None
     for name in names:
-        if name == "metrics.jsonl" or _PER_RANK.match(name):
+        if name in _INTERLEAVED or _PER_RANK.match(name):
             return name
     for name in names[:_SNIFF_LINES]:  # a run-id file: a few sniffs, on an error path only
         if sniff_jsonl(folder / name) == "metrics":
@@ -329,3 +334,33 @@ def _place_provenance(files: RunFiles) -> None:
     files.run_info = place(files.run_info, False)
     files.config = place(files.config, False)
     files.reports = place(files.reports, True)
+
+
+# ``ezpz launch`` ends its log with this line; N is the job's exit status.
+_LAUNCH_END = re.compile(r"Execution finished with (-?\d+)\.\Z")
+_LAUNCH_END_BYTES = b"Execution finished with "
+LOG_TAIL_BYTES = 16 << 10
+
+
+def launch_exit_status(path: Path) -> int | None:
+    """The exit status ``ezpz launch`` logged last in ``path`` (a structured log), from
+    the file's last :data:`LOG_TAIL_BYTES`; None when it logged none there."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - LOG_TAIL_BYTES))
+            tail = f.read()
+    except OSError:
+        return None
+    for line in reversed(tail.split(b"\n")):
+        if _LAUNCH_END_BYTES not in line:
+            continue
+        try:
+            rec = json.loads(line)
+        except (ValueError, RecursionError):
+            continue  # the first line of the tail, cut by the seek
+        m = _LAUNCH_END.match(rec.get("message", "")) if isinstance(rec, dict) and \
+            isinstance(rec.get("message"), str) else None
+        if m:
+            return int(m.group(1))
+    return None

@@ -1,15 +1,39 @@
 """Lines of a metrics file, read with a cap: a line too long to hold is skipped unread.
 
 Shared by the step reader (:mod:`ezpz_amsc.run.steps`) and the skim
-(:mod:`ezpz_amsc.run.skim`), so both see the same lines.
+(:mod:`ezpz_amsc.run.skim`), so both see the same lines; and how a metrics file
+is opened, gzipped (``*.jsonl.gz``) or not.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import IO
 
 DRAIN_BYTES = 1 << 20
+GZIP_SUFFIX = ".gz"
+
+
+def is_gzip(path: Path | str) -> bool:
+    """A gzipped metrics file, by its name (``metrics-0.jsonl.gz``)."""
+    return str(path).endswith(GZIP_SUFFIX)
+
+
+def open_metrics(path: Path, raw: IO[bytes] | None = None) -> IO[bytes]:
+    """``path`` opened for reading bytes, decompressed when gzipped.
+
+    ``raw``, when given, is the file already opened to read through (so that a
+    digest sees the bytes on disk); the caller closes it too, as a gzip reader
+    over a given file leaves it open.
+    """
+    if not is_gzip(path):
+        return raw if raw is not None else open(path, "rb")  # noqa: SIM115 - caller closes
+    import gzip
+
+    if raw is None:
+        return gzip.open(path, "rb")  # owns the file it opens
+    return gzip.GzipFile(filename=str(path), mode="rb", fileobj=raw)
 
 
 def iter_lines(f: IO[bytes], limit: int) -> Iterator[bytes | None]:

@@ -29,6 +29,13 @@ _COUNT = re.compile(r"\s*\+?(\d+)(?:\.0*)?\s*\Z")
 # Launcher flags that give ranks per node: mpiexec/mpirun, srun, torchrun.
 PPN_FLAGS = ("--ppn", "-ppn", "--npernode", "-npernode", "--ntasks-per-node",
              "--nproc_per_node", "--nproc-per-node")
+# ``-N`` means ranks per node to Open MPI's mpirun (ezpz's Sophia line: ``mpirun -n=8
+# -N=4``) and Cray's aprun, but nodes to srun (ezpz's Slurm line: ``srun -N4 -n8``).
+PER_NODE_N_LAUNCHERS = ("mpirun", "mpiexec", "orterun", "prterun", "aprun")
+NODES_N_LAUNCHERS = ("srun",)
+NODES_FLAGS = ("--nodes",)  # srun's long form of -N
+# Open MPI's placement policy, ``--map-by ppr:4:node`` (ezpz's line without a scheduler).
+_PPR = re.compile(r"ppr:(\d+):node(?::|\Z)", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*[-*]\s+\*\*(?P<key>[^*]+)\*\*:\s*(?P<val>.*?)\s*$")
 
 
@@ -49,16 +56,59 @@ class Placement:
     gpus_source: str = "flag"  # "flag", "world_size" (the ranks that ran) or "NGPUS" (allocation)
 
 
-def ranks_per_node(command: str) -> tuple[int, str] | None:
-    """Ranks per node from a launch line (shell string or Python list repr), and the flag.
+@dataclass(frozen=True)
+class LaunchLayout:
+    """What a launch line says of where the ranks went: ranks per node, or nodes."""
 
-    Only the launcher's own options count: scanning stops at the program it
-    starts (``python...``, a ``.py`` file, ``--``), whose arguments are not its.
+    per_node: int | None = None
+    per_node_flag: str = ""  # e.g. "--ppn 6", for messages
+    nodes: int | None = None  # srun -N: nodes directly
+    nodes_flag: str = ""
+
+
+def ranks_per_node(command: str) -> tuple[int, str] | None:
+    """Ranks per node from a launch line, and the flag that said so (see :func:`launch_layout`)."""
+    got = launch_layout(command)
+    return (got.per_node, got.per_node_flag) if got.per_node is not None else None
+
+
+def launch_layout(command: str) -> LaunchLayout:
+    """Ranks per node (or nodes) from a launch line, a shell string or a Python list repr.
+
+    The forms ezpz's own launch builders write, and the usual ones by hand:
+    ``--ppn N`` and its spellings (:data:`PPN_FLAGS`), Open MPI's ``-N N`` /
+    ``-N=N`` and ``--map-by ppr:N:node``, srun's ``-N N`` / ``-NN`` /
+    ``--nodes N`` (nodes, not ranks per node). Only the launcher's own options
+    count: scanning stops at the program it starts (``python...``, a ``.py``
+    file, ``--``), whose arguments are not its. The last value given wins.
     """
+    words = _launch_words(command)
+    launcher = ""
+    per_node: tuple[int, str] | None = None
+    nodes: tuple[int, str] | None = None
+    for i, word in enumerate(words):
+        base = os.path.basename(word)
+        if i and (word == "--" or base.startswith("python") or word.endswith(".py")):
+            break
+        if not launcher and base in (*PER_NODE_N_LAUNCHERS, *NODES_N_LAUNCHERS):
+            launcher = base
+            continue
+        flag, value = _option(words, i)
+        if flag in PPN_FLAGS:
+            per_node = _counted(value, flag) or per_node
+        elif flag == "--map-by" and (m := _PPR.match(value)) and (n := _counted(m.group(1))):
+            per_node = (n[0], f"--map-by ppr:{n[0]}:node")
+        elif flag == "-N" and launcher in PER_NODE_N_LAUNCHERS:
+            per_node = _counted(value, "-N") or per_node
+        elif (flag == "-N" and launcher in NODES_N_LAUNCHERS) or flag in NODES_FLAGS:
+            nodes = _counted(value, flag) or nodes
+    return LaunchLayout(*(per_node or (None, "")), *(nodes or (None, "")))
+
+
+def _launch_words(command: str) -> list[str]:
     import shlex
 
     text = command.strip()
-    words: list[str] | None = None
     if text.startswith("["):
         import ast
 
@@ -67,26 +117,30 @@ def ranks_per_node(command: str) -> tuple[int, str] | None:
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             parsed = None
         if isinstance(parsed, list) and all(isinstance(w, str) for w in parsed):
-            words = parsed
-    if words is None:
-        try:
-            words = shlex.split(text)
-        except ValueError:  # unbalanced quotes
-            words = text.split()
-    found = None
-    for i, word in enumerate(words):
-        base = os.path.basename(word)
-        if i and (word == "--" or base.startswith("python") or word.endswith(".py")):
-            break
-        flag, eq, value = word.partition("=")
-        if flag not in PPN_FLAGS:
-            continue
-        if not eq:
-            value = words[i + 1] if i + 1 < len(words) else ""
-        m = _COUNT.match(value)
-        if m and 0 < int(m.group(1)) <= MAX_COUNT:
-            found = (int(m.group(1)), f"{flag} {int(m.group(1))}")
-    return found
+            return parsed
+    try:
+        return shlex.split(text)
+    except ValueError:  # unbalanced quotes
+        return text.split()
+
+
+def _option(words: list[str], i: int) -> tuple[str, str]:
+    """The option at ``words[i]`` and its value: ``--ppn=6``, ``--ppn 6``, or ``-N4``."""
+    word = words[i]
+    flag, eq, value = word.partition("=")
+    if eq:
+        return flag, value
+    if len(word) > 2 and word[0] == "-" and word[1].isalpha() and word[2:].isdigit():
+        return word[:2], word[2:]  # a short option with its value attached (srun -N4)
+    return word, words[i + 1] if i + 1 < len(words) else ""
+
+
+def _counted(value: str, flag: str = "") -> tuple[int, str] | None:
+    """A count from 1 to MAX_COUNT, with ``flag N`` for messages; None for anything else."""
+    m = _COUNT.match(value)
+    if m and 0 < int(m.group(1)) <= MAX_COUNT:
+        return int(m.group(1)), f"{flag} {int(m.group(1))}"
+    return None
 
 
 def _read_text(path: Path, notes: list[str]) -> str | None:
@@ -309,7 +363,8 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
 
 def _nodes_from_ranks(prov: Provenance, gpus: int, gpn: int | None,
                       how: dict[str, str]) -> int | None:
-    """ceil(ranks / ranks per node), from the launch line, else from GPUS_PER_NODE.
+    """ceil(ranks / ranks per node), from the launch line, else from GPUS_PER_NODE; or
+    the nodes the launch line names (srun ``-N``).
 
     ezpz runs fewer ranks per node than GPUS_PER_NODE when asked (``--ppn 6``
     on a 12-tile Aurora node), so the launch line wins. NUM_NODES is the
@@ -317,24 +372,65 @@ def _nodes_from_ranks(prov: Provenance, gpus: int, gpn: int | None,
     the ranks were spread), never above it.
     """
     command = prov.values.get("EZPZ_RUN_COMMAND")
-    ppn = ranks_per_node(command) if command else None
-    if ppn is not None:
-        per_node, why = ppn[0], f"{ppn[1]} in EZPZ_RUN_COMMAND"
+    layout = launch_layout(command) if command else LaunchLayout()
+    if layout.per_node is not None:
+        per_node, why = layout.per_node, f"{layout.per_node_flag} in EZPZ_RUN_COMMAND"
+    elif layout.nodes is not None:
+        return _launched_nodes(prov, gpus, layout, how)
     elif gpn:
         per_node, why = gpn, "GPUS_PER_NODE"
     else:
         return None
     nodes = -(-gpus // per_node)
     how["nodes"] = f"nodes {nodes} = ceil({gpus} / " + (
-        f"{plural(per_node, 'rank')} per node, {why})" if ppn else f"GPUS_PER_NODE {gpn})")
+        f"{plural(per_node, 'rank')} per node, {why})" if layout.per_node else
+        f"GPUS_PER_NODE {gpn})")
     num_nodes = _count(prov, "NUM_NODES")
     if num_nodes is None:
         return nodes
     if nodes > num_nodes:
         raise AmscError(f"{gpus} ranks at {per_node} per node ({why}) need {nodes} nodes, but "
                         f"the job had NUM_NODES {num_nodes}; pass --nodes N")
-    if nodes < num_nodes and ppn is None:
+    if nodes < num_nodes and layout.per_node is None:
         prov.notes.append(f"nodes {nodes} assumes {plural(gpn, 'rank')} per node "
                           f"(GPUS_PER_NODE); the job had {num_nodes} nodes (NUM_NODES); "
                           f"pass --nodes {num_nodes} if the ranks were spread thinner")
     return nodes
+
+
+def _launched_nodes(prov: Provenance, gpus: int, layout: LaunchLayout,
+                    how: dict[str, str]) -> int:
+    """The nodes srun was asked for (``-N``); a node runs at least one rank."""
+    assert layout.nodes is not None
+    why = f"{layout.nodes_flag} in EZPZ_RUN_COMMAND"
+    nodes = min(layout.nodes, gpus)
+    how["nodes"] = (f"nodes {nodes} = {why}" if nodes == layout.nodes else
+                    f"nodes {nodes} = {plural(gpus, 'rank')}, one per node ({why})")
+    num_nodes = _count(prov, "NUM_NODES")
+    if num_nodes is not None and nodes > num_nodes:
+        raise AmscError(f"{gpus} ranks on {nodes} nodes ({why}) need more nodes than the job "
+                        f"had (NUM_NODES {num_nodes}); pass --nodes N")
+    return nodes
+
+
+# run_info.json's Timings section (History.finalize(timings=...)): ezpz's examples
+# pass the job's duration under these names, as text like "123.45s".
+DURATION_KEYS = ("timings/end-to-end", "main/total")
+_SECONDS = re.compile(r"\s*(\d+(?:\.\d*)?)\s*s?\s*\Z")
+
+
+def job_duration_sec(run_info: Path) -> float | None:
+    """How long the job ran, from ``run_info.json``'s Timings, when it says; else None."""
+    text = _read_text(run_info, [])
+    try:
+        doc = json.loads(text) if text is not None else None
+    except (ValueError, RecursionError):
+        return None
+    timings = doc.get("Timings") if isinstance(doc, dict) else None
+    if not isinstance(timings, dict):
+        return None
+    for key in DURATION_KEYS:
+        m = _SECONDS.match(str(timings.get(key, "")))
+        if m and 0 < float(m.group(1)) < float("inf"):
+            return float(m.group(1))
+    return None

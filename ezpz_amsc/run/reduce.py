@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -16,7 +16,11 @@ from ezpz_amsc.errors import AmscError, plural
 from ezpz_amsc.options import CLOCK_SLACK_SEC, MAX_COUNT, REDUCERS, TIMESTAMP_MIN
 from ezpz_amsc.results.fields import MFU_MAX_PCT
 from ezpz_amsc.run.details import Segment, StepCoverage
-from ezpz_amsc.run.steps import COUNTER_KEYS, SERIES, Steps
+from ezpz_amsc.run.steps import COUNTER_KEYS, SERIES, Steps, epoch_values
+
+# Columns read beside the series (steps.TOKEN_KEYS, steps.STEP_EPOCH_KEYS), in the same
+# table while records are filtered and ordered, never reduced into a cell.
+TOKENS, EPOCH = "tokens", "epoch"
 
 # Values no real step can have are dropped like non-finite ones (and noted):
 # a step takes time, and throughput, MFU and TFLOPS are never negative. Zero
@@ -28,6 +32,20 @@ NON_NEGATIVE_SERIES = ("tps", "tps_per_gpu", "mfu", "tflops")
 FIRST_GAP_MAX_SEC = 2 * 86400.0
 # train/tps / train/tps_per_gpu is the world size, a whole number up to rounding.
 RATIO_TOLERANCE = 0.01
+# Step time vs the clock, over steps 2..n. The shipped real runs' dt covers 0.76-0.85
+# of the time between records, real 2-rank CPU runs with 4-9 ms steps down to 0.33
+# (logging takes as long as the step): below 0.25 dt misses part of each step, when
+# at least 1 s of the time is not covered (sub-second runs are all logging).
+STEP_TIME_UNDER_SPAN_MIN = 0.25
+UNCOVERED_MIN_SEC = 1.0
+# A pause between two records: an interval this many times the typical one (per step),
+# and at least a minute longer. The shipped runs' longest interval is 2x their median.
+GAP_FACTOR = 10.0
+GAP_MIN_SEC = 60.0
+# Throughput before and after a pause differing by more than this factor: the job came
+# back on other ranks (a resume after a node failure), another attempt. Steady training
+# varies by a few percent step to step; one rank fewer of 4 is a factor of 1.33.
+LEVEL_SHIFT_FACTOR = 1.25
 
 
 @dataclass
@@ -45,6 +63,15 @@ class Timestamps:
     skewed_step: float | None = None
     skewed_ts: float | None = None
     last_read: float | None = None  # latest plausible timestamp of every step read
+
+@dataclass(frozen=True)
+class Boundary:
+    """Why an attempt starts where it does: the evidence against the records before it."""
+
+    restart: tuple[float, float] | None = None  # step numbers: the last before, the first after
+    ranks: tuple[int, int] | None = None  # logged world size before, after
+    shift: tuple[float, float] | None = None  # throughput after / before, the pause's seconds
+
 
 @dataclass
 class SeriesStats:
@@ -78,8 +105,15 @@ class Reduced:
     ts_values: np.ndarray = field(default_factory=lambda: np.zeros(0))
     timestamps: Timestamps = field(default_factory=Timestamps)
     not_steps: int = 0  # records without the run's step counter, left out
+    # records with the counter but none of the training series the others carry (eval)
+    not_training: int = 0
+    duplicates: int = 0  # records identical to an earlier one (a line written twice)
+    by_epoch: bool = False  # the step counter restarts each epoch: ordered by (epoch, step)
     counter: str | None = None  # the run's step counter key
     segments: list[Segment] = field(default_factory=list)  # attempts found in the records
+    boundaries: list[Boundary] = field(default_factory=list)  # why each segment after the first
+    tokens_values: np.ndarray = field(default_factory=lambda: np.zeros(0))  # tokens per step
+    epoch_values: np.ndarray = field(default_factory=lambda: np.zeros(0))  # epoch per step
     attempt: int | None = None  # 1-based segment exported (--attempt), when there are several
     loss_nonfinite_tail: int = 0  # trailing steps whose loss was logged non-finite
     stale_loss: tuple[float, float | None] | None = None  # (last finite loss, its step)
@@ -95,6 +129,17 @@ def median_sorted(ordered: np.ndarray) -> float:
     if n % 2:
         return float(ordered[mid])
     return (float(ordered[mid - 1]) + float(ordered[mid])) / 2
+
+
+def median_of(x: np.ndarray) -> float:
+    """``np.median`` of a NaN-free, non-empty 1-D array, in linear time (a partition,
+    not a sort: run on every run's intervals)."""
+    n = x.size
+    mid = n // 2
+    if n % 2:
+        return float(np.partition(x, mid)[mid])
+    part = np.partition(x, (mid - 1, mid))
+    return (float(part[mid - 1]) + float(part[mid])) / 2
 
 
 def percentile_sorted(ordered: np.ndarray, q: float) -> float:
@@ -186,6 +231,28 @@ def step_coverage(step: np.ndarray) -> StepCoverage | None:
     return StepCoverage(int(uniq.size), first, last, stride, total)
 
 
+def epoch_coverage(step: np.ndarray, epoch: np.ndarray) -> StepCoverage | None:
+    """:func:`step_coverage` of a counter that starts again each epoch: each epoch's
+    steps counted on their own and added up (an epoch without gaps counts its steps);
+    None when no epoch has gaps."""
+    logged = total = 0
+    strides = []
+    for e in np.unique(epoch[np.isfinite(epoch)]).tolist():
+        here = step[(epoch == e) & np.isfinite(step)]
+        c = step_coverage(here)
+        if c is None:
+            n = int(np.unique(here).size)
+            logged, total = logged + n, total + n
+        else:
+            logged, total = logged + c.logged, total + c.estimated_total
+            strides.append(c.stride)
+    if not strides:
+        return None
+    numbered = step[np.isfinite(step)]
+    return StepCoverage(logged, int(numbered[0]), int(numbered[-1]),
+                        _most_common(np.array(strides)), total)
+
+
 def _most_common(x: np.ndarray) -> int:
     """The most frequent value of an integer-valued array (the smallest on a tie)."""
     d = np.sort(x)
@@ -261,26 +328,114 @@ def ranks_per_step(tps: np.ndarray, tps_per_gpu: np.ndarray) -> np.ndarray:
     return np.where(ok, whole, np.nan)
 
 
-def find_segments(step: np.ndarray, ts: np.ndarray, ranks: np.ndarray) -> list[Segment]:
-    """Split records (file order) into attempts.
+def typical_and_long(span: np.ndarray, steps: np.ndarray, ok: np.ndarray
+                     ) -> tuple[float, np.ndarray]:
+    """The typical seconds per step over the ``ok`` intervals (a non-empty mask), and which
+    of them are long: over :data:`GAP_FACTOR` times it for the steps they cover."""
+    typical = median_of(span[ok] / steps[ok])
+    long = np.zeros(ok.size, dtype=bool)
+    long[ok] = span[ok] > GAP_FACTOR * typical * steps[ok]
+    return typical, long
+
+
+def _pauses(step: np.ndarray, ts: np.ndarray) -> list[tuple[int, float]]:
+    """Long pauses in file order: (index of the record after it, its seconds).
+
+    A pause is an interval over :data:`GAP_FACTOR` times the typical one for the
+    steps it covers, and over :data:`GAP_MIN_SEC` longer than that.
+    """
+    with np.errstate(all="ignore"):  # values near float max: inf, not a warning
+        span, steps = np.diff(ts), np.diff(step)
+        ok = np.isfinite(span) & (span > 0) & np.isfinite(steps) & (steps >= 1)
+        if not ok.any():
+            return []
+        typical, long = typical_and_long(span, steps, ok)
+        at = np.flatnonzero(long & (span - typical * np.where(ok, steps, 0) > GAP_MIN_SEC))
+    return [(int(i) + 1, float(span[i])) for i in at]
+
+
+def restarts_each_epoch(step: np.ndarray, epoch: np.ndarray) -> bool:
+    """The step counter starts again where the epoch number advances (train/iter per epoch).
+
+    Every record with a step number must carry an epoch; one restart at an advancing
+    epoch is enough (a retry from scratch goes back to epoch 0, an attempt all the same).
+    """
+    idx = np.flatnonzero(np.isfinite(step))
+    s, e = step[idx], epoch[idx]
+    if s.size < 2 or not np.isfinite(e).all():
+        return False
+    back = np.flatnonzero(s[1:] <= s[:-1]) + 1
+    return bool(back.size) and bool(np.any(e[back] > e[back - 1]))
+
+
+def duplicate_records(columns: list[np.ndarray]) -> np.ndarray:
+    """True for every record equal to an earlier one in all ``columns`` (NaN equals NaN).
+
+    ``columns`` start with the timestamp: only records with one can be told to be the
+    same line written twice rather than two steps that logged the same values.
+    """
+    ts = columns[0]
+    n = int(ts.size)
+    dup = np.zeros(n, dtype=bool)
+    order = np.lexsort(tuple(reversed(columns)))  # stable: the earlier record first
+    order = order[np.isfinite(ts[order])]
+    if order.size < 2:
+        return dup
+    same = np.ones(order.size - 1, dtype=bool)
+    for col in columns:
+        c = col[order]
+        same &= (c[1:] == c[:-1]) | (np.isnan(c[1:]) & np.isnan(c[:-1]))
+    dup[order[1:][same]] = True
+    return dup
+
+
+def _step_back(s: np.ndarray, e: np.ndarray | None) -> np.ndarray:
+    """Positions where the step key does not increase: (epoch, step) when ``e`` is given."""
+    if e is None:
+        return np.flatnonzero(s[1:] <= s[:-1]) + 1
+    return np.flatnonzero((e[1:] < e[:-1]) | ((e[1:] == e[:-1]) & (s[1:] <= s[:-1]))) + 1
+
+
+def _repeats(s: np.ndarray, e: np.ndarray | None) -> bool:
+    """Some step key occurs twice."""
+    if e is None:
+        ordered = np.sort(s)
+        return bool(np.any(ordered[1:] == ordered[:-1]))
+    o = np.lexsort((s, e))
+    return bool(np.any((s[o][1:] == s[o][:-1]) & (e[o][1:] == e[o][:-1])))
+
+
+def find_segments(step: np.ndarray, ts: np.ndarray, ranks: np.ndarray,
+                  epoch: np.ndarray | None = None, rate: np.ndarray | None = None
+                  ) -> tuple[list[Segment], list[Boundary]]:
+    """Split records (file order) into attempts; with the evidence for each boundary.
 
     A retried job appends a new attempt whose step numbers start again, so a
     step number repeats; then every step that does not increase starts a new
     segment. Without a repeat, records out of order are just out of order.
-    A change in the logged world size (a job resumed on more ranks) also splits.
+    ``epoch`` (given when the counter restarts each epoch) makes the step key
+    (epoch, step). A change in the logged world size (a job resumed on more
+    ranks) splits, and so does a throughput level that changes by more than
+    :data:`LEVEL_SHIFT_FACTOR` across a long pause (resumed on fewer ranks,
+    when only one throughput is logged), even when the step numbers continue.
     """
     n = int(step.size)
-    cuts: set[int] = set()
+    cuts: dict[int, Boundary] = {}
     idx = np.flatnonzero(np.isfinite(step))
     s = step[idx]
-    back = np.flatnonzero(s[1:] <= s[:-1]) + 1  # none in a run logged in order: no sort
-    if back.size:
-        ordered = np.sort(s)
-        if bool(np.any(ordered[1:] == ordered[:-1])):
-            cuts.update(idx[back].tolist())
+    e = epoch[idx] if epoch is not None else None
+    back = _step_back(s, e)  # none in a run logged in order: no sort
+    if back.size and _repeats(s, e):
+        for j in back.tolist():
+            cuts[int(idx[j])] = Boundary(restart=(float(s[j - 1]), float(s[j])))
     ridx = np.flatnonzero(np.isfinite(ranks))
     r = ranks[ridx]
-    cuts.update((ridx[np.flatnonzero(r[1:] != r[:-1]) + 1]).tolist())
+    for j in (np.flatnonzero(r[1:] != r[:-1]) + 1).tolist():
+        at = int(ridx[j])
+        cuts[at] = replace(cuts.get(at, Boundary()), ranks=(int(r[j - 1]), int(r[j])))
+    if rate is not None:
+        for at, shift in _level_shifts(step, ts, rate, sorted(cuts)):
+            cuts[at] = replace(cuts.get(at, Boundary()), shift=shift)
     bounds = [0, *sorted(cuts), n]
     out = []
     for a, b in zip(bounds, bounds[1:], strict=False):
@@ -290,7 +445,31 @@ def find_segments(step: np.ndarray, ts: np.ndarray, ranks: np.ndarray) -> list[S
                            float(fs[-1]) if fs.size else None,
                            float(ft[0]) if ft.size else None,
                            int(fr[0]) if fr.size else None))
-    return out
+    return out, [cuts[k] for k in sorted(cuts)]
+
+
+def _level_shifts(step: np.ndarray, ts: np.ndarray, rate: np.ndarray, cuts: list[int]
+                  ) -> list[tuple[int, tuple[float, float]]]:
+    """Long pauses across which the throughput level changes: (record after, (ratio, sec)).
+
+    Each side's level is the median of its records between the neighbouring cuts and
+    pauses, leaving out the first record of each side (the warmup step of a (re)start).
+    """
+    pauses = _pauses(step, ts)
+    if not pauses:
+        return []
+    edges = sorted({0, int(step.size), *cuts, *(at for at, _ in pauses)})
+    found = []
+    for at, sec in pauses:
+        k = edges.index(at)
+        before, after = rate[edges[k - 1] + 1:at], rate[at + 1:edges[k + 1]]
+        before, after = before[np.isfinite(before)], after[np.isfinite(after)]
+        if before.size < 2 or after.size < 2:
+            continue
+        lo, hi = median_sorted(np.sort(before)), median_sorted(np.sort(after))
+        if lo > 0 and hi > 0 and max(hi / lo, lo / hi) > LEVEL_SHIFT_FACTOR:
+            found.append((at, (hi / lo, sec)))
+    return found
 
 
 def _pick_attempt(segments: list[Segment], attempt: str) -> int:
@@ -346,27 +525,53 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = 
     step = np.frombuffer(steps.step, dtype=np.float64)
     ts_raw = np.frombuffer(steps.timestamp, dtype=np.float64)
     cols = {k: np.frombuffer(steps.series[k], dtype=np.float64) for k in SERIES}
+    cols[TOKENS] = np.frombuffer(steps.tokens, dtype=np.float64)
+    cols[EPOCH] = np.frombuffer(epoch_values(steps), dtype=np.float64)
     bad_loss = np.zeros(len(steps), dtype=bool)
     bad_loss[steps.loss_nonfinite] = True
 
-    # Only training steps: records without the run's counter (eval batches) are not.
-    not_steps = 0
+    # Only training steps: records without the run's counter (eval batches) are not,
+    # nor records with it that carry none of the series the others do (eval records
+    # numbered by the training step).
+    not_steps = not_training = 0
     if steps.step_key is not None:
         keep = np.frombuffer(steps.counter, dtype=np.int8) == COUNTER_KEYS.index(steps.step_key)
         not_steps = int(keep.size - keep.sum())
-        if not_steps:
+        trained = keep.copy()
+        trained[steps.contentless] = False
+        if trained.any():
+            not_training = int(keep.sum() - trained.sum())
+            keep = trained
+        if not_steps or not_training:
             step, ts_raw, bad_loss = step[keep], ts_raw[keep], bad_loss[keep]
             cols = {k: v[keep] for k, v in cols.items()}
     if step.size == 0:
         return Reduced(0, None, None, None, notes=notes, not_steps=not_steps,
                        counter=steps.step_key)
 
+    # A line written twice is one record: only a step number that repeats can be one
+    # (and only a step that does not increase can repeat one: no sort in the usual case).
+    duplicates = 0
+    finite_step = step[np.isfinite(step)]
+    if _step_back(finite_step, None).size and _repeats(finite_step, None):
+        dup = duplicate_records([ts_raw, step, *cols.values()])
+        duplicates = int(dup.sum())
+        if duplicates:
+            keep = ~dup
+            step, ts_raw, bad_loss = step[keep], ts_raw[keep], bad_loss[keep]
+            cols = {k: v[keep] for k, v in cols.items()}
+
     hi = (time.time() if now is None else now) + CLOCK_SLACK_SEC
     with np.errstate(invalid="ignore"):
         ts = np.where((ts_raw >= TIMESTAMP_MIN) & (ts_raw <= hi), ts_raw, np.nan)
     last_read = float(np.max(ts[np.isfinite(ts)])) if np.isfinite(ts).any() else None
 
-    segments = find_segments(step, ts, ranks_per_step(cols["tps"], cols["tps_per_gpu"]))
+    by_epoch = restarts_each_epoch(step, cols[EPOCH])
+    epoch = cols[EPOCH] if by_epoch else None
+    rate = cols["tps"] if np.isfinite(cols["tps"]).any() else cols["tps_per_gpu"]
+    segments, boundaries = find_segments(step, ts, ranks_per_step(cols["tps"],
+                                                                  cols["tps_per_gpu"]),
+                                         epoch, rate)
     chosen = None
     if attempt is not None:
         chosen = _pick_attempt(segments, attempt)
@@ -377,16 +582,19 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = 
     n = int(step.size)
 
     step_key = np.where(np.isfinite(step), step, np.inf)
+    epoch_key = np.where(np.isfinite(cols[EPOCH]), cols[EPOCH], np.inf) if by_epoch else None
     # Strictly increasing step keys (a run logged in order, the usual case)
     # already are the sorted order, whatever the timestamps: skip the sort and
     # its index arrays, the largest memory cost of a long run.
-    in_order = bool(np.all(step_key[1:] > step_key[:-1]))
+    in_order = (bool(np.all(step_key[1:] > step_key[:-1])) if epoch_key is None
+                else not _step_back(step_key, epoch_key).size)
     if not in_order:
         ts_key = np.where(np.isfinite(ts), ts, np.inf)
-        order = np.lexsort((np.arange(n), ts_key, step_key))
+        keys = (np.arange(n), ts_key, step_key) + ((epoch_key,) if epoch_key is not None else ())
+        order = np.lexsort(keys)
         if not np.array_equal(order, np.arange(n)):
-            notes.append(f"records were out of order; sorted {n} steps by step key, "
-                         "then timestamp")
+            by = "epoch, then step key" if by_epoch else "step key"
+            notes.append(f"records were out of order; sorted {n} steps by {by}, then timestamp")
             step, ts, ts_raw, bad_loss = step[order], ts[order], ts_raw[order], bad_loss[order]
             cols = {k: v[order] for k, v in cols.items()}
     invalid, over_100 = _drop_impossible(cols)
@@ -424,12 +632,16 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = 
     for k, s in stats.items():
         if s.value is None and s.present:
             notes.append(f"{k} reduces to a value too large for a float; left empty")
-    coverage = step_coverage(step) if steps.step_key is not None else None
+    coverage = None
+    if steps.step_key is not None:
+        coverage = epoch_coverage(step, cols[EPOCH]) if by_epoch else step_coverage(step)
     return Reduced(n, first_ts, wall, final_loss, stats, step, notes, coverage, invalid,
                    mfu_over_100=over_100, ts_values=ts, timestamps=stamps, not_steps=not_steps,
-                   counter=steps.step_key, segments=segments,
+                   not_training=not_training, duplicates=duplicates, by_epoch=by_epoch,
+                   counter=steps.step_key, segments=segments, boundaries=boundaries,
                    attempt=None if chosen is None else chosen + 1,
-                   loss_nonfinite_tail=tail, stale_loss=stale)
+                   loss_nonfinite_tail=tail, stale_loss=stale,
+                   tokens_values=cols[TOKENS], epoch_values=cols[EPOCH])
 
 
 def _final_loss(loss: np.ndarray, bad: np.ndarray, step: np.ndarray

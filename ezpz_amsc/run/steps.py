@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.options import MAX_LINE_BYTES
 from ezpz_amsc.run.layout import MetricsSource
-from ezpz_amsc.run.lines import iter_lines
+from ezpz_amsc.run.lines import is_gzip, iter_lines, open_metrics
 
 # Key lookup order per series (docs/numbers.md, "The records"): train/<name>, then bare <name>.
 # Step counters in order of preference; each record remembers which one it
@@ -45,6 +45,11 @@ SERIES_KEYS: dict[str, tuple[str, ...]] = {
 }
 NOT_TRAINING_THROUGHPUT = ("tokens_per_sec", "tps", "tps_per_gpu")
 SERIES = tuple(SERIES_KEYS)
+# Read beside the series, never reduced into a cell: the tokens a step processed
+# (fsdp_tp logs the global count as train/tokens; its train/tokens_seen is cumulative),
+# for the throughput identity, and the epoch of a step counter that restarts each epoch.
+TOKEN_KEYS = ("train/tokens", "train/ntokens")
+STEP_EPOCH_KEYS = ("train/epoch", "epoch")
 
 # Read buffer while hashing: the digest is fed a MiB at a time, not a line at a time.
 _HASH_BUFFER_BYTES = 1 << 20
@@ -62,6 +67,12 @@ class Steps:
     rank: int | None = None
     step: array = field(default_factory=lambda: array("d"))
     counter: array = field(default_factory=lambda: array("b"))  # COUNTER_KEYS index per record
+    # records (their index here) holding no number in any of the SERIES: eval records
+    contentless: list[int] = field(default_factory=list)
+    tokens: array = field(default_factory=lambda: array("d"))  # TOKEN_KEYS, NaN when absent
+    # STEP_EPOCH_KEYS (NaN when absent) of the first record and of each whose step number
+    # does not increase: the epoch can change the order only there (epoch_values()).
+    epochs: dict[int, float] = field(default_factory=dict)
     timestamp: array = field(default_factory=lambda: array("d"))
     series: dict[str, array] = field(default_factory=lambda: {k: array("d") for k in SERIES})
     keys_used: dict[str, str] = field(default_factory=dict)  # series -> first key seen
@@ -142,6 +153,16 @@ def _number(v: Any) -> float | None:
     return None
 
 
+def _first_number(get: Callable[[str], Any], keys: tuple[str, ...]) -> float:
+    """The first of ``keys`` present, as a finite float; NaN when absent or not a number."""
+    for k in keys:
+        v = get(k)
+        if v is not None:
+            x = _number(v)
+            return x if x is not None and math.isfinite(x) else _NAN
+    return _NAN
+
+
 def _fast_loads() -> Callable[[bytes], Any] | None:
     """orjson's ``loads`` when installed (the ``fast`` extra), unless turned off.
 
@@ -190,6 +211,11 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
     keys_used = out.keys_used
     step_app = out.step.append
     counter_app = out.counter.append
+    contentless = out.contentless
+    tokens_app = out.tokens.append
+    token_key, token_key_2 = TOKEN_KEYS
+    epochs = out.epochs
+    last_step = math.inf  # the first record's epoch is always read
     counters = tuple(enumerate(COUNTER_KEYS))
     tps_series = series["tps"]
     ignored = out.ignored_throughput
@@ -208,20 +234,22 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
     hashing = None
     try:
         if digests is None or path in digests:
-            f = open(path, "rb")  # noqa: SIM115 - closed by the with below; open errors differ
+            raw = open(path, "rb")  # noqa: SIM115 - closed by the with below; open errors differ
         else:
             hashing = _HashingRaw(open(path, "rb", buffering=0))  # noqa: SIM115
-            f = io.BufferedReader(hashing, _HASH_BUFFER_BYTES)
+            raw = io.BufferedReader(hashing, _HASH_BUFFER_BYTES)
     except OSError as e:
         raise AmscError(f"{path}: cannot read metrics file: {e.strerror or e}") from None
+    f = open_metrics(path, raw)  # raw itself, or a gzip reader over it
     out.files_read.append(path)
     lines = iter_lines(f, max_line)
     passed: dict[int, int] = {}  # rank -> records counted unparsed
-    if skim and SKIM and filter_rank and type(want_rank) is int:
+    if skim and SKIM and filter_rank and type(want_rank) is int and f is raw:
         from ezpz_amsc.run.skim import skim_lines  # numpy: loaded only for a file that needs it
 
         lines = skim_lines(f, max_line, want_rank, passed)
-    with f:
+    cut_stream = False  # a gzip stream that ends early: a killed job's compressed file
+    with raw, f:
         try:
             for line in lines:
                 if line is None:
@@ -280,6 +308,7 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
                             break
 
                 found = step is not None
+                content = 0
                 for name, keys, app in lookups:
                     for k in keys:  # first key holding a number; bool is not one
                         v = get(k)
@@ -294,7 +323,7 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
                     else:
                         app(nan)
                         continue
-                    found = True
+                    found = content = True
                     if name not in keys_used:
                         keys_used[name] = k
                     if isfinite(v):
@@ -309,14 +338,34 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
                         a.pop()  # only NaNs were appended: nothing was found
                     out.not_steps += 1  # e.g. fsdp_tp's all-string precision/* record
                     continue
-                step_app(step if step is not None and isfinite(step) else nan)
+                here = step if step is not None and isfinite(step) else nan
+                step_app(here)
                 counter_app(code)
+                if not content:
+                    contentless.append(len(out.step) - 1)
+                # Inline, not a helper call: this runs on every step of every run.
+                v = get(token_key)
+                if v is None:
+                    v = get(token_key_2)
+                t = type(v)
+                if t is float or t is int:
+                    try:
+                        tokens_app(v)
+                    except OverflowError:  # an int too large for a float
+                        tokens_app(nan)
+                else:
+                    tokens_app(nan)
+                if not here > last_step:  # a counter that starts again (or no number)
+                    epochs[len(out.step) - 1] = _first_number(get, STEP_EPOCH_KEYS)
+                last_step = here
                 if tps_series[-1] != tps_series[-1]:  # no training throughput: say why
                     for k in NOT_TRAINING_THROUGHPUT:
                         if _number(get(k)) is not None:
                             ignored[k] = ignored.get(k, 0) + 1
                 ts = _number(rec.get("timestamp"))
                 ts_app(ts if ts is not None and isfinite(ts) else nan)
+        except EOFError:
+            cut_stream = True
         except OSError as e:
             raise AmscError(f"{path}: cannot read metrics file: {e.strerror or e}") from None
     seen = out.counter.tobytes()  # the preferred counter any record carried
@@ -326,6 +375,8 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
     if last_line is not None and not last_ok and not last_line.endswith(b"\n"):
         out.truncated_last_line = True
         out.bad_lines -= 1
+    elif cut_stream:
+        out.truncated_last_line = True
     for r, n in passed.items():  # each is a record of rank r with a numeric metric
         other[r] = other.get(r, 0) + n
     return sum(passed.values())
@@ -391,3 +442,105 @@ def read_steps(source: MetricsSource, max_line: int = MAX_LINE_BYTES,
     again.bad_lines, again.long_lines = out.bad_lines, out.long_lines
     again.truncated_last_line = out.truncated_last_line
     return again
+
+
+# ------------------------------------------------------------------ other passes (rare or tiny)
+
+# How much of a file's end is read for its last record: rank 0's records are ~7 KB
+# (with the aggregated keys), other ranks' under 1 KB; up to 1 MiB for very wide records.
+TAIL_BYTES = 16 << 10
+TAIL_MAX_BYTES = 1 << 20
+
+
+def last_logged_step(path: Path, counter: str) -> tuple[float, float] | None:
+    """``(epoch, step)`` of the last record of ``path`` that carries ``counter`` (epoch
+    NaN when not logged), read from the file's end: never the whole file.
+
+    ``None`` when the file cannot be read, is compressed, or its last
+    :data:`TAIL_MAX_BYTES` hold no such record.
+    """
+    if is_gzip(path):
+        return None  # a compressed file has no end to seek to
+    want = TAIL_BYTES
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            while True:
+                start = max(0, size - want)
+                f.seek(start)
+                lines = f.read(size - start).split(b"\n")
+                if start:
+                    lines = lines[1:]  # the first one is cut at the seek
+                for line in reversed(lines):
+                    found = _counter_of(line, counter)
+                    if found is not None:
+                        return found
+                if not start or want >= TAIL_MAX_BYTES:
+                    return None
+                want *= 4
+    except OSError:
+        return None
+
+
+def _counter_of(line: bytes, counter: str) -> tuple[float, float] | None:
+    if counter.encode() not in line:
+        return None
+    try:
+        rec = json.loads(line)
+    except (ValueError, RecursionError):
+        return None  # a truncated last line, or garbage
+    metrics = rec.get("metrics") if type(rec) is dict else None
+    if type(metrics) is not dict:
+        return None
+    step = _number(metrics.get(counter))
+    if step is None or not math.isfinite(step):
+        return None
+    return _first_number(metrics.get, STEP_EPOCH_KEYS), step
+
+
+def values_of_keys(path: Path, rank: int | None, needles: tuple[bytes, ...],
+                   wanted: Callable[[str], bool], window: tuple[float, float],
+                   max_line: int = MAX_LINE_BYTES) -> dict[str, list[float]]:
+    """The finite numbers of every metric ``wanted`` accepts, in ``rank``'s records of
+    ``path`` stamped within ``window``: a second pass over the file for a note's evidence
+    (a rare path), parsing only the lines that hold one of ``needles``.
+    """
+    out: dict[str, list[float]] = {}
+    lo, hi = window
+    try:
+        with open_metrics(path) as f:
+            for line in iter_lines(f, max_line):
+                if line is None or not any(n in line for n in needles):
+                    continue
+                try:
+                    rec = json.loads(line)
+                except (ValueError, RecursionError):
+                    continue
+                if type(rec) is not dict or type(rec.get("metrics")) is not dict:
+                    continue
+                r, ts = rec.get("rank"), _number(rec.get("timestamp"))
+                if (r is not None and r != rank) or ts is None or not lo <= ts <= hi:
+                    continue
+                for k, v in rec["metrics"].items():
+                    x = _number(v)
+                    if x is not None and math.isfinite(x) and wanted(k):
+                        out.setdefault(k, []).append(x)
+    except (OSError, EOFError):
+        return out  # evidence for a note only: what was read is enough
+    return out
+
+
+def epoch_values(steps: Steps) -> array:
+    """The epoch of every record: read where it can change the order (the first record,
+    and each whose step number does not increase), carried forward in between; NaN
+    where none was read.
+
+    A step counter that restarts each epoch restarts exactly where the epoch
+    advances; a global counter needs no epoch at all.
+    """
+    n = len(steps)
+    out = array("d", [_NAN]) * n
+    at = sorted(k for k in steps.epochs if 0 <= k < n)
+    for start, stop in zip(at, [*at[1:], n] if at else [], strict=True):
+        out[start:stop] = array("d", [steps.epochs[start]]) * (stop - start)
+    return out

@@ -119,13 +119,14 @@ def test_explain_marks_warmup_with_any_count(tmp_path):
 
 def test_explain_one_step_run(tmp_path):
     run = write_run(tmp_path / "run", [step(1, dt=2.0, tps=500.0, loss=1.0)])
-    result = run_cli(run, "--config", "c", "--explain")
-    assert one_row(result)["throughput_tokens_per_sec"] == "500.000"
+    result = run_cli(run, "--config", "c", "--explain", "--status", "fail")
+    assert one_row(result)["throughput_tokens_per_sec"] == ""  # one step is no rate
     err = result.stderr
     assert _sparklines(err) == [BARS[3]]  # a single value: mid glyph, no warmup mark
     assert "--warmup 1 would leave none, so all were reduced" in flat(err)
     assert "no warmup step dropped" in flat(err)
-    assert "--warmup 1 leaves no dt or tps values; reduced all 1 step" in flat(err)
+    assert ("throughput_tokens_per_sec left empty: 0 steps after --warmup 1 (1 step logged) "
+            "is not a measurement of the run's rate") in flat(err)
 
 
 @pytest.mark.parametrize("name", ["diffusion-1rank", "minimal-1rank"])
@@ -172,11 +173,11 @@ def test_explain_shows_gap_and_provenance_from_two_tiers(tmp_path):
     assert "train/report-train.md (tier 3 of 3, report ### Distributed: world_size)" in flat(err)
     assert "gpus 4 = max(WORLD_SIZE_IN_USE ?, world_size 4)" in flat(err)
     assert "step numbers 10..300 have gaps (stride 10): 30 of ~300 steps logged" in flat(err)
-    assert "note: wall_time_sec covers 30 of ~300 steps" in flat(err)
+    assert "note: wall_time_sec is estimated for all the steps: the 30 logged steps'" in flat(err)
 
 
 def test_explain_flags_show_as_flags(tmp_path):
-    run = write_run(tmp_path / "run", [step(i, dt=1.0, tps=10.0) for i in (1, 2)])
+    run = write_run(tmp_path / "run", [step(i, dt=1.0, tps=10.0) for i in (1, 2, 3)])
     err = run_cli(run, "--config", "c", "--explain", "--system", "Aurora", "--gpus", "24",
                   "--nodes", "2").stderr
     for text in ("system Aurora = --system", "gpus 24 = --gpus", "nodes 2 = --nodes"):
@@ -214,7 +215,8 @@ def _lines_of(text: str) -> list[str]:
 
 
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
-@pytest.mark.parametrize("args", [[], ["--warmup", "100"], ["--warmup", "3", "--reducer", "mean"]])
+@pytest.mark.parametrize("args", [[], ["--warmup", "100", "--status", "fail"],
+                                  ["--warmup", "3", "--reducer", "mean"]])
 def test_explain_of_every_fixture_fits_80_columns(name, args, monkeypatch):
     monkeypatch.chdir(REPO)
     r = run_cli(f"examples/runs/{name}", "--config", "c", "--explain", *args)
@@ -333,14 +335,16 @@ GAPPED_RETRY_REPORT = [
     '    train/tps_per_gpu         810       808.4       811.6    0.4%     3       3',
     '    train/mfu          1.0000e-05  8.4000e-06  1.1600e-05   32.0%     3       3',
     '    train/dt                 0.25        0.25        0.25    0.0%     3       3',
-    '  row          wall_time_sec=1.500, throughput_tokens_per_sec=1620.000,',
+    '  row          wall_time_sec=3.000, throughput_tokens_per_sec=1620.000,',
     '               throughput_tokens_per_sec_per_gpu=810.000, mfu=0.0000100,',
     '               tflops=, final_loss=1.000000',
     '  notes        3',
     '    note: exported attempt #2 steps 2..12 from 2026-11-29T22:16:42Z (6 records)',
     '          of 2; left out 10 records of the others',
-    '    note: wall_time_sec covers 6 of ~12 steps (logged every 2 steps, steps',
-    '          2..12); pass --wall-time-sec',
+    "    note: wall_time_sec is estimated for all the steps: the 6 logged steps'",
+    '          1.500 s plus 6 steps not logged at their median 0.25 s, ~12 steps',
+    '          (logged every 2 steps, steps 2..12); pass --wall-time-sec for the',
+    "          job's real time",
     '    note: throughput_tokens_per_sec derived as per-GPU x 2 gpus (no global',
     '          throughput logged)',
 ]
@@ -369,12 +373,13 @@ def test_explain_report_word_for_word_gapped_retry(tmp_path):
     assert first == f"explain: {run}"
     assert rest == GAPPED_RETRY_REPORT
     quiet = render(res, quiet=True).splitlines()
-    assert quiet[1:] == [*GAPPED_RETRY_REPORT[:-7], "  notes        3 hidden by --quiet"]
+    assert quiet[1:] == [*GAPPED_RETRY_REPORT[:-9], "  notes        3 hidden by --quiet"]
 
 
 # No step at all (a failed run); 600 steps bucketed, 40 warmup steps above the scale, tflops
-# all 0.0 (a zero that is a value, unlike mfu's), system from config.json; one step, warmup
-# kept; no run_info.json, the placement from the flags. Long run: steps 41..600 used, median
+# all 0.0 (a zero that is a value, unlike mfu's), system from config.json; one step of a
+# failed run, warmup kept and its rate not published; no run_info.json, the placement from
+# the flags. Long run: steps 41..600 used, median
 # 320.5, p10 41 + 0.1 * 559 = 96.9, p90 544.1; buckets of 10 steps, the first 41..50: 45.5.
 NO_STEPS_REPORT = [
     '  files read   metrics-0.jsonl (rank 0)',
@@ -436,13 +441,12 @@ ONE_STEP_REPORT = [
     '    key        median  p10  p90  spread  used  warmup',
     '    train/tps     500  500  500    0.0%     1    kept',
     '    train/dt        2    2    2    0.0%     1    kept',
-    '  row          wall_time_sec=2.000, throughput_tokens_per_sec=500.000,',
-    '               throughput_tokens_per_sec_per_gpu=500.000, mfu=, tflops=,',
+    '  row          wall_time_sec=2.000, throughput_tokens_per_sec=,',
+    '               throughput_tokens_per_sec_per_gpu=, mfu=, tflops=,',
     '               final_loss=1.000000',
-    '  notes        2',
-    '    note: throughput_tokens_per_sec_per_gpu derived as global / 1 gpu (no',
-    '          per-GPU throughput logged)',
-    '    note: --warmup 1 leaves no dt or tps values; reduced all 1 step',
+    '  notes        1',
+    '    note: throughput_tokens_per_sec left empty: 0 steps after --warmup 1 (1 step',
+    "          logged) is not a measurement of the run's rate",
 ]
 
 
@@ -489,7 +493,7 @@ def _other_reports(tmp_path):
         (nosteps, ExportOptions(config="c", status="fail", error="OOM", wall_time_sec=5.0,
                                 timestamp="2026-01-01T00:00:00Z"), NO_STEPS_REPORT),
         (long, ExportOptions(config="c", warmup=40), LONG_REPORT),
-        (one, ExportOptions(config="c"), ONE_STEP_REPORT),
+        (one, ExportOptions(config="c", status="fail"), ONE_STEP_REPORT),
         (bare, ExportOptions(config="c", system="X", nodes=1, gpus=1, warmup=0), BARE_REPORT),
     ]
 
@@ -528,16 +532,17 @@ def test_table_loses_digits_only_when_it_must(tmp_path):
 
 
 def test_explain_draws_the_step_used_after_a_long_warmup(tmp_path):
-    # 199 warmup steps of 200 once took all 60 glyphs: the reduced step was not drawn and
+    # 198 warmup steps of 200 once took all 60 glyphs: the reduced steps were not drawn and
     # the scale was the warmup's.
-    recs = [step(i, dt=1.0, tps=100.0 if i <= 199 else 5000.0) for i in range(1, 201)]
+    recs = [step(i, dt=1.0, tps=100.0 if i <= 198 else 5000.0) for i in range(1, 201)]
     run = write_run(tmp_path / "run", recs)
-    lines = render(export_run(run, ExportOptions(config="c", warmup=199))).splitlines()
-    at = lines.index("  throughput   train/tps, 200 steps, 1 glyph per step")
+    lines = render(export_run(run, ExportOptions(config="c", warmup=198))).splitlines()
+    at = lines.index("  throughput   train/tps, 200 steps, 60 glyphs wide, each the mean of ~2 "
+                     "steps")
     assert lines[at + 1:at + 5] == [
         "               scale ▁ 5000 .. █ 5000",
         "               " + "▄" * 59 + "┊▄",
-        "               199 warmup steps dropped, left of ┊: 100, 100, 100, .. (below the",
+        "               198 warmup steps dropped, left of ┊: 100, 100, 100, .. (below the",
         "               scale, drawn clipped)"]
 
 
@@ -553,7 +558,7 @@ def _files_read_lines(run: Path, opts: ExportOptions) -> list[str]:
 
 def test_explain_names_the_files_read(tmp_path):
     silent = write_run(tmp_path / "silent", [], metrics_name="metrics-0.jsonl")
-    write_jsonl(silent / "metrics-1.jsonl", [step(i, rank=1, dt=0.5, tps=9.0) for i in (1, 2)])
+    write_jsonl(silent / "metrics-1.jsonl", [step(i, rank=1, dt=0.5, tps=9.0) for i in (1, 2, 3)])
     assert _files_read_lines(silent, ExportOptions(config="c")) == [
         "  files read   metrics-0.jsonl, metrics-1.jsonl (rank 1)"]
     empty = tmp_path / "empty"
@@ -598,7 +603,7 @@ def test_json_of_a_long_run_near_float_max(tmp_path):
 
 
 def test_json_keeps_non_ascii_text_as_is(tmp_path):
-    run = write_run(tmp_path / "run", [step(i, dt=1.0, tps=10.0) for i in (1, 2)])
+    run = write_run(tmp_path / "run", [step(i, dt=1.0, tps=10.0) for i in (1, 2, 3)])
     out = run_cli(run, "--config", "gpt/bs1", "--system", "Aurora-é", "--format", "json").stdout
     assert '"system": "Aurora-é"' in out and "\\u00e9" not in out
 

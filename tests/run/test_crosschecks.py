@@ -36,6 +36,7 @@ from helpers import (
     launch,
     launch_records,
     notes_of,
+    on_h100,
     one_row,
     read_records,
     retried_launch,
@@ -99,6 +100,7 @@ def test_clock_problem(ts, why):
 def test_shipped_fixture_ratios_are_inside_the_thresholds():
     """The thresholds are chosen from these runs: sum(dt) over steps 2..n / time span."""
     from ezpz_amsc.run import crosschecks as checks
+    from ezpz_amsc.run.reduce import GAP_FACTOR, STEP_TIME_UNDER_SPAN_MIN
 
     for name in FIXTURE_NAMES:
         folder = RUNS / name
@@ -109,9 +111,9 @@ def test_shipped_fixture_ratios_are_inside_the_thresholds():
         ts = [r["timestamp"] for r in recs]
         ratio = sum(dt[1:]) / (ts[-1] - ts[0])
         assert 0.75 <= ratio <= 0.85, (name, ratio)
-        assert checks.STEP_TIME_UNDER_SPAN_MIN < ratio < checks.STEP_TIME_OVER_SPAN_MAX
+        assert STEP_TIME_UNDER_SPAN_MIN < ratio < checks.STEP_TIME_OVER_SPAN_MAX
         gaps = np.diff(ts)
-        assert gaps.max() <= 2.5 * np.median(gaps) < checks.GAP_FACTOR * np.median(gaps)
+        assert gaps.max() <= 2.5 * np.median(gaps) < GAP_FACTOR * np.median(gaps)
 
 
 # ---------------------------------------------------------------- gpus vs throughput
@@ -272,6 +274,8 @@ def test_step_time_far_below_span_is_noted(tmp_path):
         if is_step(rec):
             rec["timestamp"] = t0 + (rec["timestamp"] - t0) * 100
             rec["metrics"]["train/dt"] *= 100 / 8
+            for key in ("train/tps", "train/tps_per_gpu", "train/tokens"):  # step time alone
+                del rec["metrics"][key]
         return rec
 
     new = [r for r in rewrite(run / "metrics-0.jsonl", stretch) if is_step(r)]
@@ -280,6 +284,7 @@ def test_step_time_far_below_span_is_noted(tmp_path):
     r = run_cli(run, "--config", "c")
     row = one_row(r)
     assert row["wall_time_sec"] == f"{sum(x['metrics']['train/dt'] for x in new):.3f}"
+    assert row["throughput_tokens_per_sec"] == ""
     assert notes_of(r) == [
         f"step times cover {covered:.4g} s of the {span:.4g} s between the first and last "
         f"record ({covered / span:.0%}): dt may miss part of each step (gradient accumulation "
@@ -336,8 +341,9 @@ def test_step_time_is_checked_on_any_interval(tmp_path, steps, summed, ratio, sp
 _UNDER = ("({pct}): dt may miss part of each step (gradient accumulation timing only the "
           "last micro-batch), or the run paused (eval, checkpoints); wall_time_sec is the "
           "summed step time; pass --wall-time-sec SECONDS for the job's real time")
-_EVERY_2ND = ("wall_time_sec covers 10 of ~20 steps (logged every 2 steps, steps 2..20); pass "
-              "--wall-time-sec")
+_EVERY_2ND = ("wall_time_sec is estimated for all the steps: the 10 logged steps' {summed} s "
+              "plus 10 steps not logged at their median {median} s, ~20 steps (logged every 2 "
+              "steps, steps 2..20); pass --wall-time-sec for the job's real time")
 _PAUSE = ("1 pause between records far above the typical {typical} per step: the longest "
           "{longest} between {where} (eval, checkpointing, a restart?); wall_time_sec, the "
           "summed step time, leaves it out")
@@ -356,20 +362,25 @@ _ONE_TO_TEN, _EVEN = list(range(1, 11)), list(range(2, 21, 2))
      ["step times cover 9 s of the 69 s between the first and last record "
       + _UNDER.format(pct="13%")]),
     # logged every 2nd step: the typical step is the interval / 2, both thresholds x2
-    ([2.0] * 8 + [61.5], _EVEN, [1.0] * 10, (), "10.000",
+    # (wall time: the 10 logged steps plus 10 unlogged ones at their median, never the half)
+    ([2.0] * 8 + [61.5], _EVEN, [1.0] * 10, (), "20.000",
      ["step times (scaled for the steps not logged) cover 18 s of the 77.5 s between the "
-      "first and last record " + _UNDER.format(pct="23%"), _EVERY_2ND]),
-    ([20.0] * 8 + [150.0], _EVEN, [10.0] * 10, (), "100.000", [_EVERY_2ND]),
-    ([2.0] * 8 + [200.0], _EVEN, [1.0] * 10, (), "10.000",
+      "first and last record " + _UNDER.format(pct="23%"),
+      _EVERY_2ND.format(summed="10.000", median="1")]),
+    ([20.0] * 8 + [150.0], _EVEN, [10.0] * 10, (), "200.000",
+     [_EVERY_2ND.format(summed="100.000", median="10")]),
+    ([2.0] * 8 + [200.0], _EVEN, [1.0] * 10, (), "20.000",
      [_PAUSE.format(typical="1 s", longest="3 min", where="step 18 and step 20")
-      + "; pass --wall-time-sec SECONDS to count it", _EVERY_2ND]),
+      + "; pass --wall-time-sec SECONDS to count it",
+      _EVERY_2ND.format(summed="10.000", median="1")]),
     ([2.0] * 8 + [200.0], _EVEN, [1.0] * 10, ("--wall-time-sec", "300"), "300.000",
      [_PAUSE.format(typical="1 s", longest="3 min", where="step 18 and step 20"),
       "wall_time_sec from --wall-time-sec; summed step time is 10.000 and covers 10 of ~20 "
       "steps (logged every 2 steps, steps 2..20)"]),
-    ([2.0] * 9, _EVEN, [0.1] * 10, (), "1.000",
+    ([2.0] * 9, _EVEN, [0.1] * 10, (), "2.000",
      ["step times (scaled for the steps not logged) cover 1.8 s of the 18 s between the first "
-      "and last record " + _UNDER.format(pct="10%"), _EVERY_2ND]),
+      "and last record " + _UNDER.format(pct="10%"),
+      _EVERY_2ND.format(summed="1.000", median="0.1")]),
     # coverage is measured outside the pauses
     ([2.0] * 8 + [200.0], _ONE_TO_TEN, [0.1] * 10, (), "1.000",
      [_PAUSE.format(typical="2 s", longest="3 min", where="step 9 and step 10")
@@ -393,6 +404,30 @@ def test_step_time_rules_at_their_edges(tmp_path, gaps, steps, dts, extra, wall,
     assert notes_of(r) == notes
 
 
+@pytest.mark.parametrize(("pause", "noted"), [(30.0, False), (30.5, True)])
+def test_pauses_are_judged_by_their_total(tmp_path, pause, noted):
+    """Two checkpoints of 30 s (under a minute each): 60 s in all is not over a minute,
+    61 s is; a logged checkpoint time is named."""
+    run = _even_run(tmp_path, 0.5, 1.0)
+
+    def paused(x):
+        i = x["metrics"]["train/iter"]
+        x["timestamp"] += pause * ((i > 4) + (i > 8))
+        if i in (5, 9):
+            x["metrics"]["train/ckpt_stage_seconds"] = 29.5
+        return x
+
+    rewrite(run / "metrics-0.jsonl", paused)
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["wall_time_sec"] == "5.500"
+    pauses = [n for n in notes_of(r) if "pauses between records" in n]
+    assert pauses == ([] if not noted else [
+        "2 pauses between records far above the typical 1 s per step, 61 s in all: the "
+        "longest 31.5 s between step 4 and step 5 (eval, checkpointing, a restart?); "
+        "train/ckpt_stage_seconds logged 59 s of checkpointing; wall_time_sec, the summed step "
+        "time, leaves them out; pass --wall-time-sec SECONDS to count it"])
+
+
 # ---------------------------------------------------------------- attempts and resumes
 
 
@@ -401,10 +436,10 @@ def test_retried_attempts_in_one_file_are_refused_with_a_list(tmp_path):
     r = run_cli(run, "--config", "c")
     t1, t2 = (format_timestamp(x[0]["timestamp"]) for x in (first, second))
     assert error_line(r) == (
-        "error: the records hold 2 attempts (step numbers start again or the logged world size "
-        f"changes: a retried or resumed job): #1 steps 1..20 from {t1} (20 records, 1 rank); "
-        f"#2 steps 1..30 from {t2} (30 records, 1 rank); pass --attempt last, or --attempt N "
-        "for one of them")
+        "error: the records hold 2 attempts (a retried or resumed job): #1 steps 1..20 from "
+        f"{t1} (20 records, 1 rank); #2 steps 1..30 from {t2} (30 records, 1 rank): step "
+        "numbers start again (step 1 after step 20); pass --attempt last, or --attempt N for "
+        "one of them")
     assert r.exit_code == 1
 
 
@@ -458,7 +493,8 @@ def test_attempt_on_a_single_attempt_is_noted(tmp_path):
 
 
 def _attempts_line(k: int, t0: float) -> str:
-    return f"#{k} steps 1..3 from {format_timestamp(t0 + 100 * (k - 1) + 1)} (3 records)"
+    why = ": step numbers start again (step 1 after step 3)" if k > 1 else ""
+    return f"#{k} steps 1..3 from {format_timestamp(t0 + 100 * (k - 1) + 1)} (3 records){why}"
 
 
 @pytest.mark.parametrize(("n", "shown"), [
@@ -475,9 +511,8 @@ def test_many_attempts_list_the_first_five_and_the_last(tmp_path, n, shown):
     r = run_cli(run, "--config", "c")
     listed = "; ".join(x if isinstance(x, str) else _attempts_line(x, t0) for x in shown)
     assert error_line(r) == (
-        f"error: the records hold {n} attempts (step numbers start again or the logged world "
-        f"size changes: a retried or resumed job): {listed}; pass --attempt last, or --attempt "
-        "N for one of them")
+        f"error: the records hold {n} attempts (a retried or resumed job): {listed}; pass "
+        "--attempt last, or --attempt N for one of them")
     assert r.exit_code == 1
 
 
@@ -490,21 +525,20 @@ def test_attempt_without_timestamps_or_step_numbers_says_so(tmp_path):
     write_jsonl(run / "metrics-0.jsonl", first + [step(i, dt=1.0, ts=t0 + 100) for i in (1, 2)])
     write_run_info(run)
     assert error_line(run_cli(run, "--config", "c")) == (
-        "error: the records hold 2 attempts (step numbers start again or the logged world size "
-        "changes: a retried or resumed job): #1 steps 1..3 from no timestamp (3 records); "
-        f"#2 steps 1..2 from {format_timestamp(t0 + 101)} (2 records); pass --attempt last, or "
-        "--attempt N for one of them")
+        "error: the records hold 2 attempts (a retried or resumed job): #1 steps 1..3 from no "
+        f"timestamp (3 records); #2 steps 1..2 from {format_timestamp(t0 + 101)} (2 records): "
+        "step numbers start again (step 1 after step 3); pass --attempt last, or --attempt N "
+        "for one of them")
     # a world size change to a record without a step number: an attempt without step numbers
     recs = [step(i, dt=1.0, tps=100.0, tps_per_gpu=100.0) for i in (1, 2, 3)]
     recs.append({**step(0, dt=1.0, tps=200.0, tps_per_gpu=100.0), "timestamp": t0 + 100})
     recs[-1]["metrics"]["train/iter"] = float("nan")
     write_jsonl(run / "metrics-0.jsonl", recs)
     assert error_line(run_cli(run, "--config", "c")) == (
-        "error: the records hold 2 attempts (step numbers start again or the logged world size "
-        "changes: a retried or resumed job): #1 steps 1..3 from "
+        "error: the records hold 2 attempts (a retried or resumed job): #1 steps 1..3 from "
         f"{format_timestamp(t0 + 1)} (3 records, 1 rank); #2 no step numbers from "
-        f"{format_timestamp(t0 + 100)} (1 record, 2 ranks); pass --attempt last, or --attempt "
-        "N for one of them")
+        f"{format_timestamp(t0 + 100)} (1 record, 2 ranks): the logged world size changes (1 "
+        "to 2 ranks); pass --attempt last, or --attempt N for one of them")
 
 
 def _resumed_on_more_ranks(tmp_path: Path) -> Path:
@@ -515,6 +549,7 @@ def _resumed_on_more_ranks(tmp_path: Path) -> Path:
     for r in recs:
         m = {**r["metrics"], "train/iter": r["metrics"]["train/iter"] + 30}
         m["train/tps"] = m["train/tps_per_gpu"] * 4
+        m["train/tokens"] = m["train/tokens"] * 2  # twice the ranks, twice the tokens a step
         later.append({**r, "timestamp": r["timestamp"] + 7200, "metrics": m})
     write_jsonl(run / "metrics-0.jsonl", recs + later)
     return run
@@ -601,6 +636,158 @@ def test_pause_between_records_is_noted_once(tmp_path):
         "2.0 h between step 15 and step 16 (eval, checkpointing, a restart?); wall_time_sec, "
         "the summed step time, leaves it out; pass --wall-time-sec SECONDS to count it",
         MFU_NOTE]
+
+
+# ---------------------------------------------------------------- attempts told apart by cause
+
+
+_SERIES_KEYS = ("train/dt, train/loss, train/mfu, train/tflops, train/tps, "
+                "train/tps_per_gpu")
+_EVAL_LEFT_OUT = ("left out {n} record{s} with train/iter but none of the training series "
+                  f"the others log ({_SERIES_KEYS}): eval or summary records, not training "
+                  "steps")
+
+
+def _with_evals(tmp_path: Path, at: set[int], before: bool) -> Path:
+    """The launch run with an eval record (train/iter and eval/* only) numbered like the
+    training step it follows, or (``before``) an eval at train/iter 0 ahead of training."""
+    run = launch(tmp_path)
+
+    def add(rec):
+        i = rec["metrics"].get("train/iter")
+        ev = {"timestamp": rec["timestamp"] + 0.001, "rank": 0,
+              "metrics": {"train/iter": 0 if before else i, "eval/loss": 7.5, "eval/acc": 0.1}}
+        if is_step(rec) and i in at:
+            return [ev, rec] if before else [rec, ev]
+        return rec
+
+    rewrite(run / "metrics-0.jsonl", add)
+    return run
+
+
+@pytest.mark.parametrize(("at", "before"), [
+    ({1}, True),  # an evaluation before training, numbered 0: not the warmup step
+    ({10, 20, 30}, False),  # eval records reusing the step number: not a retried job
+])
+def test_records_with_the_counter_but_no_training_series_are_not_steps(tmp_path, at, before):
+    r = run_cli(_with_evals(tmp_path, at, before), "--config", "test/cfg")
+    assert one_row(r) == {**LAUNCH_ROW, "config": "test/cfg"}  # 30 steps, warmup the first
+    n = len(at)
+    assert notes_of(r) == [_EVAL_LEFT_OUT.format(n=n, s="" if n == 1 else "s"), MFU_NOTE]
+
+
+def test_records_all_without_series_are_all_steps(tmp_path):
+    """When no record carries a training series, none can be told apart by content."""
+    recs = [{"timestamp": 1795990000.0 + i, "rank": 0,
+             "metrics": {"train/iter": i, "custom/x": 1.0}} for i in range(1, 4)]
+    r = run_cli(write_run(tmp_path / "run", recs), "--config", "c", "--wall-time-sec", "3")
+    assert one_row(r)["steps"] == "3"
+
+
+def test_a_counter_that_restarts_each_epoch_is_one_attempt(tmp_path):
+    """train/iter 1..10 in epochs 0, 1, 2 on one clock: 30 steps in (epoch, iter) order."""
+    run = launch(tmp_path)
+    set_metric(run, "train/epoch", lambda i, v: (i - 1) // 10)
+    set_metric(run, "train/iter", lambda i, v: (i - 1) % 10 + 1)
+    r = run_cli(run, "--config", "test/cfg")
+    assert one_row(r) == {**LAUNCH_ROW, "config": "test/cfg"}
+    assert notes_of(r) == [
+        "train/iter starts again each epoch (the epoch number advances): one attempt, its "
+        "records ordered by epoch, then train/iter", MFU_NOTE]
+
+
+def test_a_retry_of_a_per_epoch_counter_is_still_an_attempt(tmp_path):
+    """Epochs 0..2, then the job again from epoch 0 ten minutes later."""
+    run = launch(tmp_path)
+    set_metric(run, "train/epoch", lambda i, v: (i - 1) // 10)
+    set_metric(run, "train/iter", lambda i, v: (i - 1) % 10 + 1)
+    recs = read_records(run / "metrics-0.jsonl")
+    again = [{**x, "timestamp": x["timestamp"] + 600} for x in recs[:12]]
+    write_jsonl(run / "metrics-0.jsonl", recs + again)
+    line = error_line(run_cli(run, "--config", "c"))
+    assert line.startswith("error: the records hold 2 attempts (a retried or resumed job): #1 "
+                           "steps 1..10 from 2026-11-29T22:19:13Z (30 records, 1 rank); #2 "
+                           "steps 1..1 from 2026-11-29T22:29:13Z (11 records, 1 rank): step "
+                           "numbers start again (step 1 after step 10);")
+    row = one_row(run_cli(run, "--config", "c", "--attempt", "last"))
+    assert row["steps"] == "11"
+
+
+@pytest.mark.parametrize(("nudge", "attempts"), [(0.0, 1), (1e-3, 2)])
+def test_a_line_written_twice_is_one_record(tmp_path, nudge, attempts):
+    """Step 10's line twice: one record, noted. The same step a millisecond later is a
+    second record of step 10: a repeated step number, two attempts."""
+    run = launch(tmp_path)
+    recs = read_records(run / "metrics-0.jsonl")
+    k = next(j for j, x in enumerate(recs) if x["metrics"].get("train/iter") == 10)
+    twice = {**recs[k], "timestamp": recs[k]["timestamp"] + nudge}
+    write_jsonl(run / "metrics-0.jsonl", [*recs[:k + 1], twice, *recs[k + 1:]])
+    r = run_cli(run, "--config", "test/cfg")
+    if attempts == 2:
+        assert "the records hold 2 attempts" in error_line(r)
+        return
+    assert one_row(r) == {**LAUNCH_ROW, "config": "test/cfg"}
+    assert notes_of(r) == ["dropped 1 record identical to an earlier one (same step, timestamp "
+                           "and values: a line written twice)", MFU_NOTE]
+
+
+def _resumed_on_fewer_ranks(tmp_path: Path, factor: float) -> Path:
+    """Steps 1..15 on a job ``factor`` times larger, a 2 h pause (a node failed), then
+    steps 16..30 on this one: the step numbers go on, only the throughput level drops.
+    Only train/tps is logged (no per-GPU figure whose ratio would show the change)."""
+    run = launch(tmp_path)
+
+    def resume(rec):
+        if not is_step(rec):
+            return rec
+        m = {k: v for k, v in rec["metrics"].items() if k != "train/tps_per_gpu"}
+        if m["train/iter"] <= 15:
+            m["train/tps"] *= factor
+            m["train/tokens"] *= factor
+            return {**rec, "metrics": m}
+        return {**rec, "timestamp": rec["timestamp"] + 7200, "metrics": m}
+
+    rewrite(run / "metrics-0.jsonl", resume)
+    return run
+
+
+def test_a_throughput_level_shift_after_a_long_pause_is_another_attempt(tmp_path):
+    run = _resumed_on_fewer_ranks(tmp_path, 2.0)
+    recs = launch_records()
+    before = [2 * x["metrics"]["train/tps"] for x in recs[1:15]]
+    after = [x["metrics"]["train/tps"] for x in recs[16:]]
+    shift = statistics.median(before) / statistics.median(after)
+    r = run_cli(run, "--config", "c")
+    t1 = format_timestamp(recs[0]["timestamp"])
+    t2 = format_timestamp(recs[15]["timestamp"] + 7200)
+    assert error_line(r) == (
+        "error: the records hold 2 attempts (a retried or resumed job): #1 steps 1..15 from "
+        f"{t1} (15 records); #2 steps 16..30 from {t2} (15 records): throughput "
+        f"{shift:.3g}x lower after a 2.0 h pause; pass --attempt last, or --attempt N for one "
+        "of them")
+    assert r.exit_code == 1
+    row = one_row(run_cli(run, "--config", "c", "--attempt", "last"))
+    assert row["steps"] == "15"
+    assert row["throughput_tokens_per_sec"] == f"{statistics.median(after):.3f}"
+    assert row["throughput_tokens_per_sec_per_gpu"] == f"{statistics.median(after):.3f}"
+
+
+@pytest.mark.parametrize(("factor", "split"), [(1.2, False), (1.3, True)])
+def test_a_level_shift_must_be_over_a_quarter(tmp_path, factor, split):
+    """The medians before and after differ by a little more than the factor (1.24, 1.32)."""
+    r = run_cli(_resumed_on_fewer_ranks(tmp_path, factor), "--config", "c")
+    if split:
+        assert "throughput 1.32x lower after a 2.0 h pause" in error_line(r)
+    else:
+        assert one_row(r)["steps"] == "30"
+        assert any(n.startswith("1 pause between records") for n in notes_of(r))
+
+
+def test_a_world_size_change_names_both_sizes(tmp_path):
+    run = _resumed_on_more_ranks(tmp_path)
+    assert ("#2 steps 31..60 from 2026-11-30T00:18:43Z (30 records, 4 ranks): the logged world "
+            "size changes (2 to 4 ranks) and throughput 2x higher after a 120 min pause; pass"
+            ) in error_line(run_cli(run, "--config", "c"))
 
 
 # ---------------------------------------------------------------- only training steps
@@ -734,6 +921,7 @@ def test_mfu_above_100_on_some_steps_is_dropped_per_step(tmp_path):
     run = launch(tmp_path)
     set_metric(run, "train/mfu",
                 lambda i, v: 100.5 if i in (5, 6, 7) else 100.0 if i == 8 else 40.0 + i / 10)
+    on_h100(run)  # tflops / (mfu / 100) is the device's peak
     r = run_cli(run, "--config", "c")
     kept = [100.0 if i == 8 else 40.0 + i / 10 for i in range(2, 31) if i not in (5, 6, 7)]
     assert one_row(r)["mfu"] == f"{statistics.median(kept):.3f}"
@@ -743,57 +931,68 @@ def test_mfu_above_100_on_some_steps_is_dropped_per_step(tmp_path):
 # ------------------------------------------------------- provenance older than the metrics
 
 
-@pytest.mark.parametrize(("before_last_sec", "stale"), [
-    (3600, "60 min"), (300.5, "5 min"), (299.5, None), (200, None), (-10, None),
-])  # stale: more than 300 s before the last record
-def test_provenance_older_than_the_metrics_is_stale(tmp_path, before_last_sec, stale):
-    """A retry that overwrote the metrics leaves the earlier attempt's run_info.json."""
-    run = launch(tmp_path)
-    last = launch_records()[-1]["timestamp"]
+_ANOTHER_LAUNCH = ("before the first exported record: another launch's; the row may be a "
+                   "relaunch into this folder that was killed before finalize")
+
+
+@pytest.mark.parametrize(("after_first_sec", "stale"), [
+    (-61.0, f"61 s {_ANOTHER_LAUNCH}"),  # more than the 60 s of clock slack before the first
+    (-59.0, "8 min before the last metrics record: an earlier attempt's"),  # 459 s before last
+    (99.0, "5 min before the last metrics record: an earlier attempt's"),  # 301 s before last
+    (101.0, None),  # 299 s before the last record
+    (410.0, None),  # after the last record, as finalize writes it
+])
+def test_provenance_older_than_the_metrics_is_stale(tmp_path, after_first_sec, stale):
+    """Records over 400 s; run_info.json and the report written at ``after_first_sec``.
+
+    Older than the first record: another launch's (a killed relaunch into the folder);
+    more than 300 s older than the last: an earlier attempt's (a retry overwrote them)."""
+    run = _even_run(tmp_path, 30.0, 40.0)  # records at 40 s intervals, 1795990040..440
+    first = 1795990040.0
     for p in (run / "run_info.json", run / "train" / "report-train.md"):
-        os.utime(p, (last - before_last_sec, last - before_last_sec))
+        os.utime(p, (first + after_first_sec, first + after_first_sec))
     r = run_cli(run, "--config", "test/cfg")
-    assert one_row(r) == {**LAUNCH_ROW, "config": "test/cfg"}
+    assert one_row(r)["steps"] == "11"
     if stale:
+        ago, _, why = stale.partition(" before ")
         assert notes_of(r) == [
-            f"run looks unfinished (run_info.json was written {stale} before the last metrics "
-            f"record: an earlier attempt's; train/report-train.md was written {stale} before the "
-            "last metrics record: an earlier attempt's); status stays 'pass'; pass --status "
-            "fail if the job failed", MFU_NOTE]
+            f"run looks unfinished (run_info.json was written {ago} and train/report-train.md "
+            f"{ago} before {why}); status stays 'pass'; pass --status fail if the job failed"]
     else:
-        assert notes_of(r) == [MFU_NOTE]
+        assert notes_of(r) == []
 
 
 # ---------------------------------------------------------------- rank 0 stopped early
 
 
-def test_rank0_file_much_smaller_than_another_ranks_is_noted(tmp_path):
+def _rank0_until(tmp_path: Path, last: int) -> Path:
+    """The launch run as 2 ranks: rank 1 logged all 30 steps, rank 0 stopped after ``last``.
+
+    Rank 0's records are larger (it alone writes the aggregated keys): its file is the
+    larger one even so, which is why file sizes cannot tell who stopped early."""
     run = launch(tmp_path)
     recs = read_records(run / "metrics-0.jsonl")
     write_jsonl(run / "metrics-1.jsonl", [{**x, "rank": 1} for x in recs])
-    kept = [x for x in recs if not is_step(x) or x["metrics"]["train/iter"] <= 12]
+    kept = [{**x, "aggregated": {"train/tps/mean": 1.0, "pad": "x" * 2000}} if is_step(x) else x
+            for x in recs if not is_step(x) or x["metrics"]["train/iter"] <= last]
     write_jsonl(run / "metrics-0.jsonl", kept)
-    r = run_cli(run, "--config", "c")
-    assert one_row(r)["steps"] == "12"
-    assert _larger_file_note(run, 1, 12) in notes_of(r)
+    return run
 
 
-def _larger_file_note(run: Path, rank: int, steps: int) -> str:
-    own, other = (os.path.getsize(run / f"metrics-{k}.jsonl") for k in (0, rank))
-    return (f"rank {rank}'s metrics file is {other / own:.1f}x the size of rank 0's ({other:,} "
-            f"vs {own:,} bytes): rank 0 may have stopped early; the row covers its {steps} "
-            "steps only")
-
-
-def test_rank0_file_a_little_smaller_is_not_noted(tmp_path):
-    run = launch(tmp_path)
-    recs = read_records(run / "metrics-0.jsonl")
-    write_jsonl(run / "metrics-1.jsonl", [{**x, "rank": 1} for x in recs])
-    write_jsonl(run / "metrics-0.jsonl",
-                [x for x in recs if not is_step(x) or x["metrics"]["train/iter"] <= 21])
-    r = run_cli(run, "--config", "c")  # rank 1's file is ~1.4x: within the 1.5x allowed
-    assert one_row(r)["steps"] == "21"
-    assert notes_of(r) == [MFU_NOTE]
+@pytest.mark.parametrize(("last", "noted"), [
+    (10, True),
+    (28, True),  # two steps short: more than one logging stride
+    (29, False),  # one step short: ranks stopped together, a step apart
+])
+def test_rank0_that_stopped_early_is_noted_by_its_last_step(tmp_path, last, noted):
+    run = _rank0_until(tmp_path, last)
+    assert os.path.getsize(run / "metrics-0.jsonl") > os.path.getsize(run / "metrics-1.jsonl")
+    r = run_cli(run, "--config", "c", "--gpus", "2")
+    assert one_row(r)["steps"] == str(last)
+    stopped = [n for n in notes_of(r) if "stopped early" in n]
+    assert stopped == ([f"rank 1's last record is step 30, rank 0's step {last}: rank 0 may "
+                        f"have stopped early; the row covers its {last} steps only"]
+                       if noted else [])
 
 
 def test_rank0_of_an_interleaved_file_logged_far_fewer_records(tmp_path):
@@ -807,30 +1006,69 @@ def test_rank0_of_an_interleaved_file_logged_far_fewer_records(tmp_path):
             "covers its 10 steps only") in notes_of(r)
 
 
-def test_other_rank_files_are_only_statted(tmp_path, monkeypatch):
+class _CountingFile:
+    """A file that adds up the bytes read from it."""
+
+    def __init__(self, f, counts: dict[str, int]) -> None:
+        self._f, self._counts, self._name = f, counts, str(f.name)
+
+    def read(self, *args):
+        data = self._f.read(*args)
+        self._counts[self._name] = self._counts.get(self._name, 0) + len(data)
+        return data
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._f.close()
+
+
+def test_other_rank_files_are_read_only_at_their_end(tmp_path, monkeypatch):
+    """39 other ranks, each with a 1 MB file: three are opened, and each is read from
+    the end, a few KiB, never whole (steps.TAIL_BYTES)."""
     import builtins
 
+    from ezpz_amsc.run.steps import TAIL_BYTES
+
     run = copy_run("fsdp_tp-2rank", tmp_path)
-    for k in range(2, 40):
-        write_jsonl(run / f"metrics-{k}.jsonl", [step(1, rank=k, dt=0.1)] * 3)
-    opened: list[str] = []
+    recs = read_records(run / "metrics-1.jsonl")
+    padded = [{**x, "pad": "x" * 40_000} for x in recs]
+    for k in range(1, 40):
+        write_jsonl(run / f"metrics-{k}.jsonl", [{**x, "rank": k} for x in padded[:25]]
+                    + [{**x, "rank": k} for x in recs[25:]])
+    counts: dict[str, int] = {}
     real = builtins.open
-    monkeypatch.setattr(builtins, "open", lambda f, *a, **kw: (opened.append(str(f)),
-                                                               real(f, *a, **kw))[1])
+
+    def counting_open(f, *a, **kw):
+        opened = real(f, *a, **kw)
+        return _CountingFile(opened, counts) if "metrics-" in str(f) else opened
+
+    monkeypatch.setattr(builtins, "open", counting_open)
     one_row(run_cli(run, "--config", "c", "--gpus", "2"))
-    assert not [p for p in opened if "metrics-" in p and not p.endswith("metrics-0.jsonl")]
+    others = {p: n for p, n in counts.items() if not p.endswith("metrics-0.jsonl")}
+    assert sorted(Path(p).name for p in others) == [
+        "metrics-1.jsonl", "metrics-20.jsonl", "metrics-39.jsonl"]  # first, middle, last
+    assert all(n <= TAIL_BYTES for n in others.values()), others
+    assert os.path.getsize(run / "metrics-1.jsonl") > 1_000_000
 
 
-def test_the_last_of_three_other_rank_files_is_statted(tmp_path):
+def test_the_last_of_three_other_rank_files_is_read(tmp_path):
     """Ranks 1, 2 and 3 are the first, middle and last others: all three are compared."""
     run = launch(tmp_path)
     recs = read_records(run / "metrics-0.jsonl")
+    write_jsonl(run / "metrics-0.jsonl",
+                [x for x in recs if not is_step(x) or x["metrics"]["train/iter"] <= 20])
     for k in (1, 2):
-        write_jsonl(run / f"metrics-{k}.jsonl", [{**x, "rank": k} for x in recs])
-    write_jsonl(run / "metrics-3.jsonl", [{**x, "rank": 3} for x in recs + recs])
-    r = run_cli(run, "--config", "c")
-    assert one_row(r)["steps"] == "30"
-    assert _larger_file_note(run, 3, 30) in notes_of(r)
+        write_jsonl(run / f"metrics-{k}.jsonl", [{**x, "rank": k} for x in recs[:22]])
+    write_jsonl(run / "metrics-3.jsonl", [{**x, "rank": 3} for x in recs])
+    r = run_cli(run, "--config", "c", "--gpus", "4")
+    assert one_row(r)["steps"] == "20"
+    assert ("rank 3's last record is step 30, rank 0's step 20: rank 0 may have stopped early; "
+            "the row covers its 20 steps only") in notes_of(r)
 
 
 # ---------------------------------------------------------------- final loss, diverged
@@ -1065,6 +1303,10 @@ def test_every_10_steps_plus_the_last_one(tmp_path):
                    (0, 10, 20, 30, 39) else None)
     r = run_cli(run, "--config", "c")
     row = one_row(r)
-    assert row["wall_time_sec"] == f"{sum(x['metrics']['train/dt'] for x in kept):.3f}"
-    assert notes_of(r) == ["wall_time_sec covers 5 of ~40 steps (logged every 10 steps, steps "
-                        "0..39); pass --wall-time-sec", MFU_NOTE]  # and no step-time note
+    dts = [x["metrics"]["train/dt"] for x in kept]
+    assert row["wall_time_sec"] == f"{sum(dts) + 35 * statistics.median(dts):.3f}"
+    assert notes_of(r) == [  # and no step-time note
+        f"wall_time_sec is estimated for all the steps: the 5 logged steps' {sum(dts):.3f} s "
+        f"plus 35 steps not logged at their median {statistics.median(dts):.4g} s, ~40 steps "
+        "(logged every 10 steps, steps 0..39); pass --wall-time-sec for the job's real time",
+        MFU_NOTE]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from helpers import (
+    H100_PEAK_TFLOPS,
     LAUNCH,
     MFU_NOTE,
     RUNS,
@@ -22,6 +23,7 @@ from helpers import (
     launch,
     launch_records,
     notes_of,
+    on_h100,
     one_row,
     read_records,
     rewrite,
@@ -61,13 +63,16 @@ def test_resumed_run_logging_every_10_steps_names_the_stride(tmp_path):
         if r["metrics"]["train/step"] % 10 == 0 else None)
     r = run_cli(run, "--config", "c")
     row = one_row(r)
+    dts = [x["metrics"]["train/dt"] for x in kept]
     assert row["steps"] == "4"
-    assert row["wall_time_sec"] == f"{sum(x['metrics']['train/dt'] for x in kept):.3f}"
+    assert row["wall_time_sec"] == f"{sum(dts) + 36 * statistics.median(dts):.3f}"
     assert notes_of(r) == [
         "first logged step is 1000 (logged every 10 steps): the run was resumed, or did not "
         "log its first steps; the row covers steps 1000..1030 only",
-        "wall_time_sec covers 4 of ~40 steps (logged every 10 steps, steps 1000..1030); pass "
-        "--wall-time-sec", MFU_NOTE]
+        f"wall_time_sec is estimated for all the steps: the 4 logged steps' {sum(dts):.3f} s "
+        f"plus 36 steps not logged at their median {statistics.median(dts):.4g} s, ~40 steps "
+        "(logged every 10 steps, steps 1000..1030); pass --wall-time-sec for the job's real "
+        "time", MFU_NOTE]
 
 
 def test_step_counter_without_one_finite_value_is_no_resume(tmp_path):
@@ -86,9 +91,12 @@ def test_step_counter_without_one_finite_value_is_no_resume(tmp_path):
 def test_mfu_above_100_on_some_steps_keeps_the_cell_and_says_so_exactly(tmp_path):
     run = launch(tmp_path)
     set_metric(run, "train/mfu", lambda i, v: 150.0 if i in (5, 6) else 40.0 + i / 10)
+    on_h100(run)
     r = run_cli(run, "--config", "c")
     kept = [40.0 + i / 10 for i in range(2, 31) if i not in (5, 6)]
-    assert one_row(r) == {**LAUNCH_ROW, "config": "c", "mfu": f"{statistics.median(kept):.3f}"}
+    tflops = sorted([x / 100 * H100_PEAK_TFLOPS for x in kept] + [1.5 * H100_PEAK_TFLOPS] * 2)
+    assert one_row(r) == {**LAUNCH_ROW, "config": "c", "mfu": f"{statistics.median(kept):.3f}",
+                          "tflops": f"{statistics.median(tflops):.3f}"}
     assert notes_of(r) == [
         "dropped 2 mfu values above 100 % (FP8 measured against a BF16 peak, or fsdp_tp's "
         "tensor-parallel over-count): not a utilisation"]
@@ -156,31 +164,32 @@ def test_interleaved_rank0_records_count_its_eval_records(tmp_path):
             "covers its 8 steps only") in notes_of(r)
 
 
-def _per_rank(tmp_path: Path, big: set[int], ranks: int) -> Path:
-    """The launch run with ``ranks`` per-rank files; those in ``big`` hold the run twice."""
+def _per_rank(tmp_path: Path, further: dict[int, int], ranks: int) -> Path:
+    """The launch run with ``ranks`` per-rank files; rank k in ``further`` logged on to
+    step 30 + further[k] (the others, like rank 0, to step 30)."""
     run = launch(tmp_path)
     recs = read_records(run / "metrics-0.jsonl")
+    steps = [x for x in recs if is_step(x)]
     for k in range(1, ranks):
-        write_jsonl(run / f"metrics-{k}.jsonl", _as_rank(recs * (2 if k in big else 1), k))
+        more = [{**x, "metrics": {**x["metrics"], "train/iter": x["metrics"]["train/iter"] + 30}}
+                for x in steps[:further.get(k, 0)]]
+        write_jsonl(run / f"metrics-{k}.jsonl", _as_rank(recs + more, k))
     return run
 
 
-def _larger_file_note(run: Path, rank: int, own_rank: int, steps: int) -> str:
-    own, other = (os.path.getsize(run / f"metrics-{k}.jsonl") for k in (own_rank, rank))
-    return (f"rank {rank}'s metrics file is {other / own:.1f}x the size of rank {own_rank}'s "
-            f"({other:,} vs {own:,} bytes): rank {own_rank} may have stopped early; the row "
-            f"covers its {steps} steps only")
-
-
-@pytest.mark.parametrize(("big", "ranks"), [
-    ({3}, 6),  # others 1..5: the middle one, rank 3, is statted
-    ({1}, 4),  # the largest file is rank 1's, not the highest rank's
+@pytest.mark.parametrize(("further", "ranks", "named"), [
+    ({3: 5}, 6, (3, 35)),  # others 1..5: the middle one, rank 3, is read
+    ({1: 9, 3: 4}, 4, (1, 39)),  # the furthest is rank 1's, not the highest rank's
+    ({2: 1}, 4, None),  # one step further on: ranks stop a step apart when killed
 ])
-def test_per_rank_file_far_larger_is_found(tmp_path, big, ranks):
-    run = _per_rank(tmp_path, big, ranks)
+def test_per_rank_file_further_on_is_found(tmp_path, further, ranks, named):
+    run = _per_rank(tmp_path, further, ranks)
     r = run_cli(run, "--config", "c")
     assert one_row(r) == {**LAUNCH_ROW, "config": "c"}
-    assert notes_of(r) == [_larger_file_note(run, min(big), 0, 30), MFU_NOTE]
+    stopped = [] if named is None else [
+        f"rank {named[0]}'s last record is step {named[1]}, rank 0's step 30: rank 0 may have "
+        "stopped early; the row covers its 30 steps only"]
+    assert notes_of(r) == [*stopped, MFU_NOTE]
 
 
 def test_files_compared_with_the_rank_used_not_the_first_file_read(tmp_path):
@@ -194,20 +203,6 @@ def test_files_compared_with_the_rank_used_not_the_first_file_read(tmp_path):
     r = run_cli(run, "--config", "c")
     assert one_row(r) == {**LAUNCH_ROW, "config": "c"}
     assert notes_of(r) == ["rank 0 logged no step; used rank 1", MFU_NOTE]
-
-
-def test_own_file_gone_after_reading_compares_nothing(tmp_path, monkeypatch):
-    """Rank 0's file cannot be statted after it was read (rotated away): its size is
-    unknown, so no other file is called far larger than it."""
-    from ezpz_amsc.run import crosschecks as checks
-
-    run = _per_rank(tmp_path, {1}, 2)
-    real = checks._size
-    monkeypatch.setattr(checks, "_size", lambda p: None if Path(p).name == "metrics-0.jsonl"
-                        else real(p))
-    r = run_cli(run, "--config", "c")
-    assert one_row(r) == {**LAUNCH_ROW, "config": "c"}
-    assert notes_of(r) == [MFU_NOTE]
 
 
 def test_run_without_a_step_compares_no_files(tmp_path):
@@ -238,19 +233,26 @@ def test_unfinished_run_with_status_fail_gets_no_status_advice(tmp_path):
     r = run_cli(run, "--config", "c", "--status", "fail")
     assert one_row(r) == {**LAUNCH_ROW, "config": "c", "status": "fail"}
     assert notes_of(r) == [
-        "run looks unfinished (run_info.json was written 60 min before the last metrics "
-        "record: an earlier attempt's); status stays 'fail'", MFU_NOTE]
+        "run looks unfinished (run_info.json was written 60 min before the first exported "
+        "record: another launch's; the row may be a relaunch into this folder that was killed "
+        "before finalize); status stays 'fail'", MFU_NOTE]
 
 
-def test_provenance_exactly_the_limit_before_the_last_record_is_not_stale(tmp_path):
-    """Written 300 s before the last record, to the nanosecond: not more than 300 s."""
+@pytest.mark.parametrize(("first", "every", "written"), [
+    # 300 s before the last record, 10 s before the first (within the 60 s of clock slack)
+    (1795990510.0, 10.0, 1795990500.0),
+    # 60 s before the first record, 205 s before the last
+    (1795990560.0, 5.0, 1795990500.0),
+])
+def test_provenance_exactly_at_a_limit_is_not_stale(tmp_path, first, every, written):
+    """Written exactly 300 s before the last record, or exactly 60 s before the first, to
+    the nanosecond: not more than the limit. (One second more: the stale cases.)"""
     run = launch(tmp_path)
-    last = 1795990800.0  # integral: last - 300 is exact, in st_mtime as in the check
-    rewrite(run / "metrics-0.jsonl", lambda x: {**x, "timestamp": last - 30 + x["metrics"][
-        "train/iter"]} if is_step(x) else x)
+    rewrite(run / "metrics-0.jsonl", lambda x: {**x, "timestamp": first + every * (
+        x["metrics"]["train/iter"] - 1)} if is_step(x) else x)
     for p in (run / "run_info.json", run / "train" / "report-train.md"):
-        os.utime(p, ns=(int(last - 300) * 10**9,) * 2)
-        assert os.stat(p).st_mtime == last - 300
+        os.utime(p, ns=(int(written) * 10**9,) * 2)
+        assert os.stat(p).st_mtime == written
     r = run_cli(run, "--config", "c")
     assert one_row(r)["steps"] == "30"
     assert not [n for n in notes_of(r) if "unfinished" in n]
@@ -294,9 +296,9 @@ def test_files_named_by_local_rank_compare_the_file_the_steps_came_from(tmp_path
     own, other = (os.path.getsize(run / f"metrics-{k}.jsonl") for k in (0, 1))
     stopped = [n for n in notes_of(r) if "stopped early" in n]
     assert stopped == ([] if short_file == 1 else [
-        f"metrics-1.jsonl is {other / own:.1f}x the size of metrics-0.jsonl, which holds rank "
-        f"12's ({other:,} vs {own:,} bytes): rank 12 may have stopped early; the row covers "
-        "its 10 steps only"])
+        "the last record of metrics-1.jsonl is step 30, of metrics-0.jsonl (rank 12's) step "
+        "10: rank 12 may have stopped early; the row covers its 10 steps only"])
+    assert os.path.getsize(run / f"metrics-{short_file}.jsonl") < other + own
 
 
 def test_truncated_file_named_is_the_one_the_steps_came_from(tmp_path):
@@ -314,3 +316,48 @@ def test_truncated_file_named_is_the_one_the_steps_came_from(tmp_path):
     assert [n for n in notes if n.startswith("run looks unfinished")] == [
         "run looks unfinished (metrics-0.jsonl ends in a truncated line); status stays 'pass'; "
         "pass --status fail if the job failed"]
+
+
+# ---------------------------------------------------------------- ezpz launch's exit status
+
+
+def _launched(tmp_path: Path, status: int) -> Path:
+    """The launch run whose ezpz launch log ends with ``Execution finished with N.``"""
+    run = launch(tmp_path)
+    (log,) = run.glob("*-rank0.jsonl")
+    text = log.read_text().replace("Execution finished with 0.",
+                                   f"Execution finished with {status}.")
+    log.write_text(text)
+    return run
+
+
+@pytest.mark.parametrize(("status", "given", "hint"), [
+    (1, "pass", "; pass --status fail if the job failed"),
+    (137, "fail", ""),
+])
+def test_a_launch_log_that_says_the_job_failed_is_a_note(tmp_path, status, given, hint):
+    r = run_cli(_launched(tmp_path, status), "--config", "c", "--status", given)
+    assert one_row(r) == {**LAUNCH_ROW, "config": "c", "status": given}  # the user's status
+    assert notes_of(r) == [
+        f"2026-11-29-221908-rank0.jsonl says the job exited with status {status} (ezpz launch: "
+        f"'Execution finished with {status}.'); status stays '{given}'{hint}", MFU_NOTE]
+
+
+def test_a_launch_log_that_says_zero_is_silent(tmp_path):
+    r = run_cli(_launched(tmp_path, 0), "--config", "test/cfg")
+    assert notes_of(r) == [MFU_NOTE]
+
+
+def test_rank0_s_last_numbered_step_is_compared(tmp_path):
+    """Rank 0's last record has no step number (it sorts last): step 10 is its last."""
+    run = launch(tmp_path)
+    recs = read_records(run / "metrics-0.jsonl")
+    write_jsonl(run / "metrics-1.jsonl", _as_rank(recs, 1))
+    kept = [x for x in recs if not is_step(x) or x["metrics"]["train/iter"] <= 10]
+    kept.append({**kept[-1], "timestamp": kept[-1]["timestamp"] + 0.05,
+                 "metrics": {**kept[-1]["metrics"], "train/iter": float("nan")}})
+    write_jsonl(run / "metrics-0.jsonl", kept)
+    r = run_cli(run, "--config", "c", "--gpus", "2")
+    assert one_row(r)["steps"] == "11"
+    assert ("rank 1's last record is step 30, rank 0's step 10: rank 0 may have stopped "
+            "early; the row covers its 11 steps only") in notes_of(r)

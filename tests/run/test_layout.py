@@ -35,9 +35,11 @@ from ezpz_amsc.errors import AmscError
 from ezpz_amsc.export import export_run
 from ezpz_amsc.options import ExportOptions
 from ezpz_amsc.run.layout import (
+    LOG_TAIL_BYTES,
     RankFiles,
     find_run_files,
     holds_metrics,
+    launch_exit_status,
     rel_to,
     sniff_jsonl,
     where_the_run_is,
@@ -99,7 +101,7 @@ def test_rank_files_mapping(tmp_path):
     assert repr(files) == f"RankFiles({str(tmp_path)!r}, 4 ranks)"
 
 
-def test_only_the_chosen_rank_file_is_opened_among_200(tmp_path, monkeypatch):
+def test_only_the_chosen_rank_file_is_read_among_200(tmp_path, monkeypatch):
     run = tmp_path / "run"
     write_run_info(run, WORLD_SIZE_IN_USE="200", world_size="200", GPUS_PER_NODE="12",
                    NUM_NODES="17")
@@ -115,7 +117,9 @@ def test_only_the_chosen_rank_file_is_opened_among_200(tmp_path, monkeypatch):
     monkeypatch.setattr(builtins, "open", counting_open)
     row = one_row(run_cli(run, "--config", "c"))
     rank_files = [p for p in opened if "metrics-" in p]
-    assert rank_files == [str(run / "metrics-0.jsonl")]
+    # rank 0's is read; the first, middle and last other ranks' only at their end (their
+    # last step against rank 0's: tests/run/test_crosschecks.py)
+    assert rank_files == [str(run / f"metrics-{r}.jsonl") for r in (0, 1, 100, 199)]
     assert (row["gpus"], row["nodes"]) == ("200", "17")
 
 
@@ -424,6 +428,10 @@ def test_only_report_md_files_are_reports(tmp_path):
     ("", ["metrics-0.jsonl", "metrics.jsonl"], "metrics-<rank>.jsonl, metrics.jsonl"),
     ("a", ["metrics-0.jsonl", "metrics.jsonl"], "metrics-<rank>.jsonl, metrics.jsonl"),
     ("", ["metrics.jsonl", "20260811-182837.jsonl"], "metrics.jsonl, 20260811-182837.jsonl"),
+    # plain and gzipped: two schemes, not one file read twice
+    ("", ["metrics-0.jsonl", "metrics-1.jsonl.gz"],
+     "metrics-<rank>.jsonl, metrics-<rank>.jsonl.gz"),
+    ("", ["metrics.jsonl", "metrics.jsonl.gz"], "metrics.jsonl, metrics.jsonl.gz"),
 ])
 def test_two_metrics_schemes_in_one_folder_are_refused(tmp_path, sub, names, shown):
     for name in names:
@@ -518,3 +526,33 @@ def test_run_info_and_config_below_the_metrics_folder_are_ignored(tmp_path):
     assert files.notes == [
         f"ignored train/{name}: not in the metrics folder or a folder above it (another "
         "run's or attempt's?)" for name in ("run_info.json", "config.json")]
+
+
+# ------------------------------------------------------------------- ezpz launch's log
+
+
+def _log(path: Path, messages: list[str], pad: int = 0) -> Path:
+    recs = [{"timestamp": "2026-11-29T22:19:21", "level": "INFO", "message": m, "pad": "x" * pad}
+            for m in messages]
+    write_jsonl(path, recs)
+    return path
+
+
+@pytest.mark.parametrize(("messages", "status"), [
+    (["----[ezpz.launch][started]----", "Execution finished with 0.",
+      "Executing finished in 11.36 seconds."], 0),
+    (["Execution finished with 0.", "Execution finished with 137."], 137),  # the last one
+    (["Execution finished with -9."], -9),
+    (["Execution finished with 1. (and more)"], None),  # not the line ezpz writes
+    (["Training step 3"], None),
+])
+def test_launch_exit_status(tmp_path, messages, status):
+    assert launch_exit_status(_log(tmp_path / "x-rank0.jsonl", messages)) == status
+
+
+def test_launch_exit_status_reads_the_end_only(tmp_path):
+    """The status 40 KB before the end is past the 16 KiB read: unknown."""
+    p = _log(tmp_path / "x-rank0.jsonl", ["Execution finished with 3."] + ["filler"] * 40, 1000)
+    assert p.stat().st_size > 2 * LOG_TAIL_BYTES
+    assert launch_exit_status(p) is None
+    assert launch_exit_status(tmp_path / "missing-rank0.jsonl") is None

@@ -29,7 +29,7 @@ from helpers import (
 )
 
 from ezpz_amsc._ezpz import get_machine, machine_from_hostname
-from ezpz_amsc.run.placement import ranks_per_node
+from ezpz_amsc.run.placement import LaunchLayout, launch_layout, ranks_per_node
 
 # --------------------------------------------------------------------- the three tiers
 
@@ -276,6 +276,78 @@ def test_ranks_per_node_from_the_launch_line(tmp_path, command):
 ])
 def test_ranks_per_node_parser(command, want):
     assert ranks_per_node(command) == want
+
+
+# ezpz 0.26.1's own launch builders (pbs.py, slurm.py, launch.py) write these lines.
+SOPHIA = "mpirun -n=8 -N=4 --hostfile=/var/spool/pbs/aux/1 -x PATH -x LD_LIBRARY_PATH --verbose"
+SLURM = "srun -u --verbose -N4 -n8 --gpus-per-node=2"
+NO_SCHEDULER = "mpirun -np 16 --map-by ppr:4:node"
+PBS = "mpiexec --envall --line-buffer --np=24 --ppn=6 --hostfile=/var/spool/pbs/aux/1"
+
+
+@pytest.mark.parametrize(("command", "layout"), [
+    (SOPHIA, LaunchLayout(per_node=4, per_node_flag="-N 4")),  # Open MPI: -N per node
+    (SLURM, LaunchLayout(nodes=4, nodes_flag="-N 4")),  # srun: -N is nodes
+    (NO_SCHEDULER, LaunchLayout(per_node=4, per_node_flag="--map-by ppr:4:node")),
+    (PBS, LaunchLayout(per_node=6, per_node_flag="--ppn 6")),
+    ("mpirun -N 3 python3 x.py", LaunchLayout(per_node=3, per_node_flag="-N 3")),
+    ("mpiexec -N2 python3 x.py", LaunchLayout(per_node=2, per_node_flag="-N 2")),
+    ("aprun -n 8 -N 4 ./x", LaunchLayout(per_node=4, per_node_flag="-N 4")),
+    ("srun --nodes=2 -n 8 python x.py", LaunchLayout(nodes=2, nodes_flag="--nodes 2")),
+    ("srun --nodes 3 --ntasks-per-node 4 python x.py",  # both: ranks per node win
+     LaunchLayout(per_node=4, per_node_flag="--ntasks-per-node 4", nodes=3,
+                  nodes_flag="--nodes 3")),
+    ("env A=1 srun -N 2 python x.py", LaunchLayout(nodes=2, nodes_flag="-N 2")),
+    ("mpirun --map-by=ppr:2:node:pe=4 -np 4 a.py", LaunchLayout(
+        per_node=2, per_node_flag="--map-by ppr:2:node")),
+    ("mpirun --map-by PPR:2:NODE -np 4 a.py", LaunchLayout(
+        per_node=2, per_node_flag="--map-by ppr:2:node")),
+    ("mpirun --map-by ppr:2:socket -np 4 a.py", LaunchLayout()),  # sockets per node unknown
+    ("mpirun --map-by ppr:2:nodes -np 4 a.py", LaunchLayout()),
+    ("srun -N 2-4 python x.py", LaunchLayout()),  # a range of nodes: no count
+    ("torchrun -N 3 x.py", LaunchLayout()),  # -N means nothing to torchrun
+    ("python3 -m x -N 4", LaunchLayout()),  # no launcher: the program's own -N
+    ("mpirun python3 x.py -N 4", LaunchLayout()),  # after the program: its own flag
+    ("['srun', '-N4', '-n8', 'python3', 'x.py']", LaunchLayout(nodes=4, nodes_flag="-N 4")),
+    ("mpirun -N0 x", LaunchLayout()),
+    ("mpirun -N 1000000 x", LaunchLayout(per_node=1000000, per_node_flag="-N 1000000")),
+    ("mpirun -N 1000001 x", LaunchLayout()),
+    ("mpirun -Nx x", LaunchLayout()),  # not a count attached
+])
+def test_launch_lines_as_ezpz_writes_them(command, layout):
+    assert launch_layout(command) == layout
+
+
+@pytest.mark.parametrize(("command", "ranks", "nodes", "how"), [
+    # the issue's three: jobs on 2, 4 and 4 nodes, once read as 1, 2 and 2
+    (SOPHIA, "8", "2", "nodes 2 = ceil(8 / 4 ranks per node, -N 4 in EZPZ_RUN_COMMAND)"),
+    (SLURM, "8", "4", "nodes 4 = -N 4 in EZPZ_RUN_COMMAND"),
+    (NO_SCHEDULER, "16", "4",
+     "nodes 4 = ceil(16 / 4 ranks per node, --map-by ppr:4:node in EZPZ_RUN_COMMAND)"),
+    ("srun -N8 -n4 python x.py", "4", "4",
+     "nodes 4 = 4 ranks, one per node (-N 8 in EZPZ_RUN_COMMAND)"),
+])
+def test_nodes_from_ezpz_s_own_launch_lines(tmp_path, command, ranks, nodes, how):
+    run = tmp_path / "r"
+    _metrics(run)
+    write_run_info(run, MACHINE="M", GPUS_PER_NODE="8", NUM_NODES="8", world_size=ranks,
+                   WORLD_SIZE_IN_USE=ranks, EZPZ_RUN_COMMAND=command)
+    r = run_cli(run, "--config", "c", "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert (data["row"]["nodes"], data["row"]["gpus"]) == (nodes, ranks)
+    assert data["details"]["placement"]["nodes"] == how
+
+
+def test_srun_nodes_beyond_the_allocation_are_refused(tmp_path):
+    run = tmp_path / "r"
+    _metrics(run)
+    write_run_info(run, MACHINE="M", GPUS_PER_NODE="4", NUM_NODES="2", world_size="8",
+                   WORLD_SIZE_IN_USE="8", EZPZ_RUN_COMMAND=SLURM)
+    assert error_line(run_cli(run, "--config", "c")) == (
+        "error: 8 ranks on 4 nodes (-N 4 in EZPZ_RUN_COMMAND) need more nodes than the job had "
+        "(NUM_NODES 2); pass --nodes N")
+    assert one_row(run_cli(run, "--config", "c", "--nodes", "2"))["nodes"] == "2"
 
 
 def test_no_ranks_per_node_evidence_is_noted_with_the_allocation(tmp_path):
@@ -656,3 +728,35 @@ def test_only_the_distributed_heading_opens_the_section(tmp_path, heading, nodes
                                  "found); pass --system NAME --gpus N --nodes N")
     else:
         assert one_row(r)["nodes"] == nodes
+
+
+# --------------------------------------------------------- the job's duration, for the hook
+
+
+@pytest.mark.parametrize(("timings", "seconds"), [
+    ({"timings/end-to-end": "61.50s"}, 61.5),
+    ({"main/total": " 61.5 s "}, 61.5),
+    ({"main/total": "12", "timings/end-to-end": "13.00s"}, 13.0),  # end-to-end first
+    ({"timings/end-to-end": "0.00s"}, None),
+    ({"timings/end-to-end": "-3.00s"}, None),
+    ({"timings/end-to-end": "1e3s"}, None),
+    ({"timings/end-to-end": 61.5}, 61.5),  # a number, not ezpz's text: still a duration
+    ({"main/setup_torch": "3.00s"}, None),
+    ("61.5s", None),
+    (None, None),
+])
+def test_job_duration_from_run_info_timings(tmp_path, timings, seconds):
+    from ezpz_amsc.run.placement import job_duration_sec
+
+    info = write_run_info(tmp_path)
+    if timings is not None:
+        info.write_text(json.dumps({**json.loads(info.read_text()), "Timings": timings}))
+    assert job_duration_sec(info) == seconds
+
+
+def test_job_duration_of_a_broken_run_info_is_unknown(tmp_path):
+    from ezpz_amsc.run.placement import job_duration_sec
+
+    (tmp_path / "run_info.json").write_text("{not json")
+    assert job_duration_sec(tmp_path / "run_info.json") is None
+    assert job_duration_sec(tmp_path / "missing.json") is None

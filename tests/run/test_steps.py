@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 from helpers import (
+    EXPECTED,
     FIXTURE_NAMES,
+    MFU_NOTE,
     REPO,
     RUNS,
     error_line,
@@ -626,3 +628,163 @@ def test_bare_throughput_is_counted_only_on_records_without_training_throughput(
     data = "".join(json.dumps({"rank": 0, "metrics": m}) + "\n" for m in recs)
     s = read_bytes_file(tmp_path, data.encode(), interleaved=False)
     assert s.ignored_throughput == {"tokens_per_sec": 1}
+
+
+# --------------------------------------------------------------------- beside the series
+
+
+def test_content_tokens_and_epoch_are_read_beside_the_series(tmp_path):
+    recs = [
+        {"timestamp": 1795990000.0, "rank": 0,
+         "metrics": {"train/iter": 1, "train/epoch": 0, "train/tokens": 512, "train/dt": 0.5}},
+        {"timestamp": 1795990001.0, "rank": 0,  # an eval record numbered by the step
+         "metrics": {"train/iter": 1, "eval/loss": 3.0, "train/epoch": 7}},
+        {"timestamp": 1795990002.0, "rank": 0,  # steps go on: its epoch is not read
+         "metrics": {"train/iter": 2, "epoch": 1, "train/ntokens": 256, "loss": 1.0}},
+        {"timestamp": 1795990003.0, "rank": 0,  # no usable number: NaN (or inf), never 0
+         "metrics": {"train/iter": 1, "train/epoch": "x", "train/tokens": float("inf"),
+                     "train/ntokens": 9, "dt": 0.5}},
+        {"timestamp": 1795990004.0, "rank": 0,
+         "metrics": {"train/iter": 1, "train/epoch": 3, "train/tokens": True, "dt": 0.5}},
+        {"timestamp": 1795990005.0, "rank": 0,
+         "metrics": {"train/iter": 2, "train/tokens": 10**400, "dt": 0.5}},
+    ]
+    s = read_bytes_file(tmp_path, "".join(json.dumps(r) + "\n" for r in recs).encode(), False)
+    assert s.contentless == [1]
+    assert [x if x == x else None for x in s.tokens] == [
+        512.0, None, 256.0, math.inf, None, None]
+    # read where the step number does not increase: records 0, 1, 3 and 4
+    assert {k: (v if v == v else None) for k, v in s.epochs.items()} == {
+        0: 0.0, 1: 7.0, 3: None, 4: 3.0}
+    got = steps_mod.epoch_values(s).tolist()
+    assert [x if x == x else None for x in got] == [0.0, 7.0, 7.0, None, 3.0, 3.0]
+
+
+# --------------------------------------------------------------------- gzipped metrics
+
+
+def _gzip(path: Path, data: bytes) -> Path:
+    import gzip
+
+    gz = path.with_name(path.name + ".gz")
+    gz.write_bytes(gzip.compress(data))
+    path.unlink()
+    return gz
+
+
+@pytest.mark.parametrize(("run_name", "name"), [
+    ("fsdp_tp-1rank-launch", "metrics-0.jsonl"), ("minimal-1rank", "metrics.jsonl")])
+def test_gzipped_metrics_are_read_as_they_are(fixture_run, run_name, name):
+    run = fixture_run(run_name)
+    _gzip(run / name, (run / name).read_bytes())
+    r = run_cli(run, "--config", "test/cfg")
+    assert list(one_row(r).values()) == EXPECTED[run_name].split(",")
+    assert notes_of(r) == [MFU_NOTE]
+
+
+def test_a_gzipped_run_id_file_is_sniffed_and_read(tmp_path):
+    run = good_run(tmp_path / "run")
+    plain = one_row(run_cli(run, "--config", "c"))
+    (run / "metrics-0.jsonl").rename(run / "20260811-182837.jsonl")
+    _gzip(run / "20260811-182837.jsonl", (run / "20260811-182837.jsonl").read_bytes())
+    assert one_row(run_cli(run, "--config", "c")) == plain
+
+
+def test_a_cut_gzip_stream_is_a_truncated_file(tmp_path):
+    """A job killed while writing its compressed metrics: the steps read so far count."""
+    import gzip
+
+    run = good_run(tmp_path / "run", n=40)
+    data = gzip.compress((run / "metrics-0.jsonl").read_bytes(), mtime=0)
+    (run / "metrics-0.jsonl").unlink()
+    (run / "metrics-0.jsonl.gz").write_bytes(data[:-8])  # its lines, but no end marker
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["steps"] == "40"
+    assert "last line of metrics-0.jsonl.gz is truncated; ignored it" in notes_of(r)
+
+
+def test_a_file_named_gz_that_is_not_gzip_is_an_error(tmp_path):
+    run = write_run_info(tmp_path / "run").parent
+    (run / "metrics-0.jsonl.gz").write_text(json.dumps(step(1, dt=1.0)) + "\n")
+    line = error_line(run_cli(run, "--config", "c"))
+    assert line.startswith(f"error: {run / 'metrics-0.jsonl.gz'}: cannot read metrics file: ")
+
+
+def test_a_gzipped_file_is_hashed_as_it_is_on_disk(tmp_path):
+    from helpers import sha256
+
+    run = good_run(tmp_path / "run")
+    gz = _gzip(run / "metrics-0.jsonl", (run / "metrics-0.jsonl").read_bytes())
+    res = export_run(run, ExportOptions(config="c"), hash_files=True)
+    assert res.read is not None
+    assert res.read.digests[gz] == (gz.stat().st_size, sha256(gz))
+
+
+# --------------------------------------------------------------------- a file's last record
+
+
+def test_last_logged_step_reads_the_end_of_the_file(tmp_path):
+    from ezpz_amsc.run.steps import TAIL_BYTES, last_logged_step
+
+    p = tmp_path / "metrics-1.jsonl"
+    recs = [step(i, rank=1, dt=0.5) for i in range(1, 2001)]  # 100 KB: more than one tail
+    write_jsonl(p, recs)
+    with open(p, "a") as f:
+        f.write('{"timestamp": 1795990000.0, "rank": 1, "metr')  # killed mid-line
+    assert p.stat().st_size > 4 * TAIL_BYTES
+    epoch, last = last_logged_step(p, "train/iter")
+    assert math.isnan(epoch) and last == 2000.0  # the cut line skipped, the one before read
+
+
+def test_last_logged_step_carries_the_epoch(tmp_path):
+    from ezpz_amsc.run.steps import last_logged_step
+
+    p = tmp_path / "m.jsonl"
+    write_jsonl(p, [{"timestamp": 1.0, "metrics": {"train/iter": 3, "train/epoch": 2}},
+                    {"timestamp": 2.0, "metrics": {"precision/x": "bf16"}}])  # not a step
+    assert last_logged_step(p, "train/iter") == (2.0, 3.0)
+
+
+def test_last_logged_step_reads_further_back_for_a_wide_record(tmp_path):
+    """A last record of 40 KiB: the first 16 KiB read holds no whole line, the next 64 do."""
+    from ezpz_amsc.run.steps import TAIL_BYTES, TAIL_MAX_BYTES, last_logged_step
+
+    p = tmp_path / "m.jsonl"
+    wide = {**step(7, dt=1.0), "pad": "x" * 40_000}
+    write_jsonl(p, [step(i, dt=1.0) for i in range(1, 7)] + [wide])
+    assert TAIL_BYTES < 40_000 < TAIL_MAX_BYTES
+    assert last_logged_step(p, "train/iter")[1] == 7.0
+    huge = {**step(8, dt=1.0), "pad": "x" * (TAIL_MAX_BYTES + 10)}
+    write_jsonl(p, [step(1, dt=1.0), huge])
+    assert last_logged_step(p, "train/iter") is None  # no whole record in the last MiB
+
+
+@pytest.mark.parametrize("case", ["missing", "gzip", "no-counter", "empty"])
+def test_last_logged_step_is_unknown_when_it_cannot_be_read(tmp_path, case):
+    from ezpz_amsc.run.steps import last_logged_step
+
+    p = tmp_path / ("m.jsonl.gz" if case == "gzip" else "m.jsonl")
+    if case == "gzip":
+        p.write_bytes(b"\x1f\x8b")
+    elif case == "no-counter":
+        write_jsonl(p, [{"timestamp": 1.0, "metrics": {"train/step": 3}}])
+    elif case == "empty":
+        p.write_bytes(b"")
+    assert last_logged_step(p, "train/iter") is None
+
+
+def test_values_of_keys_reads_one_rank_in_a_window(tmp_path):
+    from ezpz_amsc.run.steps import values_of_keys
+
+    p = tmp_path / "metrics.jsonl"
+    write_jsonl(p, [
+        {"timestamp": 10.0, "rank": 0, "metrics": {"train/ckpt_s": 2.0}},
+        {"timestamp": 11.0, "rank": 1, "metrics": {"train/ckpt_s": 50.0}},  # another rank
+        {"timestamp": 12.0, "metrics": {"train/ckpt_s": 3.0, "ckpt_step": 5}},  # no rank: ok
+        {"timestamp": 99.0, "rank": 0, "metrics": {"train/ckpt_s": 70.0}},  # outside
+        {"timestamp": 13.0, "rank": 0, "metrics": {"train/ckpt_s": float("nan")}},
+        "not json ckpt",
+    ])
+    got = values_of_keys(p, 0, (b"ckpt",), lambda k: k.endswith("_s"), (10.0, 13.0))
+    assert got == {"train/ckpt_s": [2.0, 3.0]}
+    assert values_of_keys(tmp_path / "gone.jsonl", 0, (b"ckpt",), bool, (0.0, 1.0)) == {}

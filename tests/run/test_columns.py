@@ -1,0 +1,335 @@
+"""The cells (run/columns.py): each decided in one place, with the note that says why a
+cell is derived, estimated or left empty.
+
+Series that are mostly impossible values, rates from too few steps, ``--gpus`` over a
+logged ratio that disagrees, the wall time of a run that logged every k-th step, one
+timestamp on every record. The identities between cells are tests/run/test_identities.py.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+from helpers import (
+    EXPECTED,
+    LAUNCH,
+    MFU_NOTE,
+    RUNS,
+    SUNSPOT_TPS,
+    aurora_run,
+    error_line,
+    expected_row,
+    launch,
+    launch_records,
+    notes_of,
+    on_h100,
+    one_row,
+    read_records,
+    run_cli,
+    set_metric,
+    step,
+    write_jsonl,
+    write_run,
+)
+
+from ezpz_amsc.run.columns import INVALID_SHARE_MAX, MIN_RATE_STEPS
+
+LAUNCH_ROW = expected_row(LAUNCH)
+MFU_100 = ("dropped {n} mfu values above 100 % (FP8 measured against a BF16 peak, or "
+           "fsdp_tp's tensor-parallel over-count): not a utilisation")
+
+
+# ---------------------------------------------------------------- a partly invalid series
+
+
+def test_the_share_is_ten_percent():
+    assert (INVALID_SHARE_MAX, MIN_RATE_STEPS) == (0.10, 2)
+
+
+@pytest.mark.parametrize(("over", "kept"), [
+    ({5, 6, 7}, True),  # 3 of 30 steps: 10 %, a glitch
+    ({5, 6, 7, 8}, False),  # 4 of 30: over 10 %
+])
+def test_mfu_above_100_on_more_than_a_tenth_of_the_steps_leaves_it_empty(tmp_path, over, kept):
+    run = launch(tmp_path)
+    set_metric(run, "train/mfu", lambda i, v: 130.0 if i in over else 40.0 + i / 10)
+    on_h100(run)
+    r = run_cli(run, "--config", "c")
+    rest = [40.0 + i / 10 for i in range(2, 31) if i not in over]
+    assert one_row(r)["mfu"] == (f"{statistics.median(rest):.3f}" if kept else "")
+    note = MFU_100.format(n=len(over)) + ("" if kept else (
+        "; mfu left empty: 4 of 30 steps dropped, over 10%, and the rest is not a "
+        "measurement of the run"))
+    assert notes_of(r) == [note]
+
+
+def test_fp8_against_a_bf16_peak_on_17_of_29_steps_is_not_published(tmp_path):
+    """The issue's case: the 12 steps left would give a median of 95.9, no utilisation."""
+    run = launch(tmp_path)
+    recs = launch_records()
+    write_jsonl(run / "metrics-0.jsonl", [
+        {**x, "metrics": {**x["metrics"], "train/mfu": 101.0 + k if k < 17 else 95.0 + k / 10}}
+        for k, x in enumerate(recs[:29])])
+    on_h100(run)
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    assert (row["mfu"], row["steps"]) == ("", "29")
+    assert row["tflops"] != ""  # tflops is a measurement: ezpz's FP8 steps are real work
+    assert notes_of(r)[0] == MFU_100.format(n=17) + (
+        "; mfu left empty: 17 of 29 steps dropped, over 10%, and the rest is not a "
+        "measurement of the run")
+
+
+@pytest.mark.parametrize(("name", "column"), [
+    ("tps", "throughput_tokens_per_sec"), ("tps_per_gpu", "throughput_tokens_per_sec_per_gpu"),
+    ("mfu", "mfu"), ("tflops", "tflops"),
+])
+@pytest.mark.parametrize("negative", [1, 2])  # of 10 values: 10 % kept, 20 % empty
+def test_negative_rates_beyond_a_tenth_leave_the_cell_empty(tmp_path, name, column, negative):
+    vals = [-5.0] * negative + [40.0, 44.0, 42.0, 41.0, 43.0, 45.0, 39.0, 46.0, 38.0][negative - 1:]
+    assert len(vals) == 10
+    run = write_run(tmp_path / "run",
+                    [step(i, dt=0.5, **{name: v}) for i, v in enumerate(vals, 1)])
+    r = run_cli(run, "--config", "c", "--warmup", "0")
+    rest = [v for v in vals if v > 0]
+    assert one_row(r)[column] == (f"{statistics.median(rest):.3f}" if negative == 1 else "")
+    notes = notes_of(r)
+    assert (f"dropped {negative} impossible value{'s' if negative > 1 else ''} (step time <= 0 "
+            f"or negative throughput/mfu/tflops: {name} {negative})") in notes
+    empty = (f"{negative} of 10 {name} values are negative; {column} left empty: {negative} of "
+             "10 steps dropped, over 10%, and the rest is not a measurement of the run")
+    assert (empty in notes) == (negative == 2)
+
+
+def test_every_rate_negative_leaves_the_cell_empty_with_a_short_note(tmp_path):
+    run = write_run(tmp_path / "run", [step(i, dt=0.5, tflops=-3.0) for i in range(1, 4)])
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["tflops"] == ""
+    assert "3 of 3 tflops values are negative; tflops left empty" in notes_of(r)
+
+
+@pytest.mark.parametrize(("bad", "refused"), [(1, False), (2, True)])  # of 10 step times
+def test_step_times_mostly_impossible_leave_the_wall_time_unknown(tmp_path, bad, refused):
+    dts = [0.0] * bad + [0.5] * (10 - bad)
+    run = write_run(tmp_path / "run", [step(i, dt=d) for i, d in enumerate(dts, 1)])
+    r = run_cli(run, "--config", "c")
+    if not refused:
+        assert one_row(r)["wall_time_sec"] == f"{0.5 * 9:.3f}"
+        return
+    assert error_line(r) == (
+        "error: cannot tell wall_time_sec (2 of 10 step times logged are zero or negative: the "
+        "rest does not measure the run); pass --wall-time-sec SECONDS")
+    assert r.exit_code == 1
+    row = one_row(run_cli(run, "--config", "c", "--wall-time-sec", "7"))
+    assert row["wall_time_sec"] == "7.000"
+
+
+# ---------------------------------------------------------------- too few steps
+
+
+def _first_steps(tmp_path: Path, n: int) -> Path:
+    run = launch(tmp_path)
+    write_jsonl(run / "metrics-0.jsonl", launch_records()[:n])
+    return run
+
+
+def test_one_step_left_by_a_race_is_refused(tmp_path):
+    """An ezpz finalize race left 1 of 25 steps on disk: its rate is the warmup step's."""
+    run = _first_steps(tmp_path, 1)
+    r = run_cli(run, "--config", "c")
+    assert error_line(r) == (
+        "error: throughput_tokens_per_sec, throughput_tokens_per_sec_per_gpu and tflops would "
+        "come from 0 steps after --warmup 1 (1 step logged): one step is not a measurement of "
+        "the run's rate; if the run failed, pass --status fail (the rate cells are then left "
+        "empty)")
+    assert r.exit_code == 1
+    assert "one step is not a measurement" in error_line(
+        run_cli(run, "--config", "c", "--warmup", "0"))
+
+
+def test_one_step_of_a_failed_run_leaves_the_rates_empty(tmp_path):
+    r = run_cli(_first_steps(tmp_path, 1), "--config", "c", "--status", "fail")
+    one = launch_records()[0]["metrics"]
+    assert one_row(r) == {**LAUNCH_ROW, "config": "c", "status": "fail",
+                          "wall_time_sec": f"{one['train/dt']:.3f}",
+                          "throughput_tokens_per_sec": "",
+                          "throughput_tokens_per_sec_per_gpu": "", "tflops": "",
+                          "final_loss": f"{one['train/loss']:.6f}", "steps": "1"}
+    assert notes_of(r) == [
+        "throughput_tokens_per_sec, throughput_tokens_per_sec_per_gpu and tflops left empty: "
+        "0 steps after --warmup 1 (1 step logged) is not a measurement of the run's rate",
+        MFU_NOTE]
+
+
+@pytest.mark.parametrize(("n", "warmup", "ok"), [
+    (2, 1, False),  # 1 step after warmup
+    (3, 1, True),  # 2 steps after warmup
+    (2, 0, True),  # 2 steps: the user says the run had no warmup step
+])
+def test_two_steps_after_warmup_are_the_least(tmp_path, n, warmup, ok):
+    run = _first_steps(tmp_path, n)
+    r = run_cli(run, "--config", "c", "--warmup", str(warmup))
+    if ok:
+        tps = [x["metrics"]["train/tps"] for x in launch_records()[warmup:n]]
+        assert one_row(r)["throughput_tokens_per_sec"] == f"{statistics.median(tps):.3f}"
+        return
+    assert error_line(r) == (
+        "error: throughput_tokens_per_sec, throughput_tokens_per_sec_per_gpu and tflops would "
+        "come from 1 step after --warmup 1 (2 steps logged): too few to measure the run's rate "
+        "(the first step is usually a slow warmup); pass --warmup 0 if the run had no warmup "
+        "step")
+
+
+def test_a_warmup_longer_than_the_run_names_the_largest_that_works(sunspot):
+    line = error_line(run_cli(sunspot, "--config", "c", "--warmup", "50"))
+    assert line == (
+        "error: throughput_tokens_per_sec would come from 0 steps after --warmup 50 (6 steps "
+        "logged): too few to measure the run's rate (the first step is usually a slow "
+        "warmup); pass --warmup 4 or less (--warmup 0 if the run had no warmup step)")
+    row = one_row(run_cli(sunspot, "--config", "c", "--warmup", "4"))
+    assert row["throughput_tokens_per_sec"] == f"{statistics.median(SUNSPOT_TPS[4:]):.3f}"
+
+
+def test_the_largest_warmup_counts_the_steps_each_series_logged(tmp_path):
+    """tps on steps 1, 2, 4 and 6 only: --warmup 3 leaves 2 of them, --warmup 4 one."""
+    recs = [step(i, dt=0.5, **({"tps": 100.0 * i} if i in (1, 2, 4, 6) else {}))
+            for i in range(1, 7)]
+    run = write_run(tmp_path / "run", recs)
+    assert error_line(run_cli(run, "--config", "c", "--warmup", "9")).endswith(
+        "pass --warmup 3 or less (--warmup 0 if the run had no warmup step)")
+    assert one_row(run_cli(run, "--config", "c", "--warmup", "3"))[
+        "throughput_tokens_per_sec"] == "500.000"
+
+
+def test_a_series_on_one_step_of_a_long_run_is_left_empty(tmp_path):
+    """tflops logged once in 30 steps: not the run's rate, but the row stands."""
+    run = launch(tmp_path)
+    set_metric(run, "train/tflops", lambda i, v: v if i == 20 else "n/a")
+    r = run_cli(run, "--config", "c")
+    assert one_row(r) == {**LAUNCH_ROW, "config": "c", "tflops": ""}
+    assert notes_of(r) == ["tflops left empty: 1 step after --warmup 1 (30 steps logged) is "
+                           "not a measurement of the run's rate", MFU_NOTE]
+
+
+# ---------------------------------------------------------------- --gpus over a logged ratio
+
+
+def test_gpus_flag_over_a_disagreeing_ratio_makes_per_gpu_global_over_gpus(tmp_path):
+    """An old tensor-parallel run logged the per-GPU figure of one tp group: the user
+    passes --gpus 48, and per-GPU x gpus is the global rate again."""
+    run = aurora_run(tmp_path, None, WORLD_SIZE_IN_USE=None, world_size=None)
+    r = run_cli(run, "--config", "c", "--gpus", "48", "--nodes", "4")
+    row = one_row(r)
+    tpg = [x["metrics"]["train/tps_per_gpu"] for x in launch_records()[1:]]
+    tps = statistics.median(t * 24 for t in tpg)
+    assert (row["gpus"], row["throughput_tokens_per_sec"]) == ("48", f"{tps:.3f}")
+    assert row["throughput_tokens_per_sec_per_gpu"] == f"{tps / 48:.3f}"
+    assert notes_of(r) == [
+        "--gpus 48 differs from the 24 ranks the logged throughput implies (train/tps / "
+        "train/tps_per_gpu = 24); kept --gpus 48",
+        f"throughput_tokens_per_sec_per_gpu is global / --gpus 48; the logged train/tps_per_gpu "
+        f"({statistics.median(tpg):.3f}, for 24 ranks) was not used", MFU_NOTE]
+
+
+def test_gpus_flag_that_agrees_with_the_ratio_keeps_the_logged_per_gpu(tmp_path):
+    run = aurora_run(tmp_path, None)
+    r = run_cli(run, "--config", "c", "--gpus", "24")
+    tpg = [x["metrics"]["train/tps_per_gpu"] for x in launch_records()[1:]]
+    assert one_row(r)["throughput_tokens_per_sec_per_gpu"] == f"{statistics.median(tpg):.3f}"
+    assert not [n for n in notes_of(r) if "per_gpu" in n]
+
+
+# ---------------------------------------------------------------- wall time of every k-th step
+
+
+def test_a_slow_first_step_logged_counts_once_not_k_times(tmp_path):
+    """Steps 1, 11, .., 91 logged (every 10th): step 1 took 4 s, the others 0.1 s. The 90
+    steps not logged are estimated at the median, 0.1 s: 4 + 0.9 + 9.0, not 10 x 4.9."""
+    recs = [step(i, dt=4.0 if i == 1 else 0.1, loss=2.0) for i in range(1, 101, 10)]
+    for k, x in enumerate(recs):
+        x["timestamp"] = 1795990000.0 + (4.0 if k else 0.0) + k * 1.0
+    run = write_run(tmp_path / "run", recs)
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["wall_time_sec"] == "13.900"
+    assert ("wall_time_sec is estimated for all the steps: the 10 logged steps' 4.900 s plus "
+            "90 steps not logged at their median 0.1 s, ~100 steps (logged every 10 steps, "
+            "steps 1..91); pass --wall-time-sec for the job's real time") in notes_of(r)
+
+
+def test_wall_time_flag_wins_over_the_estimate(tmp_path):
+    recs = [step(i, dt=0.5, loss=2.0) for i in range(10, 101, 10)]
+    run = write_run(tmp_path / "run", recs)
+    r = run_cli(run, "--config", "c", "--wall-time-sec", "61")
+    assert one_row(r)["wall_time_sec"] == "61.000"
+    assert notes_of(r) == [
+        "wall_time_sec from --wall-time-sec; summed step time is 5.000 and covers 10 of ~100 "
+        "steps (logged every 10 steps, steps 10..100)"]
+
+
+# ---------------------------------------------------------------- one timestamp on every record
+
+
+@pytest.mark.parametrize("same", [True, False])
+def test_one_timestamp_on_every_record_is_noted(tmp_path, same):
+    run = launch(tmp_path)
+    recs = read_records(run / "metrics-0.jsonl")
+    t0 = recs[0]["timestamp"]
+    write_jsonl(run / "metrics-0.jsonl",
+                [{**x, "timestamp": t0 if same or k < 2 else x["timestamp"]}
+                 for k, x in enumerate(recs)])
+    r = run_cli(run, "--config", "test/cfg", "--wall-time-sec", "2")
+    assert one_row(r)["timestamp"] == LAUNCH_ROW["timestamp"]
+    note = ("every step has the same timestamp (2026-11-29T22:19:13Z): the clock did not move "
+            "between records, so it may be when the job started or the file was written, not "
+            "the first step's time; it is the row's timestamp; pass --timestamp to set it")
+    assert (note in notes_of(r)) == same
+    flagged = run_cli(run, "--config", "c", "--wall-time-sec", "2", "--timestamp",
+                      "2026-11-29T22:00:00Z")
+    assert note not in notes_of(flagged)
+
+
+def test_every_shipped_run_keeps_its_row_with_these_rules():
+    for name, want in EXPECTED.items():
+        r = run_cli(RUNS / name, "--config", "test/cfg")
+        assert list(one_row(r).values()) == want.split(",")
+        assert notes_of(r) == [MFU_NOTE]
+
+
+def test_a_counter_restarting_each_epoch_counts_every_epoch_s_steps(tmp_path):
+    """Epochs 0..2, each logging steps 5, 10, 15, 20 of 20: ~60 steps, not ~20."""
+    recs = [{"timestamp": 1795990000.0 + 2.5 * k, "rank": 0,
+             "metrics": {"train/iter": s, "train/epoch": e, "train/dt": 0.5, "train/loss": 1.0}}
+            for k, (e, s) in enumerate((e, s) for e in range(3) for s in (5, 10, 15, 20))]
+    r = run_cli(write_run(tmp_path / "run", recs), "--config", "c")
+    assert one_row(r)["wall_time_sec"] == "30.000"  # 12 x 0.5 + 48 x 0.5
+    assert notes_of(r)[-1] == (
+        "wall_time_sec is estimated for all the steps: the 12 logged steps' 6.000 s plus 48 "
+        "steps not logged at their median 0.5 s, ~60 steps (logged every 5 steps, steps "
+        "5..20); pass --wall-time-sec for the job's real time")
+
+
+def test_no_estimate_for_step_numbers_beyond_a_float_leaves_the_wall_time_unknown(tmp_path):
+    """Steps 10 and 1.7e308: more steps between them than a float holds. Never the sum of
+    the two logged ones: the wall time is asked for."""
+    recs = [step(10, dt=0.5, loss=1.0), step(11, dt=0.5, loss=1.0)]
+    recs[1]["metrics"]["train/iter"] = 1.7e308
+    r = run_cli(write_run(tmp_path / "run", recs), "--config", "c", "--warmup", "0")
+    line = error_line(r)
+    assert line.startswith("error: cannot tell wall_time_sec (the logged steps cover 2 of ~")
+    assert line.endswith("and no estimate can be made for the others); pass --wall-time-sec "
+                         "SECONDS")
+    assert one_row(run_cli(write_run(tmp_path / "run", recs), "--config", "c", "--warmup", "0",
+                           "--wall-time-sec", "8"))["wall_time_sec"] == "8.000"
+
+
+def test_a_wall_time_and_a_timestamp_unknown_for_two_reasons(tmp_path):
+    recs = [step(i, dt=0.0 if i <= 2 else 0.5) for i in range(1, 11)]
+    for x in recs:
+        del x["timestamp"]
+    r = run_cli(write_run(tmp_path / "run", recs), "--config", "c")
+    assert error_line(r) == (
+        "error: cannot tell timestamp, wall_time_sec (the steps do not record it; 2 of 10 step "
+        "times logged are zero or negative: the rest does not measure the run); pass "
+        "--timestamp YYYY-MM-DDTHH:MM:SSZ --wall-time-sec SECONDS")

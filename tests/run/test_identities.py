@@ -1,0 +1,342 @@
+"""Identities between a row's numbers (run/identities.py, run/devices.py).
+
+tflops / (mfu / 100) is the device's peak: mfu logged as a fraction, tflops logged for
+the whole job, or neither. The logged tokens/s against the tokens a step processed, its
+dt, and the records' own clock: samples/s, tokens per step, an inflated rate. Each case
+is a run built from a shipped one; the cells, the note and the cell left empty are exact.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+from helpers import (
+    LAUNCH,
+    MFU_NOTE,
+    copy_run,
+    edit_dist,
+    expected_row,
+    is_step,
+    launch,
+    launch_records,
+    notes_of,
+    one_row,
+    read_records,
+    rewrite,
+    run_cli,
+    set_metric,
+    step,
+    write_jsonl,
+    write_run,
+)
+
+from ezpz_amsc.run.devices import (
+    PEAK_MATCH,
+    PEAK_MAX_TFLOPS,
+    PEAK_MIN_TFLOPS,
+    PEAKS,
+    nearest,
+    plausible_peak,
+)
+from ezpz_amsc.run.identities import RATE_OVER_CLOCK_MAX, TOKENS_RATE_FACTOR
+
+LAUNCH_ROW = expected_row(LAUNCH)
+
+# ---------------------------------------------------------------- the device table
+
+
+def test_the_table_is_ezpz_s_and_the_bounds_follow_from_it():
+    assert {d.peak_tflops for d in PEAKS} == {
+        989.0, 835.0, 756.0, 312.0, 183.0, 5000.0, 1300.0, 191.5, 340.8, 298.2}
+    assert (PEAK_MIN_TFLOPS, PEAK_MAX_TFLOPS, PEAK_MATCH) == (18.3, 10000.0, 0.05)
+    # an mfu logged as a fraction multiplies the peak by 100: out of bounds on every device
+    assert all(d.peak_tflops * 100 > PEAK_MAX_TFLOPS for d in PEAKS)
+
+
+@pytest.mark.parametrize(("tflops", "plausible"), [
+    (18.3, True), (18.29, False), (10000.0, True), (10000.1, False)])
+def test_plausible_peak_edges(tflops, plausible):
+    assert plausible_peak(tflops) == plausible
+
+
+@pytest.mark.parametrize(("tflops", "name", "off"), [
+    (340.8, "Intel Max 1550 tile, 512 CUs", 0.0),
+    (989.0 * 1.05, "NVIDIA H100 SXM", 0.05),  # 5 % above
+    (989.0 / 1.05, "NVIDIA H100 SXM", 0.05),  # 5 % below: the same distance
+    (283.0, "Intel Max 1550 tile, 448 CUs", 298.2 / 283.0 - 1),  # nearer than the A100's 312
+])
+def test_nearest_device_and_how_far(tflops, name, off):
+    device, got = nearest(tflops)
+    assert (device.name, round(got, 9)) == (name, round(off, 9))
+
+
+# ---------------------------------------------------------------- tflops against mfu
+
+
+def _peak_run(tmp_path: Path, mfu: float, tflops: float, gpus: int = 1) -> Path:
+    """The launch run logging this mfu (percent) and tflops, with a 3 % wobble over its 30
+    steps; on ``gpus`` ranks (its per-GPU throughput dropped, so no ratio disagrees)."""
+    run = launch(tmp_path)
+
+    def logged(rec):
+        m = rec["metrics"]
+        if is_step(rec):
+            i = m["train/iter"]
+            m["train/mfu"], m["train/tflops"] = mfu * (1 + i / 1000), tflops * (1 + i / 1000)
+            if gpus > 1:
+                del m["train/tps_per_gpu"]
+        return rec
+
+    rewrite(run / "metrics-0.jsonl", logged)
+    edit_dist(run, WORLD_SIZE_IN_USE=str(gpus), world_size=str(gpus), GPUS_PER_NODE="12",
+              NUM_NODES=str(-(-gpus // 12)))
+    return run
+
+
+def _implied(mfu: float, tflops: float) -> str:
+    return (f"tflops / (mfu / 100) implies a {100 * tflops / mfu:,.0f} TFLOPS device (median "
+            "of 30 steps)")
+
+
+def _cells(r) -> tuple[str, str]:
+    row = one_row(r)
+    return row["mfu"], row["tflops"]
+
+
+def _med(x: float) -> str:
+    return f"{statistics.median(x * (1 + i / 1000) for i in range(2, 31)):.3f}"
+
+
+def test_a_real_peak_publishes_both(tmp_path):
+    r = run_cli(_peak_run(tmp_path, 13.8, 0.138 * 340.8), "--config", "c")
+    assert _cells(r) == (_med(13.8), _med(0.138 * 340.8))
+    assert notes_of(r) == []
+
+
+@pytest.mark.parametrize("gpus", [1, 96])
+def test_mfu_logged_as_a_fraction_is_left_empty(tmp_path, gpus):
+    """0.138 beside 47 TFLOPS per Aurora tile: 34,058 TFLOPS, no device's; x 100, a tile's.
+    On 96 tiles the job-total reading gives 354.8, 4 % from a tile: the fraction is nearer."""
+    r = run_cli(_peak_run(tmp_path, 0.138, 47.0, gpus), "--config", "c")
+    assert _cells(r) == ("", _med(47.0))
+    assert notes_of(r)[-1:] == [
+        f"{_implied(0.138, 47.0)}, above any accelerator's; every mfu is at most 1, and x 100 "
+        "the peak is 340.6 TFLOPS, near 340.8 (Intel Max 1550 tile, 512 CUs): mfu was logged "
+        "as a fraction, not a percentage; mfu left empty"]
+
+
+def test_tflops_logged_for_the_whole_job_is_left_empty(tmp_path):
+    """4,528 TFLOPS beside a per-GPU mfu of 13.8 % on 96 tiles: 341.8 per tile."""
+    r = run_cli(_peak_run(tmp_path, 13.8, 4528.0, 96), "--config", "c")
+    assert _cells(r) == (_med(13.8), "")
+    assert notes_of(r)[-1:] == [
+        f"{_implied(13.8, 4528.0)}, above any accelerator's; per GPU (96) it is 341.8 TFLOPS, "
+        "near 340.8 (Intel Max 1550 tile, 512 CUs): tflops was logged for the whole job, not "
+        "per GPU; tflops left empty"]
+
+
+_NEITHER = ("{implied}, {side} any accelerator's (18.3 to 10,000 TFLOPS): mfu is not a "
+            "percentage of one device's peak or tflops not one device's; mfu and tflops left "
+            "empty")
+
+
+@pytest.mark.parametrize(("mfu", "tflops", "gpus", "side"), [
+    (0.1, 34.08, 100, "above"),  # both readings give 340.8 exactly: nothing says which
+    (5.0, 600.0, 1, "above"),  # 12,000: not a fraction (5 > 1), one GPU
+    (0.5, 60.0, 1, "above"),  # a fraction, but x 100 is 120: no listed device within 5 %
+    (50.0, 5.0, 1, "below"),  # 10 TFLOPS
+])
+def test_an_implied_peak_nothing_explains_leaves_both_empty(tmp_path, mfu, tflops, gpus, side):
+    r = run_cli(_peak_run(tmp_path, mfu, tflops, gpus), "--config", "c")
+    assert _cells(r) == ("", "")
+    assert notes_of(r)[-1] == _NEITHER.format(implied=_implied(mfu, tflops), side=side)
+
+
+@pytest.mark.parametrize(("tflops", "noted"), [(100.0, False), (100.2, True)])
+def test_the_upper_bound_is_ten_thousand(tmp_path, tflops, noted):
+    """1 % mfu: 100 TFLOPS imply 10,000 exactly (allowed); 100.2, 10,020 (no device's)."""
+    run = launch(tmp_path)
+    set_metric(run, "train/mfu", lambda i, v: 1.0)
+    set_metric(run, "train/tflops", lambda i, v: tflops)
+    r = run_cli(run, "--config", "c")
+    assert _cells(r) == (("", "") if noted else ("1.000", f"{tflops:.3f}"))
+
+
+def test_an_mfu_of_zero_is_no_peak(tmp_path):
+    """ezpz's "peak unknown": the identity is not checked, whatever tflops says."""
+    r = run_cli(_peak_run(tmp_path, 0.0, 5000.0), "--config", "c")
+    assert _cells(r) == ("", _med(5000.0))
+    assert notes_of(r) == [MFU_NOTE]
+
+
+# ---------------------------------------------------------------- tokens/s against tokens and dt
+
+
+def _launch_with(tmp_path: Path, fn) -> Path:
+    """The launch run (256 tokens a step, train/tps = 256 / dt) with each step's metrics
+    passed through ``fn``."""
+    run = launch(tmp_path)
+    write_jsonl(run / "metrics-0.jsonl", [
+        {**x, "metrics": fn(dict(x["metrics"]))} if is_step(x) else x
+        for x in read_records(run / "metrics-0.jsonl")])
+    return run
+
+
+def _scaled(factor: float):
+    def fn(m):
+        m["train/tps"] *= factor
+        m["train/tps_per_gpu"] *= factor
+        return m
+    return fn
+
+
+_NOT_TOKENS = ("train/tps x dt / tokens is {ratio} (median of 30 steps), not 1: train/tps is "
+               "not tokens per second (samples/s, tokens per step, or dt misses part of each "
+               "step?); throughput left empty")
+
+
+@pytest.mark.parametrize(("fn", "ratio"), [
+    (_scaled(1 / 128), "0.00781"),  # samples per second of 128-token sequences
+    (lambda m: {**m, "train/tps": 256.0, "train/tps_per_gpu": 256.0}, None),  # tokens a step
+])
+def test_a_rate_that_is_not_tokens_per_second_is_left_empty(tmp_path, fn, ratio):
+    r = run_cli(_launch_with(tmp_path, fn), "--config", "test/cfg")
+    assert one_row(r) == {**LAUNCH_ROW, "config": "test/cfg", "throughput_tokens_per_sec": "",
+                          "throughput_tokens_per_sec_per_gpu": ""}
+    if ratio is None:  # tokens per step: rate x dt / tokens is dt, the median step time
+        ratio = f"{statistics.median(x['metrics']['train/dt'] for x in launch_records()):.3g}"
+    assert notes_of(r) == [_NOT_TOKENS.format(ratio=ratio), MFU_NOTE]
+
+
+@pytest.mark.parametrize(("factor", "kept"), [
+    (TOKENS_RATE_FACTOR, True), (TOKENS_RATE_FACTOR * 1.01, False),
+    (1 / TOKENS_RATE_FACTOR, True), (1 / TOKENS_RATE_FACTOR / 1.01, False),
+])
+def test_the_rate_may_differ_from_tokens_over_dt_by_half_either_way(tmp_path, factor, kept):
+    r = run_cli(_launch_with(tmp_path, _scaled(factor)), "--config", "c")
+    tps = one_row(r)["throughput_tokens_per_sec"]
+    want = float(LAUNCH_ROW["throughput_tokens_per_sec"]) * factor
+    assert (tps != "") == kept
+    if kept:
+        assert abs(float(tps) - want) < 0.01
+
+
+def test_tokens_counted_per_rank_are_the_world_size_times_fewer(tmp_path):
+    """fsdp_tp-2rank with train/tokens per rank (256, not 512): rate x dt / tokens is 2."""
+    run = copy_run("fsdp_tp-2rank", tmp_path)
+    rows = read_records(run / "metrics-0.jsonl")
+    write_jsonl(run / "metrics-0.jsonl", [
+        {**x, "metrics": {**x["metrics"], "train/tokens": 256}} if is_step(x) else x
+        for x in rows])
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["throughput_tokens_per_sec"] == "3930.349"
+    assert notes_of(r) == [MFU_NOTE]
+
+
+def test_a_running_total_of_tokens_is_not_a_step_s_count(tmp_path):
+    """train/tokens that grows every step (a tokens_seen under another name): the rate is
+    checked as computed from dt instead, and stands."""
+    def cumulative(m):
+        m["train/tokens"] = 256 * m["train/iter"]
+        return m
+
+    r = run_cli(_launch_with(tmp_path, cumulative), "--config", "test/cfg")
+    assert one_row(r) == {**LAUNCH_ROW, "config": "test/cfg"}
+    assert notes_of(r) == [MFU_NOTE]
+
+
+# ---------------------------------------------------------------- the rate against the clock
+
+
+def _accumulating(tmp_path: Path, spread: float, accum: int | None = 8,
+                  tokens: bool = True, jitter: float = 0.0) -> Path:
+    """Gradient accumulation timing only the last micro-batch: each record is ``spread``
+    times its dt after the one before, and train/tps = tokens / dt (as ezpz's hf and a
+    History loop compute it)."""
+    recs = launch_records()
+    t = recs[0]["timestamp"]
+    out = []
+    for k, x in enumerate(recs):
+        m = dict(x["metrics"])
+        if k:
+            t += m["train/dt"] * spread
+        wobble = 1 + (jitter if k % 2 else -jitter)
+        m["train/tps"] = m["train/tps_per_gpu"] = 256 / m["train/dt"] * wobble
+        if accum is not None:
+            m["train/accum"] = accum
+        if not tokens:
+            del m["train/tokens"]
+        out.append({**x, "timestamp": t, "metrics": m})
+    run = launch(tmp_path)
+    write_jsonl(run / "metrics-0.jsonl", out)
+    return run
+
+
+def _inflated(spread: float, accum: str, source: str) -> str:
+    recs = launch_records()
+    dts = [x["metrics"]["train/dt"] for x in recs]
+    tps = statistics.median(256 / d for d in dts[1:])
+    clock = 256 * 29 / (spread * sum(dts[1:]))
+    return (f"train/tps ({tps:,.0f} tokens/s, the median) is {spread:.3g}x what the records' "
+            f"clock sustains: 256 tokens per step ({source}) over the time between records is "
+            f"{clock:,.0f} tokens/s{accum}; dt times part of each step (the last micro-batch?), "
+            "so the logged rate is inflated; throughput left empty")
+
+
+def test_a_rate_the_clock_cannot_sustain_is_left_empty(tmp_path):
+    """dt covers 1/8 of the time between records and the rate is tokens / dt: 8 x too high.
+    The logged train/accum is named; the step-time check notes the coverage too."""
+    run = _accumulating(tmp_path, 8.0)
+    r = run_cli(run, "--config", "test/cfg")
+    assert one_row(r)["throughput_tokens_per_sec"] == ""
+    assert one_row(r)["throughput_tokens_per_sec_per_gpu"] == ""
+    notes = notes_of(r)
+    assert notes[0].startswith("step times cover ")
+    assert notes[1] == _inflated(8.0, "; train/accum is 8 (gradient accumulation)",
+                                 "the logged tokens")
+
+
+@pytest.mark.parametrize(("accum", "named"), [(1, ""), (None, "")])
+def test_an_accumulation_count_of_one_is_no_evidence(tmp_path, accum, named):
+    r = run_cli(_accumulating(tmp_path, 8.0, accum), "--config", "c")
+    assert _inflated(8.0, named, "the logged tokens") in notes_of(r)
+
+
+@pytest.mark.parametrize(("spread", "noted"), [
+    (RATE_OVER_CLOCK_MAX * 0.98, False), (RATE_OVER_CLOCK_MAX * 1.02, True)])
+def test_the_clock_allows_up_to_four_times_the_rate(tmp_path, spread, noted):
+    r = run_cli(_accumulating(tmp_path, spread), "--config", "c")
+    assert (one_row(r)["throughput_tokens_per_sec"] == "") == noted
+
+
+def test_a_second_of_uncovered_time_at_least(tmp_path):
+    """8x inflated, but the whole run is 0.2 s of records: under 1 s not covered."""
+    recs = [step(i, dt=0.001, tps=256 / 0.001, tokens=256, loss=2.0) for i in range(1, 31)]
+    for k, x in enumerate(recs):
+        x["timestamp"] = 1795990000.0 + 0.008 * k
+    r = run_cli(write_run(tmp_path / "run", recs), "--config", "c")
+    assert one_row(r)["throughput_tokens_per_sec"] == "256000.000"
+
+
+@pytest.mark.parametrize(("jitter", "checked"), [(0.0004, True), (0.0006, False)])
+def test_without_tokens_a_rate_computed_from_dt_gives_the_tokens(tmp_path, jitter, checked):
+    """No token count: rate x dt the same on every step (to 1e-3) gives 256 tokens a step;
+    a rate that wobbles more was not computed from dt, and the clock says nothing of it."""
+    r = run_cli(_accumulating(tmp_path, 8.0, tokens=False, jitter=jitter), "--config", "c")
+    assert (one_row(r)["throughput_tokens_per_sec"] == "") == checked
+    inflated = [n for n in notes_of(r) if "inflated" in n]
+    assert len(inflated) == checked
+    if checked:
+        assert "256 tokens per step (train/tps x dt)" in inflated[0]
+
+
+def test_only_a_per_gpu_rate_is_checked_times_gpus(tmp_path):
+    run = _accumulating(tmp_path, 8.0)
+    write_jsonl(run / "metrics-0.jsonl", [
+        {**x, "metrics": {k: v for k, v in x["metrics"].items() if k != "train/tps"}}
+        for x in read_records(run / "metrics-0.jsonl")])
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["throughput_tokens_per_sec_per_gpu"] == ""
+    assert any(n.startswith("train/tps_per_gpu x 1 gpus (") for n in notes_of(r))
