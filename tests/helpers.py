@@ -250,15 +250,17 @@ def five_runs(fixture_run: Callable[[str], Path]) -> list[Path]:
 
 
 def fail_for(monkeypatch, target: Path, err: int, name: str = "open") -> None:
-    """Make ``builtins.<name>`` fail with ``err`` for ``target`` only."""
-    real = getattr(builtins, name)
+    """Make ``builtins.<name>`` fail with ``err`` for ``target`` only; for ``open``, also
+    ``os.open``, through which fs/read.py opens every file it reads."""
+    for module in (builtins, os) if name == "open" else (builtins,):
+        real = getattr(module, name)
 
-    def fake(file, *args, **kwargs):
-        if isinstance(file, (str, os.PathLike)) and Path(file) == target:
-            raise OSError(err, os.strerror(err), str(file))
-        return real(file, *args, **kwargs)
+        def fake(file, *args, _real=real, **kwargs):
+            if isinstance(file, (str, os.PathLike)) and Path(file) == target:
+                raise OSError(err, os.strerror(err), str(file))
+            return _real(file, *args, **kwargs)
 
-    monkeypatch.setattr(builtins, name, fake)
+        monkeypatch.setattr(module, name, fake)
 
 
 def sha256(path: Path) -> str:

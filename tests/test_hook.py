@@ -407,7 +407,8 @@ def test_hook_duplicate_record_is_one_warning_and_no_row(fixture_run, monkeypatc
     finalize_hook(object(), run)
     (line,) = [r.getMessage() for r in caplog.records]
     assert line.startswith(f"ezpz-amsc: no row written for {run}: {folder}/")
-    assert "already exists; not replacing it" in line
+    assert (f"a record of this run (2026-11-29T22:21:30Z, localhost, c, 1, 1) exists, but "
+            f"{results} holds no row of it; not replacing it") in line
     assert results.read_text() == ",".join(HEADER) + "\n"
 
 

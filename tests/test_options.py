@@ -44,8 +44,10 @@ GOOD = RUNS / "fsdp_tp-2rank"
     ("attempt", "last", "0", "must be 'last' or a number from 1, got '0'"),
     ("attempt", "2", 2, "must be 'last' or a number from 1, got 2"),  # a hand-edited record
     ("attempt", "1000000", "1000001", "must be 'last' or a number from 1, got '1000001'"),
-    ("error", "-1 rank lost", "-x", "'-x' would run as a formula when the CSV is opened in a "
-                                    "spreadsheet (it starts with =, +, @ or - and no digit)"),
+    ("error", "-1", "-1 rank lost", "'-1 rank lost' would run as a formula when the CSV is "
+                                    "opened in a spreadsheet (it starts with =, +, -, @, a tab or "
+                                    "a carriage return and is not a number)"),
+    ("error", "x" * 4096, "x" * 4097, "is 4,097 characters long; a cell holds at most 4,096"),
     ("config", "x", " ", "must not be empty; pass the benchmark label, e.g. "
                          "--config agpt-2b/bs1/seq2048/tp1"),
     ("system", "Aurora", "Aur\nora", "must be a single line of printable text, got 'Aur\\nora'"),
@@ -155,7 +157,7 @@ def test_cli_choices_and_defaults_are_the_options_own():
     assert tuple(params["status"].type.choices) == STATUSES
     for name in ("status", "error", "warmup", "reducer"):
         assert params[name].default == default_of(ExportOptions, name), name
-    assert params["lock_timeout"].default == default_of(PublishOptions, "lock_timeout") == 60.0
+    assert params["lock_timeout"].default == default_of(PublishOptions, "lock_timeout") == 10.0
     assert default_of(ExportOptions, "warmup") == 1
     with pytest.raises(KeyError, match="ExportOptions.config has no default"):
         default_of(ExportOptions, "config")

@@ -1,16 +1,106 @@
-"""Reading a whole file with a cap: never more than a cap's worth of memory for one file."""
+"""Reading files: regular files only, and never more than a cap's worth of one in memory.
+
+Everything this tool reads whole or streams (provenance files, ``run_info.json``,
+records, metrics files, results files) is opened here first, because a path can
+name something that is no file: a FIFO blocks the reader forever, ``/dev/zero``
+never ends, and ``/proc/kmsg`` blocks until the kernel logs. A path is looked
+at before it is opened (opening some devices has effects), opened with
+``O_NONBLOCK`` (so that a FIFO swapped in meanwhile cannot block the open), and
+checked again with ``fstat`` on the open descriptor (what was opened is what is
+read). Anything but a regular file outside ``/proc`` and ``/sys`` is refused
+with :class:`NotRegularFile`, an ``OSError`` whose ``strerror`` says what it is.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
+from typing import BinaryIO
+
+# Pseudo-files whose stat says "regular file, 0 bytes" while a read blocks or never
+# ends: compared by device with these mount points.
+_PSEUDO_MOUNTS = ("/proc", "/sys")
+_CHUNK_BYTES = 1 << 20
+
+
+class NotRegularFile(OSError):
+    """The path names no regular file: ``strerror`` is ``not a regular file (a FIFO)``."""
+
+
+def _kind(st: os.stat_result) -> str | None:
+    """What the stat result describes when it is no regular file; None for a regular file."""
+    mode = st.st_mode
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if not stat.S_ISREG(mode):
+        return "not a file"
+    if st.st_dev in _pseudo_devices():
+        return "a /proc or /sys file"
+    return None
+
+
+_PSEUDO_DEVICES: set[int] | None = None
+
+
+def _pseudo_devices() -> set[int]:
+    global _PSEUDO_DEVICES
+    if _PSEUDO_DEVICES is None:
+        found = set()
+        for mount in _PSEUDO_MOUNTS:
+            try:
+                found.add(os.stat(mount).st_dev)
+            except OSError:
+                continue
+        _PSEUDO_DEVICES = found
+    return _PSEUDO_DEVICES
+
+
+def _refuse(st: os.stat_result, path: str | os.PathLike[str]) -> None:
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
+    kind = _kind(st)
+    if kind is not None:
+        raise NotRegularFile(errno.EINVAL, f"not a regular file ({kind})", os.fspath(path))
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """``path`` open for reading in binary, if it is a regular file; else ``OSError``.
+
+    Raises :class:`NotRegularFile` for a FIFO, socket, device or ``/proc`` file,
+    ``IsADirectoryError`` for a folder, and what ``open`` raises otherwise. The
+    file is read through a buffer; ``O_NONBLOCK`` changes nothing for a regular file.
+    """
+    _refuse(os.stat(path), path)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    try:
+        _refuse(os.fstat(fd), path)  # swapped for something else since the stat
+        return open(fd, "rb")  # noqa: SIM115 (the caller closes it)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def read_capped(path: str | os.PathLike[str], cap: int) -> bytes:
     """The file's bytes, at most ``cap + 1`` of them: more than ``cap`` means it is too large.
 
-    Raises ``OSError`` as ``open`` and ``read`` do.
+    Only a regular file is read (:func:`open_regular`); raises ``OSError`` as
+    ``open`` and ``read`` do.
     """
-    with open(path, "rb") as f:
-        # read(n) allocates n up front: size the buffer by the file, not the cap.
+    with open_regular(path) as f:
+        # read(n) allocates n up front: size the first read by the file, not the cap.
         size = os.fstat(f.fileno()).st_size
-        return f.read(min(size, cap) + 1)
+        data = f.read(min(size, cap) + 1)
+        if len(data) <= cap and len(data) == min(size, cap) + 1:
+            # Still more than stat said (the file grew): go on in chunks, to the cap.
+            parts = [data]
+            total = len(data)
+            while total <= cap and (chunk := f.read(min(_CHUNK_BYTES, cap + 1 - total))):
+                parts.append(chunk)
+                total += len(chunk)
+            data = b"".join(parts)
+        return data

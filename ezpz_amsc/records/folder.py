@@ -6,16 +6,19 @@ import contextlib
 import hashlib
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ezpz_amsc.errors import AmscError
-from ezpz_amsc.fs.create import create_file, make_folders, remove_folders
+from ezpz_amsc.fs.create import crash_point, create_file, make_folders, remove_folders
 from ezpz_amsc.records.record import encode, load_record
 from ezpz_amsc.results.append import check_can_create
-from ezpz_amsc.results.schema import KEY_COLUMNS
+from ezpz_amsc.results.schema import HEADER, KEY_COLUMNS, cells_key
+
+if TYPE_CHECKING:
+    from ezpz_amsc.results.append import Existing, RunsInFile
 
 SUFFIX = ".json"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
@@ -48,56 +51,183 @@ def check_record_folder(folder: str | os.PathLike[str]) -> None:
     check_can_create(p / "record.json")
 
 
+# In-flight records, per results file: DIR/.pending/<tag of the results file>/OFFSET-NAME.json
+PENDING = ".pending"
+
+
+def pending_folder(folder: Path, results: str | os.PathLike[str]) -> Path:
+    """Where records wait for their rows, for one results file (named by its real path)."""
+    tag = hashlib.sha256(os.fsencode(os.path.realpath(results))).hexdigest()[:16]
+    return folder / PENDING / tag
+
+
 @dataclass
 class RecordBatch:
-    """Records to write into one folder: all of them or none.
+    """The records of an append's rows, written into one folder with the rows or not at all.
 
-    A record whose name is taken is refused (the same run, recorded before),
-    unless ``allow_duplicate``: then it is written beside it as ``NAME-2.json``,
-    ``NAME-3.json``, ... An existing record is never replaced.
+    The append's hooks (:class:`~ezpz_amsc.results.append.AppendHooks`), run under
+    the results file's lock. Each record is first written whole as a *pending*
+    record, ``DIR/.pending/<tag>/OFFSET-NAME.json`` (OFFSET: the byte where its
+    row will land); the rows are written; then each record takes its name
+    ``DIR/NAME.json`` (a hard link, so an existing record is never replaced).
+    A writer killed at any instant leaves pending records at most; the next
+    append to the same results file with this folder finishes them: a record
+    whose row is in the file takes its name, the others are removed, and so is
+    any temporary file. docs/provenance.md tells users the same.
+
+    A record whose name is taken is refused when its row is not in the file
+    (a row removed by hand, or a folder shared with another results file);
+    with ``allow_duplicate`` and the run in the file, it is written beside the
+    other as ``NAME-2.json``, ``NAME-3.json``, ...
     """
 
     folder: Path
     records: list[dict[str, Any]]
+    results: Path
     allow_duplicate: bool = False
-    written: list[Path] = field(default_factory=list)
+    written: list[Path] = field(default_factory=list)  # records put in place
+    completed: list[Path] = field(default_factory=list)  # of them, an interrupted append's
+    made: list[Path] = field(default_factory=list)  # folders made: removed once empty
+    _pending: list[tuple[Path, Path]] = field(default_factory=list)  # (pending, final name)
+    _in_file: list[bool] = field(default_factory=list)
 
-    def write(self) -> Callable[[], None]:
-        """Write every record; on failure remove those written. Returns how to undo it all."""
-        made = make_folders(self.folder)
+    @property
+    def _waiting(self) -> Path:
+        return pending_folder(self.folder, self.results)
+
+    def settle(self, runs: RunsInFile, rows: Sequence[Sequence[str]],
+               found: Sequence[Existing | None]) -> set[int]:
+        """Finish what an interrupted append left in the folder; see the class docs."""
+        self._in_file = [e is not None for e in found]
+        self._pending = []
+        done: set[int] = set()
         try:
-            for record in self.records:
-                self.written.append(self._write_one(record))
-        except BaseException:
-            self._undo(made)
-            raise
-        return lambda: self._undo(made)
+            names = sorted(os.listdir(self._waiting))
+        except FileNotFoundError:
+            return done
+        except OSError as e:
+            raise AmscError(f"{self._waiting}: cannot list: {e.strerror or e}") from None
+        for name in names:
+            path = self._waiting / name
+            row = self._row_of(path)
+            if row is None or not _in_file(runs, row, name):
+                _remove(path)  # a temporary file, or a record whose row never made it
+                continue
+            final = self._put_in_place(path, self.folder / name.partition("-")[2])
+            self.completed.append(final)
+            mine = next((i for i, r in enumerate(rows) if i not in done and list(r) == row), None)
+            if mine is not None:
+                done.add(mine)
+        self._drop_empty()
+        return done
 
-    def _write_one(self, record: Mapping[str, Any]) -> Path:
+    def _row_of(self, path: Path) -> list[str] | None:
+        """The row of a whole pending record, in header order; None for anything else."""
+        if path.name.startswith(".") or not path.name.endswith(SUFFIX):
+            return None
+        try:
+            rec = load_record(path)
+        except AmscError:
+            return None
+        return [rec["row"][c] for c in HEADER]
+
+    def prepare(self, placed: Sequence[tuple[int, int]]) -> None:
+        """Write the pending record of each row, named by the offset its row will land at."""
+        try:
+            self.made.extend(make_folders(self._waiting))
+            reserved: set[str] = set()
+            for i, offset in placed:
+                record = self.records[i]
+                final = self._final_name(record, self._in_file[i], reserved)
+                reserved.add(final.name)
+                path = self._waiting / f"{offset}-{final.name}"
+                create_file(path, encode(record), parents=False)
+                self._pending.append((path, final))
+                crash_point("record-pending")
+        except BaseException:
+            self.undo()
+            raise
+
+    def _final_name(self, record: Mapping[str, Any], in_file: bool, reserved: set[str]) -> Path:
         path = self.folder / record_name(record["row"])
-        if os.path.lexists(path):
-            if not self.allow_duplicate:
-                key = ", ".join(record["row"][c] for c in KEY_COLUMNS)
-                raise AmscError(f"{path}: a record of this run ({key}) already exists; not "
-                                "replacing it (pass --allow-duplicate to keep both)")
-            path = _free_name(path)
-        create_file(path, encode(record))
+        taken = os.path.lexists(path)
+        if taken and not in_file:
+            key = ", ".join(record["row"][c] for c in KEY_COLUMNS)
+            raise AmscError(f"{path}: a record of this run ({key}) exists, but {self.results} "
+                            "holds no row of it; not replacing it (if that row was removed on "
+                            "purpose, remove the record too; if the record belongs to another "
+                            "results file, give each results file its own records folder)")
+        if taken or path.name in reserved:
+            return _free_name(path, reserved)
         return path
 
-    def _undo(self, made: list[Path]) -> None:
-        for p in self.written:
+    def commit(self) -> None:
+        """The rows are in the file: every pending record takes its name."""
+        try:
+            for path, final in self._pending:
+                self.written.append(self._put_in_place(path, final))
+        except OSError as e:
+            raise AmscError(f"{self.folder}: the rows are appended, but their provenance records "
+                            f"could not take their names ({e.strerror or e}); they wait in "
+                            f"{self._waiting}, and the next append with --provenance "
+                            f"{self.folder} puts them in place") from None
+        self._pending = []
+        self._drop_empty()
+
+    def _put_in_place(self, path: Path, final: Path) -> Path:
+        """Give the pending record ``path`` its name (``final``, or the next free one)."""
+        while True:
+            try:
+                os.link(path, final)
+                break
+            except FileExistsError:
+                if os.path.samefile(path, final):
+                    break  # linked before a crash, not yet unlinked
+                final = _free_name(final, set())
+        crash_point("record-linked")
+        os.unlink(path)
+        return final
+
+    def undo(self) -> None:
+        """Take back the pending records of this batch (its rows were not written)."""
+        for path, _ in self._pending:
+            _remove(path)
+        self._pending = []
+        self._drop_empty()
+
+    def _drop_empty(self) -> None:
+        for d in (self._waiting, self._waiting.parent):
             with contextlib.suppress(OSError):
-                os.unlink(p)
-        self.written.clear()
-        remove_folders(made)
+                d.rmdir()  # only when empty; a writer that needs it makes it again
+
+    def remove_made(self) -> None:
+        """Folders this batch made, if still empty: after the results file's lock is released."""
+        remove_folders(self.made)
+        self.made = []
 
 
-def _free_name(path: Path) -> Path:
+def _in_file(runs: RunsInFile, row: list[str], name: str) -> bool:
+    """Whether the pending record ``name``'s row is in the results file."""
+    offset = name.partition("-")[0]
+    if offset.isdigit() and runs.row_at(int(offset)) == row:
+        return True
+    e = runs.find(cells_key(row))  # landed elsewhere: bytes appended by hand meanwhile
+    return e is not None and e.cells == row
+
+
+def _remove(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+def _free_name(path: Path, reserved: set[str]) -> Path:
     stem = path.name[:-len(SUFFIX)]
     n = 2
-    while os.path.lexists(candidate := path.with_name(f"{stem}-{n}{SUFFIX}")):
+    while True:
+        candidate = path.with_name(f"{stem}-{n}{SUFFIX}")
+        if candidate.name not in reserved and not os.path.lexists(candidate):
+            return candidate
         n += 1
-    return candidate
 
 
 def write_record_file(path: Path, record: Mapping[str, Any]) -> None:
@@ -128,3 +258,26 @@ def iter_records(folder: str | os.PathLike[str]) -> Iterator[tuple[Path, dict[st
             yield p / name, load_record(p / name), None
         except AmscError as e:
             yield p / name, None, e.format_message()
+
+
+def leftovers(folder: str | os.PathLike[str]) -> list[str]:
+    """What interrupted writes left in a records folder, one line each (for ``check``).
+
+    Pending records (``.pending/``) of an append killed between its records and
+    its rows, which the next append finishes; and hidden temporary files of a
+    record write killed half-way by an older version, which nothing reads.
+    """
+    p = Path(folder)
+    lines = []
+    with contextlib.suppress(OSError):
+        lines += [f"{p / name}: a temporary file of a record write that was killed; remove it"
+                  for name in sorted(e.name for e in os.scandir(p)
+                                     if e.name.startswith(".") and e.name.endswith(".tmp"))]
+    waiting: list[Path] = []
+    with contextlib.suppress(OSError):
+        for tag in os.scandir(p / PENDING):
+            with contextlib.suppress(OSError):
+                waiting += [Path(tag.path) / name for name in os.listdir(tag.path)]
+    lines += [f"{path}: left by an interrupted append; the next append to its results file "
+              f"with --provenance {p} finishes or removes it" for path in sorted(waiting)]
+    return lines

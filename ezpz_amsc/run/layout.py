@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ezpz_amsc.errors import AmscError, os_error_text
+from ezpz_amsc.fs.read import open_regular
 
 # Folders that hold plots, checkpoints or tracker caches: never metrics, and
 # often thousands of files each. Names are compared in lower case; the prefixes
@@ -90,7 +91,7 @@ def sniff_jsonl(path: Path) -> str:
     ``message``/``level`` is a structured-log record.
     """
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:  # a FIFO or /proc file would block the sniff
             budget = _SNIFF_BYTES
             for _ in range(_SNIFF_LINES):
                 line = f.readline(budget)  # b"" once the budget is spent

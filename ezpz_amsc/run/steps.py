@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ezpz_amsc.errors import AmscError
+from ezpz_amsc.fs.read import open_regular
 from ezpz_amsc.options import MAX_LINE_BYTES
 from ezpz_amsc.run.layout import MetricsSource
 from ezpz_amsc.run.lines import iter_lines
@@ -207,10 +208,9 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
     last_line: bytes | None = b""
     hashing = None
     try:
-        if digests is None or path in digests:
-            f = open(path, "rb")  # noqa: SIM115 - closed by the with below; open errors differ
-        else:
-            hashing = _HashingRaw(open(path, "rb", buffering=0))  # noqa: SIM115
+        f = open_regular(path)  # a symlink to /proc/kmsg or a FIFO would block: refused
+        if digests is not None and path not in digests:
+            hashing = _HashingRaw(f.detach())  # type: ignore[arg-type]
             f = io.BufferedReader(hashing, _HASH_BUFFER_BYTES)
     except OSError as e:
         raise AmscError(f"{path}: cannot read metrics file: {e.strerror or e}") from None
@@ -349,13 +349,11 @@ def read_steps(source: MetricsSource, max_line: int = MAX_LINE_BYTES,
         seen_in: dict[int, Path] = {}  # other ranks' records, by the file they were in
         for r in ranks:
             skipped = (out.bad_lines, out.long_lines)  # of files that held no step
-            out = Steps(rank=r)
+            out = Steps(rank=r, files_read=tried)  # one list for all: linear in the ranks
             _read_file(source.per_rank[r], out, r, True, max_line, keep_unranked=True,
                        digests=digests)
             out.bad_lines += skipped[0]
             out.long_lines += skipped[1]
-            tried.extend(out.files_read)
-            out.files_read = list(tried)
             if len(out):
                 break
             for other in out.other_ranks:

@@ -131,17 +131,18 @@ def test_check_refuses_what_is_no_readable_results_file(tmp_path, monkeypatch):
         f"error: {locked_out}: cannot read: Permission denied")
 
 
-def test_check_stops_at_a_cell_csv_cannot_read_and_says_so(tmp_path):
-    # The csv module refuses a field over its limit (128 KiB): the lines after it are not
-    # read, and the check says so instead of calling the file clean.
+def test_check_reports_a_cell_csv_cannot_read_and_reads_on(tmp_path):
+    # The csv module refuses a field over its limit (128 KiB): that line is a problem with
+    # its number, and the lines after it are read (a duplicate of line 2 on line 4).
     limit = csv.field_size_limit()
     huge = GOOD_ROW.replace(",c,", "," + "x" * (limit + 1) + ",")
     p = _write(tmp_path, HEADER_LINE, GOOD_ROW, huge, GOOD_ROW)
     r = run_group("check", p, "-q")
     assert (r.exit_code, r.stdout) == (1, "")
     assert r.stderr.splitlines() == [
-        f"{p}:3: field larger than field limit ({limit}); the rest of the file was not read",
-        f"error: {p}: 1 problem in 1 row",
+        f"{p}:3: field larger than field limit ({limit}); read on from the next line",
+        f"{p}:4: same run as line 2",
+        f"error: {p}: 2 problems in 3 rows",
     ]
 
 

@@ -168,6 +168,7 @@ from ezpz_amsc.results import validate as check
 from ezpz_amsc import export
 from ezpz_amsc.fs import create as files
 from ezpz_amsc.results import append as sink  # noqa: F401
+from ezpz_amsc.results import index  # noqa: F401 (sqlite3, hashlib: imported by --append)
 codecs.lookup("utf-8-sig")
 uid, gid, umask, run_dir = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3], 8), sys.argv[4]
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \

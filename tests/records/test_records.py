@@ -106,9 +106,10 @@ def test_record_of_a_shipped_run_field_by_field(fixture_run, tmp_path):
 def test_record_names_the_report_when_placement_came_from_it(fixture_run, tmp_path):
     run = fixture_run("minimal-1rank")
     (run / "run_info.json").unlink()
-    folder = tmp_path / "records"
-    result = run_cli(run, "--config", "c", "--provenance", folder)
-    row = one_row(result)
+    folder, results = tmp_path / "records", tmp_path / "r.csv"
+    result = run_cli(run, "--config", "c", "--append", results, "--provenance", folder)
+    assert result.exit_code == 0, result.stderr
+    (row,) = parse_csv(results.read_text())
     (path,) = records_in(folder)
     rec = load_record(path)
     report = run / "train" / "report-train.md"
@@ -120,7 +121,7 @@ def test_record_names_the_report_when_placement_came_from_it(fixture_run, tmp_pa
          "sha256": sha256(report)},
     ]
     assert rec["run_info"] is None and rec["launch_command"] is None
-    assert rec["exported"]["results_file"] is None  # the row went to stdout
+    assert rec["exported"]["results_file"] == str(results)
 
 
 def test_job_id_and_launch_command_from_the_environment_section(tmp_path):
@@ -143,7 +144,8 @@ def test_job_id_and_launch_command_from_the_environment_section(tmp_path):
 
 def _record_of(run: Path, tmp_path: Path, *args: object) -> dict:
     folder = tmp_path / f"records-{run.name}"
-    result = run_cli(run, "--config", "c", "--provenance", folder, "-q", *args)
+    result = run_cli(run, "--config", "c", "--append", tmp_path / f"{run.name}.csv",
+                     "--provenance", folder, "-q", *args)
     assert result.exit_code == 0, result.stderr
     (path,) = records_in(folder)
     return load_record(path)
@@ -265,15 +267,20 @@ def one_published(fixture_run, tmp_path):
 
 
 def test_a_record_without_its_row_is_never_replaced(one_published):
-    """The row was removed from the results file by hand: its record still blocks a rewrite."""
+    """The row was removed from the results file by hand: its record still blocks a rewrite,
+    and --allow-duplicate does not get round it (a second record would leave the first
+    without a row, and check --provenance failing)."""
     run, results, folder, path = one_published
     old = path.read_bytes()
     results.unlink()
-    result = export_with_records([run], results, folder)
-    assert error_line(result) == (
-        f"error: {path}: a record of this run (2026-11-29T22:18:43Z, localhost, agpt/x, 1, 2) "
-        "already exists; not replacing it (pass --allow-duplicate to keep both)")
+    want = (f"error: {path}: a record of this run (2026-11-29T22:18:43Z, localhost, agpt/x, 1, 2) "
+            f"exists, but {results} holds no row of it; not replacing it (if that row was "
+            "removed on purpose, remove the record too; if the record belongs to another "
+            "results file, give each results file its own records folder)")
+    assert error_line(export_with_records([run], results, folder)) == want
+    assert error_line(export_with_records([run], results, folder, "--allow-duplicate")) == want
     assert not results.exists() and path.read_bytes() == old
+    assert [p.name for p in folder.iterdir()] == [path.name]  # no pending record left either
 
 
 def test_allow_duplicate_writes_a_second_record_beside_the_first(one_published):
@@ -300,7 +307,8 @@ def test_records_follow_the_umask(fixture_run, tmp_path):
     run = fixture_run(RUN)
     old = os.umask(0o002)
     try:
-        assert run_cli(run, "--config", "c", "--provenance", tmp_path / "r", "-q").exit_code == 0
+        assert run_cli(run, "--config", "c", "--append", tmp_path / "r.csv", "--provenance",
+                       tmp_path / "r", "-q").exit_code == 0
     finally:
         os.umask(old)
     (path,) = records_in(tmp_path / "r")
@@ -349,7 +357,10 @@ def test_secrets_are_redacted_in_every_copied_section(fixture_run, tmp_path):
     (run / "run_info.json").write_text(json.dumps(info))
     row = one_row(run_cli(run, "--config", "c"))
     rec_path_dir = tmp_path / "records"
-    assert one_row(run_cli(run, "--config", "c", "--provenance", rec_path_dir)) == row
+    results = tmp_path / "r.csv"
+    assert run_cli(run, "--config", "c", "--append", results, "--provenance",
+                   rec_path_dir).exit_code == 0
+    assert parse_csv(results.read_text()) == [row]
     (path,) = records_in(rec_path_dir)
     text = path.read_text()
     for secret in secrets:
@@ -446,7 +457,8 @@ def test_every_scheduler_job_id_is_recorded(key):
     ("--apikey abc", "--apikey <redacted>"),
     ("CLIENT_SECRET=abc python", "CLIENT_SECRET=<redacted> python"),
     ("OMP_NUM_THREADS=4 python -m x", "OMP_NUM_THREADS=4 python -m x"),  # kept whole
-    ("--passwords abc --tokens 9", "--passwords abc --tokens 9"),  # no whole secret part
+    ("--passwords abc --tokens 9", "--passwords <redacted> --tokens 9"),  # passw: any form
+    ("--max-tokens 4096 --tokenizer gpt2", "--max-tokens 4096 --tokenizer gpt2"),
 ])
 def test_secret_parts_on_a_launch_line(text, want):
     assert redact_mod.redact(text) == want

@@ -256,6 +256,26 @@ def test_lock_timeout_edges_are_accepted(tmp_path, value):
     assert len(parse_csv(out.read_text())) == 1
 
 
+def _paused_writer(out: Path, point: str, folder: Path, config: str = "first",
+                   **env: str) -> subprocess.Popen:
+    """Another process appending a row to ``out``, paused at ``point`` (fs/create.py's
+    EZPZ_AMSC_PAUSE_AT) until ``folder/POINT.go`` exists; returns once it is there."""
+    code = (
+        "import sys\n"
+        "from ezpz_amsc.results.append import append_rows\n"
+        f"row = {[*ROW[:2], config, *ROW[3:]]!r}\n"
+        "append_rows(sys.argv[1], [row])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "EZPZ_AMSC_PAUSE_AT": f"{point}:{folder}",
+           **env}
+    p = subprocess.Popen([sys.executable, "-c", code, str(out)], env=env)
+    deadline = time.monotonic() + 30
+    while not (folder / f"{point}.reached").exists():
+        assert p.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    return p
+
+
 @pytest.mark.slow
 def test_a_writer_holding_the_lock_keeps_it_while_it_reads_the_file(tmp_path):
     """Reading the header and the earlier runs must not drop the lock.
@@ -265,53 +285,36 @@ def test_a_writer_holding_the_lock_keeps_it_while_it_reads_the_file(tmp_path):
     """
     out = tmp_path / "runs.csv"
     sink.append_rows(out, [ROW])
-    ready, release = tmp_path / "ready", tmp_path / "release"
-    code = (
-        "import os, sys, time\n"
-        "from ezpz_amsc.results import append as sink\n"
-        "real = sink._write_all\n"
-        "def slow(fd, path, data):\n"  # header and duplicates already read under the lock
-        "    open(sys.argv[2], 'w').close()\n"
-        "    while not os.path.exists(sys.argv[3]):\n"
-        "        time.sleep(0.01)\n"
-        "    real(fd, path, data)\n"
-        "sink._write_all = slow\n"
-        "row = ['2026-08-11T17:11:17Z', 'Aurora', 'first', '1', '12', 'pass', '1.000'] + [''] * 7\n"
-        "sink.append_rows(sys.argv[1], [row])\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    holder = subprocess.Popen([sys.executable, "-c", code, str(out), str(ready), str(release)],
-                              env=env)
+    holder = _paused_writer(out, "rows", tmp_path)  # header and runs read, the row not written
     try:
-        deadline = time.monotonic() + 30
-        while not ready.exists():
-            assert holder.poll() is None and time.monotonic() < deadline
-            time.sleep(0.01)
         with pytest.raises(AmscError, match="still locked by another writer after 0.2 s"):
             sink.append_rows(out, [[*ROW[:2], "second", *ROW[3:]]], lock_timeout_sec=0.2)
     finally:
-        release.touch()
+        (tmp_path / "rows.go").touch()
         assert holder.wait(timeout=30) == 0
     assert [r["config"] for r in parse_csv(out.read_text())] == ["sweep/0", "first"]
 
 
-def test_a_writer_that_locked_a_removed_file_starts_over(tmp_path, monkeypatch):
-    """The creator of a file whose first write failed removes it; a writer that
-    had opened it meanwhile must not append to the removed file."""
-    out = tmp_path / "runs.csv"
-    real = sink._wait_for_lock
-    locked_fds = []
-
-    def removed_while_waiting(fd, *args):
-        if not locked_fds:
-            out.unlink()  # as the failed creator does, under its lock
-        locked_fds.append(fd)
-        real(fd, *args)
-
-    monkeypatch.setattr(sink, "_wait_for_lock", removed_while_waiting)
-    sink.append_rows(out, [ROW])
-    assert len(locked_fds) == 2
-    assert parse_csv(out.read_text()) == [dict(zip(HEADER, ROW, strict=True))]
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["removed", "moved-away"])
+def test_a_writer_that_locked_a_file_no_longer_at_its_path_starts_over(tmp_path, how):
+    """The creator of a file whose first write failed removes it (or someone moves the file
+    away): a writer that had opened it meanwhile must append to the file now at the path."""
+    out, moved = tmp_path / "runs.csv", tmp_path / "runs-old.csv"
+    if how == "moved-away":
+        out.write_bytes(EXISTING)
+    writer = _paused_writer(out, "opened", tmp_path)  # opened, not yet locked
+    if how == "removed":
+        out.unlink()
+    else:
+        out.rename(moved)  # still linked, under another name
+        out.write_bytes(EXISTING)
+    (tmp_path / "opened.go").touch()
+    assert writer.wait(timeout=30) == 0
+    first = (HEADER_LINE + "\n").encode() if how == "removed" else EXISTING
+    assert out.read_bytes() == first + ROW_LINE.replace(b"sweep/0", b"first")
+    if how == "moved-away":
+        assert moved.read_bytes() == EXISTING
 
 
 # ------------------------------------------------------------------------------ faults
@@ -456,7 +459,8 @@ def test_symlink_to_a_missing_file_is_a_clear_error(tmp_path):
 BOM = b"\xef\xbb\xbf"
 ROW_LINE = (",".join(ROW) + "\n").encode()
 KEY_TEXT = "2026-08-11T17:11:17Z, Aurora, sweep/0, 1, 12"
-DOUBLE_COUNT = "; not appending a double count (pass --allow-duplicate to add it anyway)"
+DOUBLE_COUNT = ("; not appending a double count (pass --skip-existing to skip it, "
+                "--allow-duplicate to add it anyway)")
 
 
 def _refusal(out: Path, rows: list[list[str]] | None = None, **kwargs) -> str:
@@ -527,27 +531,29 @@ def test_a_foreign_first_line_is_refused_by_its_exact_text(tmp_path, first, why)
     assert out.read_bytes() == first + EXISTING
 
 
-@pytest.mark.parametrize("nth", [1, 2], ids=["header", "earlier-runs"])
-def test_a_read_error_is_named_and_nothing_written(tmp_path, monkeypatch, nth):
+@pytest.mark.parametrize("which", ["header", "earlier-runs"])
+def test_a_read_error_is_named_and_nothing_written(tmp_path, monkeypatch, which):
     out = tmp_path / "runs.csv"
-    out.write_bytes(EXISTING)
-    real, calls = sink._reader, []
+    out.write_bytes(EXISTING + ROW_LINE)
+    real = os.pread
 
-    def failing(fd):
-        calls.append(fd)
-        if len(calls) == nth:
+    def failing(fd, size, offset):
+        # the header is read from offset 0; a run found in the file, at its line's offset
+        if (offset == 0) == (which == "header"):
             raise OSError(errno.EIO, os.strerror(errno.EIO))
-        return real(fd)
+        return real(fd, size, offset)
 
-    monkeypatch.setattr(sink, "_reader", failing)
+    monkeypatch.setattr(os, "pread", failing)
     assert _refusal(out) == f"{out}: cannot read results file: Input/output error"
-    assert out.read_bytes() == EXISTING
+    assert out.read_bytes() == EXISTING + ROW_LINE
 
 
 def test_duplicates_are_refused_by_their_exact_text(tmp_path):
     out = tmp_path / "runs.csv"
-    assert _refusal(out, [ROW, ROW]) == (
-        f"rows 1 and 2 of this export are the same run ({KEY_TEXT}){DOUBLE_COUNT}")
+    for skip in (False, True):
+        assert _refusal(out, [ROW, ROW], skip_existing=skip) == (
+            f"rows 1 and 2 of this export are the same run ({KEY_TEXT}); not appending a "
+            "double count")
     assert not out.exists()
     sink.append_rows(out, [ROW])
     before = out.read_bytes()
@@ -576,17 +582,17 @@ def _lockf_fails(monkeypatch, err: int) -> None:
     monkeypatch.setattr(sink.fcntl, "lockf", lockf)
 
 
-def test_the_lock_is_polled_5_ms_doubling_to_250_ms_for_the_default_60_s(tmp_path, monkeypatch):
+def test_the_lock_is_polled_5_ms_doubling_to_250_ms_for_the_default_10_s(tmp_path, monkeypatch):
     out = tmp_path / "runs.csv"
     out.write_bytes(EXISTING)
     clock = _Clock()
     monkeypatch.setattr(sink, "time", clock)
     _lockf_fails(monkeypatch, errno.EAGAIN)
-    assert _refusal(out) == (f"{out}: still locked by another writer after 60 s; retry, or "
+    assert _refusal(out) == (f"{out}: still locked by another writer after 10 s; retry, or "
                              "raise --lock-timeout")
     assert clock.sleeps[:8] == [0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.25, 0.25]
     assert set(clock.sleeps[6:]) == {0.25}
-    assert 60 <= sum(clock.sleeps) < 60.25  # the first poll past the deadline gives up
+    assert 10 <= sum(clock.sleeps) < 10.25  # the first poll past the deadline gives up
     # A timeout of 0: one try, no pause.
     clock.sleeps.clear()
     assert _refusal(out, lock_timeout_sec=0) == (
@@ -660,25 +666,6 @@ def test_create_permission_is_judged_by_effective_ids_for_write_and_search(tmp_p
     assert str(e.value).startswith(f"{tmp_path}: cannot create new there: not writable by you")
     # open() judges by the effective ids (Linux: os.access supports effective_ids)
     assert asked == [(tmp_path, os.W_OK | os.X_OK, True)]
-
-
-def test_a_writer_whose_file_was_moved_away_appends_to_the_new_one(tmp_path, monkeypatch):
-    out, moved = tmp_path / "runs.csv", tmp_path / "runs-old.csv"
-    out.write_bytes(EXISTING)
-    real, waits = sink._wait_for_lock, []
-
-    def replaced_while_waiting(fd, *args):
-        if not waits:
-            out.rename(moved)  # still linked, under another name
-            out.write_bytes(EXISTING)
-        waits.append(fd)
-        real(fd, *args)
-
-    monkeypatch.setattr(sink, "_wait_for_lock", replaced_while_waiting)
-    sink.append_rows(out, [ROW])
-    assert len(waits) == 2
-    assert moved.read_bytes() == EXISTING
-    assert out.read_bytes() == EXISTING + ROW_LINE
 
 
 def test_bytes_another_program_appended_meanwhile_are_kept(tmp_path, monkeypatch):

@@ -473,7 +473,8 @@ def test_unprintable_machine_is_ignored_and_system_asked_for(tmp_path, machine):
     assert "ignored MACHINE=" in result.stderr
 
 
-@pytest.mark.parametrize("machine", ["=HYPERLINK(\"x\")", "@SUM(1)", "-cmd", "+1"])
+@pytest.mark.parametrize("machine", ["=HYPERLINK(\"x\")", "@SUM(1)", "-cmd", "+cmd",
+                                     "-2+3+cmd|' /C calc'!A0", "-1+HYPERLINK(\"x\")", "+1e"])
 def test_formula_like_machine_asks_for_system(tmp_path, machine):
     run = launch(tmp_path)
     edit_dist(run, MACHINE=machine)

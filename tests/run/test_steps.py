@@ -6,7 +6,6 @@ The skim of other ranks' lines in a shared file has its own file, test_skim.py.
 
 from __future__ import annotations
 
-import builtins
 import errno
 import io
 import json
@@ -383,7 +382,7 @@ def test_unreadable_metrics_file(tmp_path, monkeypatch):
 def test_read_error_midway_through_metrics(tmp_path, monkeypatch):
     run = good_run(tmp_path / "run")
     target = run / "metrics-0.jsonl"
-    real_open = builtins.open
+    real_open = steps_mod.open_regular
 
     class Flaky(io.BufferedReader):
         def readline(self, *a):
@@ -391,12 +390,10 @@ def test_read_error_midway_through_metrics(tmp_path, monkeypatch):
                 raise OSError(errno.EIO, os.strerror(errno.EIO))
             return super().readline(*a)
 
-    def fake(file, *args, **kwargs):
-        if isinstance(file, (str, os.PathLike)) and Path(file) == target:
-            return Flaky(io.FileIO(file, "rb"))
-        return real_open(file, *args, **kwargs)
+    def fake(file):  # the one opener of files that are read (fs/read.py)
+        return Flaky(io.FileIO(file, "rb")) if Path(file) == target else real_open(file)
 
-    monkeypatch.setattr(builtins, "open", fake)
+    monkeypatch.setattr(steps_mod, "open_regular", fake)
     line = error_line(run_cli(run, "--config", "c"))
     assert line == f"error: {target}: cannot read metrics file: Input/output error"
 
@@ -495,7 +492,9 @@ print(json.dumps("_hashlib" in sys.modules))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("extra, loaded", [([], False), (["--provenance", "records"], True)])
+@pytest.mark.parametrize("extra, loaded", [
+    ([], False), (["--append", "r.csv"], False),
+    (["--append", "r.csv", "--provenance", "records"], True)])
 def test_only_a_provenance_export_loads_openssl(tmp_path, extra, loaded):
     # hashlib brings OpenSSL (~3.8 MB resident) into every process that imports it
     import subprocess
@@ -506,7 +505,10 @@ def test_only_a_provenance_export_loads_openssl(tmp_path, extra, loaded):
     env = {k: v for k, v in os.environ.items() if k != "MUTATE_COV_DIR"}
     p = subprocess.run([sys.executable, "-c", _MODULES_AFTER_EXPORT, run, "--config", "c", *extra],
                        capture_output=True, text=True, cwd=tmp_path, check=True, env=env)
-    assert p.stdout.splitlines()[0].startswith("timestamp,")
+    if extra:
+        assert (tmp_path / "r.csv").read_text().startswith("timestamp,")
+    else:
+        assert p.stdout.startswith("timestamp,")
     assert json.loads(p.stdout.splitlines()[-1]) is loaded
 
 
