@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,25 +101,25 @@ class RecordBatch:
         """Finish what an interrupted append left in the folder; see the class docs."""
         self._in_file = [e is not None for e in found]
         self._pending = []
-        done: set[int] = set()
+        _remove_tree(self._done)  # an append killed after its commit point: all in place
         try:
             names = sorted(os.listdir(self._waiting))
         except FileNotFoundError:
-            return done
+            return set()
         except OSError as e:
             raise AmscError(f"{self._waiting}: cannot list: {e.strerror or e}") from None
+        finish, done = [], set()
         for name in names:
             path = self._waiting / name
             row = self._row_of(path)
             if row is None or not _in_file(runs, row, name):
                 _remove(path)  # a temporary file, or a record whose row never made it
                 continue
-            final = self._put_in_place(path, self.folder / name.partition("-")[2])
-            self.completed.append(final)
+            finish.append((path, self.folder / name.partition("-")[2]))
             mine = next((i for i, r in enumerate(rows) if i not in done and list(r) == row), None)
             if mine is not None:
                 done.add(mine)
-        self._drop_empty()
+        self.completed = self._finish(finish)
         return done
 
     def _row_of(self, path: Path) -> list[str] | None:
@@ -164,41 +165,46 @@ class RecordBatch:
     def commit(self) -> None:
         """The rows are in the file: every pending record takes its name."""
         try:
-            for path, final in self._pending:
-                self.written.append(self._put_in_place(path, final))
+            self.written = self._finish(self._pending)
         except OSError as e:
             raise AmscError(f"{self.folder}: the rows are appended, but their provenance records "
                             f"could not take their names ({e.strerror or e}); they wait in "
                             f"{self._waiting}, and the next append with --provenance "
                             f"{self.folder} puts them in place") from None
         self._pending = []
-        self._drop_empty()
 
-    def _put_in_place(self, path: Path, final: Path) -> Path:
-        """Give the pending record ``path`` its name (``final``, or the next free one)."""
-        while True:
-            try:
-                os.link(path, final)
-                break
-            except FileExistsError:
-                if os.path.samefile(path, final):
-                    break  # linked before a crash, not yet unlinked
-                final = _free_name(final, set())
-        crash_point("record-linked")
-        os.unlink(path)
-        return final
+    @property
+    def _done(self) -> Path:
+        return self._waiting.with_name(self._waiting.name + ".done")
+
+    def _finish(self, pending: Sequence[tuple[Path, Path]]) -> list[Path]:
+        """Give every pending record its name, then clear them all away in one step.
+
+        The pending records stay until every one has its name, then their folder
+        is renamed away at once: that rename is the append's commit point. A
+        writer killed before it leaves every pending record for the next append
+        to finish (a name already given is recognised); after it, nothing is
+        left to finish, and what remains of the folder is removed by the next.
+        """
+        if not pending:
+            _drop_empty(self._waiting)
+            return []
+        finals = []
+        for path, final in pending:
+            finals.append(_link(path, final))
+            crash_point("record-linked")
+        os.rename(self._waiting, self._done)
+        crash_point("committed")
+        _remove_tree(self._done)
+        _drop_empty(self._waiting)
+        return finals
 
     def undo(self) -> None:
         """Take back the pending records of this batch (its rows were not written)."""
         for path, _ in self._pending:
             _remove(path)
         self._pending = []
-        self._drop_empty()
-
-    def _drop_empty(self) -> None:
-        for d in (self._waiting, self._waiting.parent):
-            with contextlib.suppress(OSError):
-                d.rmdir()  # only when empty; a writer that needs it makes it again
+        _drop_empty(self._waiting)
 
     def remove_made(self) -> None:
         """Folders this batch made, if still empty: after the results file's lock is released."""
@@ -215,9 +221,40 @@ def _in_file(runs: RunsInFile, row: list[str], name: str) -> bool:
     return e is not None and e.cells == row
 
 
+def _link(path: Path, final: Path) -> Path:
+    """A second name for the pending record ``path``: ``final``, or the next free one."""
+    while True:
+        try:
+            os.link(path, final)
+            return final
+        except FileExistsError:
+            if os.path.samefile(path, final):
+                return final  # given before a crash
+            final = _free_name(final, set())
+
+
 def _remove(path: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
+
+
+def _remove_tree(folder: Path) -> None:
+    """A folder of pending records (and temporary files), and the folder."""
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return
+    for name in names:
+        _remove(folder / name)
+    with contextlib.suppress(FileNotFoundError):
+        folder.rmdir()
+    _drop_empty(folder)
+
+
+def _drop_empty(waiting: Path) -> None:
+    for d in (waiting, waiting.parent):
+        with contextlib.suppress(OSError):
+            d.rmdir()  # only when empty; a writer that needs it makes it again
 
 
 def _free_name(path: Path, reserved: set[str]) -> Path:
@@ -281,3 +318,21 @@ def leftovers(folder: str | os.PathLike[str]) -> list[str]:
     lines += [f"{path}: left by an interrupted append; the next append to its results file "
               f"with --provenance {p} finishes or removes it" for path in sorted(waiting)]
     return lines
+
+
+def sharing_note(folder: str | os.PathLike[str],
+                 results: str | os.PathLike[str]) -> str | None:
+    """A note when the results file's folder is shared (group-writable) but the records
+    folder beside it is not: a teammate's append with ``--provenance`` would fail there."""
+    from ezpz_amsc.fs.access import describe, group_name
+
+    try:
+        shared = os.stat(Path(results).absolute().parent)
+        st = os.stat(folder)
+    except OSError:
+        return None
+    if not shared.st_mode & stat.S_IWGRP or st.st_mode & stat.S_IWGRP:
+        return None
+    return (f"{folder}: other members of group {group_name(st.st_gid)} cannot add provenance "
+            f"records to it ({describe(st)}), though they may append to {results}; to share "
+            f"it: chmod g+w{'s' if shared.st_mode & stat.S_ISGID else ''} {folder}")

@@ -568,9 +568,10 @@ def _write_all(fd: int, path: Path, data: bytes, size: int) -> None:
     """One append of complete lines, fsynced, then checked to be in the file at ``path``.
 
     On failure the file is cut back to its old size. If the bytes did not land
-    where the file ended (``size``: it was truncated meanwhile), or the path no
-    longer names this file (replaced or removed), they are taken back and
-    :class:`_Changed` is raised: the caller starts over on the file now there.
+    where the file ended (``size``: it was truncated meanwhile), are no longer
+    all there (truncated since), or the path no longer names this file
+    (replaced or removed), they are taken back and :class:`_Changed` is raised:
+    the caller starts over on the file now at the path.
     """
     start = os.lseek(fd, 0, os.SEEK_END)
     try:
@@ -578,9 +579,12 @@ def _write_all(fd: int, path: Path, data: bytes, size: int) -> None:
         os.fsync(fd)
     except OSError as e:
         _cut_back(fd, path, start, f"cannot write results file: {e.strerror or e}")
-    landed = os.lseek(fd, 0, os.SEEK_CUR) - len(data)
-    if landed < size or not _still_at(fd, path):
-        _cut_back(fd, path, landed, None)
+    crash_point("rows-synced")
+    end = os.lseek(fd, 0, os.SEEK_CUR)  # O_APPEND: the end of what this write put there
+    landed = end - len(data)
+    now = os.fstat(fd).st_size
+    if landed < size or now < end or not _still_at(fd, path):
+        _cut_back(fd, path, min(landed, now), None)  # never longer than it is now
         raise _Changed
 
 

@@ -280,7 +280,7 @@ def test_check_names_missing_orphan_and_mismatched_records(published):
     _rewrite(results, edit)
     stray = folder / "notes.json"
     stray.write_text("{}")
-    (folder / ".x.json.123.tmp").write_text("half")  # an interrupted write: not a record
+    (folder / ".x.json.123.tmp").write_text("half")  # an interrupted write: no record, a leftover
     result = run_group("check", results, "--provenance", folder, "-q")
     assert result.exit_code == 1
     orphan_key = ", ".join(orphan[c] for c in ("timestamp", "system", "config", "nodes", "gpus"))
@@ -291,7 +291,9 @@ def test_check_names_missing_orphan_and_mismatched_records(published):
         f"{results}:{changed_line}: differs from its record {by_line[changed['timestamp']]}: "
         f"tflops '9.999' in the file, {changed['tflops']!r} in the record",
         f"{by_line[orphan['timestamp']]}: no row in {results} for its run ({orphan_key})",
-        f"error: {results}: 4 problems in 4 rows and 4 records",
+        f"{folder / '.x.json.123.tmp'}: a temporary file of a record write that was killed; "
+        "remove it",
+        f"error: {results}: 5 problems in 4 rows and 4 records",
     ])
 
 
