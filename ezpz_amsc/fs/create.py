@@ -71,7 +71,7 @@ def make_folders(folder: Path, target: Path | None = None) -> list[Path]:
     made: list[Path] = []
     for _ in range(_MAX_TRIES):
         if _make_missing(folder, target, made):
-            return made
+            return list(dict.fromkeys(made))  # a folder made twice (taken back between) once
     raise AmscError(f"{folder}: its folders were removed {_MAX_TRIES} times while making "
                     "them; is another program removing them?")
 

@@ -467,8 +467,11 @@ def append_rows(path: str | os.PathLike[str], rows: Sequence[Sequence[str]], *,
     refused, or with ``skip_existing`` skipped (and reported in the result).
     ``hooks`` write what goes with the rows (records), under the same lock.
     """
+    from ezpz_amsc.results.index import RunIndexFile  # sqlite: loaded before the lock is taken
+
     p = checked_path(path)
     _refuse_non_regular(p)
+    RunIndexFile.warm(p)  # a whole file read, if need be, before the lock is taken
     made: list[Path] = []
     carried = False
     try:

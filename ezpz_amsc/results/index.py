@@ -40,6 +40,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
+import time
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,6 +57,10 @@ except ImportError:  # pragma: no cover (another Python)
 
 VERSION = 1
 _EDGE_BYTES = 4096  # how much of the file's start and of its indexed end is compared
+# An index behind the file by at most this much is caught up under the lock (about
+# 15,000 rows: milliseconds); further behind, it is rebuilt before the lock is taken.
+_CATCH_UP_BYTES = 1 << 20
+_STALE_SEC = 86400
 _FOLDER = ("ezpz-amsc", "runs")
 
 
@@ -118,6 +124,55 @@ class RunIndexFile:
                     return None
                 _remove(path)
         return None
+
+    @classmethod
+    def warm(cls, results: Path) -> None:
+        """Before the lock is taken: (re)build the index if it is missing, stale or far behind.
+
+        Reading a million rows takes seconds, and no writer should wait for that.
+        The index is built from the file as it is now (appenders only add to
+        it) into a new database, which then takes the index's name; under the
+        lock, :meth:`open` has little or nothing left to catch up. Nothing
+        here can fail an append: any error leaves the work to :meth:`open`.
+        """
+        path = index_path(results)
+        if path is None:
+            return
+        try:
+            fd = os.open(results, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return  # a new file, or one :func:`append_rows` will name the trouble with
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode) or cls._close_enough(path, fd):
+                return
+            _remove_stale(path.parent)
+            fresh = cls(_connect(tmp), fd)
+            try:
+                fresh.rebuild()
+            finally:
+                fresh.close()
+            os.replace(tmp, path)
+            _remove(path.with_name(path.name + "-journal"))  # of the database replaced
+        except (OSError, sqlite3.Error):
+            _remove(tmp)
+        finally:
+            os.close(fd)
+
+    @classmethod
+    def _close_enough(cls, path: Path, fd: int) -> bool:
+        """Whether the index describes the file but for a short tail (or exactly)."""
+        if not path.exists():
+            return False
+        db = sqlite3.connect(_uri(path, read_only=True), uri=True, timeout=0)
+        try:
+            idx = cls(db, fd)
+            start = idx._valid_prefix(idx._meta(), os.fstat(fd))
+            return start is not None and os.fstat(fd).st_size - start <= _CATCH_UP_BYTES
+        except sqlite3.Error:
+            return False
+        finally:
+            db.close()
 
     def close(self) -> None:
         with contextlib.suppress(sqlite3.Error):
@@ -234,10 +289,14 @@ def _edges(fd: int, size: int) -> tuple[str, str]:
     return blake2b(head).hexdigest(), blake2b(tail).hexdigest()
 
 
+def _uri(path: Path, read_only: bool = False) -> str:
+    return f"file:{urllib.parse.quote(str(path))}?vfs=unix-none" + ("&mode=ro" if read_only
+                                                                    else "")
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
-    uri = f"file:{urllib.parse.quote(str(path))}?vfs=unix-none"
-    db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=0)
+    db = sqlite3.connect(_uri(path), uri=True, isolation_level=None, timeout=0)
     try:
         # A cache: a crash of this process is safe without fsync (the journal is
         # in the page cache); after a power loss a broken index is rebuilt.
@@ -255,3 +314,12 @@ def _remove(path: Path) -> None:
     for p in (path, path.with_name(path.name + "-journal")):
         with contextlib.suppress(OSError):
             p.unlink()
+
+
+def _remove_stale(folder: Path) -> None:
+    """Databases half-built by a killed :meth:`RunIndexFile.warm` (a day old: none is in use)."""
+    cutoff = time.time() - _STALE_SEC
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            if ".tmp" in entry.name and entry.stat().st_mtime < cutoff:
+                _remove(Path(entry.path))

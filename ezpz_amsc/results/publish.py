@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from ezpz_amsc.results.schema import cells_of
+from ezpz_amsc.results.schema import cells_of, unsafe_cells
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -49,8 +49,13 @@ def publish(results: Sequence[ExportResult], opts: ExportOptions, pub: PublishOp
     With ``pub.provenance`` (which needs ``pub.append``), one record per row goes
     into that folder, under the results file's lock, with the rows or not at all.
     """
+    from ezpz_amsc.errors import AmscError
     from ezpz_amsc.results.append import append_rows, write_stdout
 
+    for result in results:  # the last guard: every source of a cell checks it before
+        unsafe = unsafe_cells(result.row)
+        if unsafe:
+            raise AmscError(f"{result.details.run_dir}: the row's {unsafe[0]}; not publishing it")
     rows = [cells_of(result.row) for result in results]
     if not pub.append:
         if rows and out is not None:

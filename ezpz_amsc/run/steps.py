@@ -209,6 +209,7 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
     hashing = None
     try:
         f = open_regular(path)  # a symlink to /proc/kmsg or a FIFO would block: refused
+        size = os.fstat(f.fileno()).st_size
         if digests is not None and path not in digests:
             hashing = _HashingRaw(f.detach())  # type: ignore[arg-type]
             f = io.BufferedReader(hashing, _HASH_BUFFER_BYTES)
@@ -217,7 +218,9 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
     out.files_read.append(path)
     lines = iter_lines(f, max_line)
     passed: dict[int, int] = {}  # rank -> records counted unparsed
-    if skim and SKIM and filter_rank and type(want_rank) is int:
+    # An empty file (rank 0's, when only rank 0 logged nothing) has nothing to skim: the
+    # fallback through thousands of them pays for the open alone.
+    if skim and SKIM and filter_rank and type(want_rank) is int and size:
         from ezpz_amsc.run.skim import skim_lines  # numpy: loaded only for a file that needs it
 
         lines = skim_lines(f, max_line, want_rank, passed)

@@ -24,10 +24,11 @@ from helpers import (
     records_in,
     run_cli,
     run_group,
+    umask_of,
 )
 
 from ezpz_amsc.records.record import load_record
-from ezpz_amsc.results.schema import HEADER
+from ezpz_amsc.results.schema import HEADER, render_csv
 from ezpz_amsc.results.validate import sharing_notes
 
 pytestmark = pytest.mark.usefixtures("clean_hook_env")
@@ -144,6 +145,30 @@ def test_check_reports_a_cell_csv_cannot_read_and_reads_on(tmp_path):
         f"{p}:4: same run as line 2",
         f"error: {p}: 2 problems in 3 rows",
     ]
+
+
+def test_check_flags_formula_cells_and_cells_past_the_cap(tmp_path):
+    """Regression: check passed =HYPERLINK(...), @SUM(...) and +cmd cells."""
+    reason = ("would run as a formula when the CSV is opened in a spreadsheet (it starts with =, "
+              "+, -, @, a tab or a carriage return and is not a number)")
+    good = GOOD_ROW.split(",")
+
+    def cells(**changes: str) -> str:
+        row = dict(zip(HEADER, good, strict=True)) | changes
+        return render_csv([[row[c] for c in HEADER]], header=False).rstrip("\n")
+
+    quoted = [cells(config='=HYPERLINK("x")', system="a"), cells(system="@SUM(1)"),
+              cells(config="c2", error="+cmd"), cells(config="c3", error="-2+3+cmd"),
+              cells(config="c4", error="-2"), cells(config="x" * 4097)]
+    p = _write(tmp_path, HEADER_LINE, *quoted)
+    r = run_group("check", p, "-q")
+    assert r.stderr.splitlines() == [
+        f"{p}:2: config '=HYPERLINK(\"x\")' {reason}",
+        f"{p}:3: system '@SUM(1)' {reason}",
+        f"{p}:4: error '+cmd' {reason}",
+        f"{p}:5: error '-2+3+cmd' {reason}",
+        f"{p}:7: config is 4,097 characters long (at most 4,096)",
+        f"error: {p}: 5 problems in 6 rows"]
 
 
 def test_check_takes_no_run_dir(tmp_path):
@@ -326,3 +351,26 @@ def test_check_with_records_reads_a_column_the_file_lacks_as_empty(published):
         f"error: {results}: 6 problems in 5 rows and 5 records",
     ]
     assert all(row["tflops"] and row["final_loss"] and not row["mfu"] for row in rows)
+
+
+def test_check_notes_a_records_folder_the_group_cannot_add_to(tmp_path):
+    """Regression: a records folder made under umask 022 in a shared setgid folder was not
+    noted; the next teammate's append with --provenance fails there."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o2775)
+    results, folder = shared / "r.csv", shared / "records"
+    with umask_of(0o022):
+        assert run_cli(A, "--config", "c", "--append", results, "--provenance", folder,
+                       "-q").exit_code == 0
+    st = folder.stat()
+    r = run_group("check", results, "--provenance", folder)
+    assert r.exit_code == 0
+    group = grp.getgrgid(st.st_gid).gr_name
+    assert (f"note: {folder}: other members of group {group} cannot add provenance records to "
+            f"it (owner root, group {group}, mode 2755), though they may append to {results}; "
+            f"to share it: chmod g+ws {folder}") in r.stderr.splitlines()
+    folder.chmod(0o2775)
+    assert "cannot add provenance records" not in run_group("check", results, "--provenance",
+                                                            folder).stderr
+    assert "cannot add" not in run_group("check", results, "--provenance", folder, "-q").stderr

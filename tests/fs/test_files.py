@@ -122,6 +122,49 @@ def test_make_folders_returns_only_what_it_made(tmp_path):
     assert make_folders(deep) == []
 
 
+def test_make_folders_makes_again_a_folder_a_failed_writer_took_back(tmp_path, monkeypatch):
+    """Regression: another writer's rmdir of a folder it made (empty, its append failed)
+    between our mkdir of it and of the folder below failed a valid append."""
+    real, calls = os.mkdir, []
+
+    def mkdir(path, mode=0o777):
+        calls.append(Path(path))
+        if Path(path) == tmp_path / "a" / "b" and calls.count(Path(path)) == 1:
+            os.rmdir(tmp_path / "a")  # the failed writer takes back "a" just now
+        real(path, mode)
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    deep = tmp_path / "a" / "b"
+    assert make_folders(deep) == [tmp_path / "a", deep]
+    assert deep.is_dir()
+    assert calls == [tmp_path / "a", deep, tmp_path / "a", deep]
+
+
+def test_create_file_makes_again_the_folder_taken_back_before_it_could_create(tmp_path,
+                                                                             monkeypatch):
+    real, opened = os.open, []
+
+    def open_(path, flags, *a, **kw):
+        if str(path).endswith(".tmp") and not opened:
+            opened.append(path)
+            os.rmdir(tmp_path / "new")  # taken back between the mkdir and the create
+        return real(path, flags, *a, **kw)
+
+    monkeypatch.setattr(os, "open", open_)
+    create_file(tmp_path / "new" / "run.json", b"{}\n")
+    assert (tmp_path / "new" / "run.json").read_bytes() == b"{}\n"
+    assert names_in(tmp_path / "new") == ["run.json"]
+
+
+def test_folders_made_again_for_ever_are_given_up(tmp_path, monkeypatch):
+    monkeypatch.setattr(os, "mkdir", lambda path, mode=0o777: (_ for _ in ()).throw(
+        FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))))
+    with pytest.raises(AmscError) as e:
+        make_folders(tmp_path / "a" / "b")
+    assert str(e.value) == (f"{tmp_path / 'a' / 'b'}: its folders were removed 100 times while "
+                            "making them; is another program removing them?")
+
+
 @pytest.mark.parametrize("mode", [0o600, 0o640, 0o664, 0o660])
 def test_append_keeps_mode_owner_and_group(tmp_path, mode):
     out = tmp_path / "runs.csv"

@@ -707,3 +707,131 @@ def test_recorded_options_that_cannot_be_used_are_refused(options, why):
         record_mod.options_from_record({"options": options}, "r.json")
     message = e.value.format_message()
     assert message.startswith("r.json: its options cannot be used: ") and message.endswith(why)
+
+
+# ------------------------------------------------------- a record's schema, checked before use
+
+
+@pytest.mark.parametrize("changes, why", [
+    ({"files": [{"path": ["a"], "role": "metrics", "size": 1, "sha256": "x"}]},
+     "files[0].path is not a string"),
+    ({"files": [{"path": "a", "role": "metrics", "size": "1", "sha256": "x"}]},
+     "files[0].size is not a whole number"),
+    ({"files": [{"path": "a", "role": "metrics", "size": True, "sha256": "x"}]},
+     "files[0].size is not a whole number"),
+    ({"files": [{"path": "a", "role": "metrics", "size": 1}]}, "files[0].sha256 is not a string"),
+    ({"options": {"config": 3}}, "options.config is not a string"),
+    ({"options": {"config": "c", "max_line_bytes": "64"}},
+     "options.max_line_bytes is not a whole number"),
+    ({"options": {"config": "c", "max_line_bytes": 0}}, "options.max_line_bytes is below 1"),
+    ({"options": {"config": "c", "nodes": True}}, "options.nodes is not a whole number or null"),
+    ({"options": {"config": "c", "wall_time_sec": "1"}}, "options.wall_time_sec is not a number "
+                                                         "or null"),
+    ({"options": {"config": "c", "warmup": 1.5}}, "options.warmup is not a whole number"),
+    ({"tool": "ezpz-amsc"}, "tool is not an object"),
+    ({"tool": {"version": 2}}, "tool.version is not a string"),
+    ({"exported": {"host": 7}}, "exported.host is not a string or null"),
+    ({"exported": []}, "exported is not an object"),
+    ({"run_dir": "/"}, "run_dir '/' is not a run directory's absolute path"),
+    ({"run_dir": "runs/x"}, "run_dir 'runs/x' is not a run directory's absolute path"),
+])
+def test_a_crafted_record_is_one_line_naming_the_field(tmp_path, changes, why):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(_minimal_record(**{"options": {"config": "c"}, **changes})))
+    with pytest.raises(AmscError) as e:
+        load_record(path)
+    assert e.value.format_message() == f"{path}: not an ezpz-amsc provenance record ({why})"
+    # ... and so on the command line: reproduce, and check --provenance, say it in one line
+    assert error_line(run_group("reproduce", path)) == f"error: {e.value.format_message()}"
+
+
+# --------------------------------------------------------------- secrets, by name and by shape
+
+# Each secret is planted in one place a record copies from, in one of the forms it takes
+# there. None may be in the record; the row must not change.
+PLANTED = [  # (section, key or None for the launch line, value or launch text, the secret)
+    ("Environment Variables", "HF_TOKEN", "hf_tok01", "hf_tok01"),
+    ("Environment Variables", "AWS_SECRET_ACCESS_KEY", "awssecret02", "awssecret02"),
+    ("Environment Variables", "AWS_SESSION_TOKEN", "sessiontok03", "sessiontok03"),
+    ("Environment Variables", "MYSQL_PASSWD", "mysqlpw04", "mysqlpw04"),
+    ("Environment Variables", "PGPASSWORD", "pgpw05", "pgpw05"),
+    ("Environment Variables", "PASSPHRASE", "phrase06", "phrase06"),
+    ("Environment Variables", "GITHUB_PAT", "ghpat07", "ghpat07"),
+    ("Environment Variables", "COOKIE", "cookie08", "cookie08"),
+    ("Environment Variables", "SSH_PRIVATE_KEY", "privkey09", "privkey09"),
+    ("Environment Variables", "DATABASE_URL", "postgres://u10:dbpw10@db/x", "dbpw10"),
+    ("Environment Variables", "SENTRY_DSN", "dsn11", "dsn11"),
+    ("Environment Variables", "DB_PWD", "dbpwd12", "dbpwd12"),
+    ("Environment Variables", "AUTHORIZATION", "Bearer authz13", "authz13"),
+    ("Environment Variables", "WANDB_API_KEY", "wandb14", "wandb14"),
+    ("Environment Variables", "NPM_CONFIG__AUTH", "npmauth15", "npmauth15"),
+    ("Environment Variables", "OTHER", "https://tok16@github.com/me/repo", "tok16"),
+    ("Environment Variables", "NOTE", "ghp_" + "a" * 36, "ghp_" + "a" * 36),
+    ("Environment Variables", "NOTE2", "key AKIA" + "B" * 16, "AKIA" + "B" * 16),
+    ("Environment Variables", "SLACK", "xoxb-1234567890-abcdef", "xoxb-1234567890-abcdef"),
+    ("Environment Variables", "LLM", "sk-" + "c" * 40, "sk-" + "c" * 40),
+    ("Environment Variables", "JWT_X", "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.sigsigsigsig",
+     "eyJhbGci"),
+    ("Environment Variables", "nested", {"deep": [{"client_secret": "deep22"}]}, "deep22"),
+    ("Python", "credentials", ["cred23"], "cred23"),
+    ("Torch", "hfToken", "camel24", "camel24"),
+    ("Distributed", "SECRETS", "dist25", "dist25"),
+    ("Distributed", None, "--hf-token tok26", "tok26"),
+    ("Distributed", None, "--hf-token=tok27", "tok27"),
+    ("Distributed", None, '--hf-token "tok 28"', "tok 28"),
+    ("Distributed", None, "--hf-token 'tok29'", "tok29"),
+    ("Distributed", None, "--accessToken tok30", "tok30"),
+    ("Distributed", None, "--api_key tok31", "tok31"),
+    ("Distributed", None, "--password=tok32", "tok32"),
+    ("Distributed", None, "--db-pass tok33", "tok33"),
+    ("Distributed", None, "AWS_SESSION_TOKEN=\"tok34\"", "tok34"),
+    ("Distributed", None, "MYSQL_PWD='tok35'", "tok35"),
+    ("Distributed", None, "HFTOKEN=tok36", "tok36"),
+    ("Distributed", None, "--url https://me:tok37@host/x", "tok37"),
+    ("Distributed", None, "-H 'Authorization: Basic tok38'", "tok38"),
+    ("Distributed", None, "--header 'Authorization: Bearer tok39xyz'", "tok39xyz"),
+    ("Distributed", None, "--cookie sess=tok40", "tok40"),
+    ("Distributed", None, "--apiKey=tok41", "tok41"),
+    ("Distributed", None, "GH_PAT=tok42", "tok42"),
+]
+LIST_LAUNCH = ["mpiexec", "--np", "2", "--hf-token", "tok43", "--client-secret=tok44"]
+
+
+def test_forty_planted_secrets_are_kept_out_of_the_record(fixture_run, tmp_path):
+    assert len(PLANTED) + 2 >= 40
+    run = fixture_run(RUN)
+    info = json.loads((run / "run_info.json").read_text())
+    launch = [info["Distributed"]["EZPZ_RUN_COMMAND"]]
+    for section, key, value, _ in PLANTED:
+        if key is None:
+            launch.append(value)
+        else:
+            info.setdefault(section, {})[key] = value
+    info["Distributed"]["EZPZ_RUN_COMMAND"] = " ".join(launch)
+    info["Environment Variables"]["EZPZ_RUN_COMMAND"] = repr(LIST_LAUNCH)
+    (run / "run_info.json").write_text(json.dumps(info))
+    row = one_row(run_cli(run, "--config", "agpt/x"))
+    results, folder = tmp_path / "res.csv", tmp_path / "records"
+    assert export_with_records([run], results, folder, "-q").exit_code == 0
+    assert parse_csv(results.read_text()) == [{**row}]
+    (path,) = records_in(folder)
+    text = path.read_text()
+    found = [s for *_, s in PLANTED if s in text] + [s for s in ("tok43", "tok44") if s in text]
+    assert found == []
+    rec = json.loads(text)
+    # What is not a secret is kept: settings on the launch line, the section's other keys.
+    assert rec["launch_command"].startswith("mpirun -envall -np 2 python3 -m ezpz.examples")
+    assert rec["run_info"]["Distributed"]["WORLD_SIZE_IN_USE"] == "2"
+    assert rec["run_info"]["Environment Variables"]["EZPZ_RUN_COMMAND"] == repr(
+        ["mpiexec", "--np", "2", "--hf-token", REDACTED, f"--client-secret={REDACTED}"])
+
+
+def test_notes_quoting_the_run_are_searched_for_secrets(tmp_path):
+    """A value the export quotes in a note (here an unusable world_size) is redacted by shape
+    in the record's details, while --format json shows it as it is."""
+    run = write_run(tmp_path / "run", [step(i, tps=10.0, dt=0.5) for i in (1, 2, 3)],
+                    world_size="ghp_" + "z" * 36)
+    rec = _record_of(run, tmp_path)
+    assert ("ignored world_size='<redacted>' from run_info.json: not a usable count"
+            in rec["details"]["notes"])
+    assert "ghp_" + "z" * 36 not in json.dumps(rec)

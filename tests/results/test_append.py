@@ -23,6 +23,7 @@ from helpers import (
     mode_of,
     names_in,
     notes_of,
+    one_row,
     parse_csv,
     run_cli,
     run_group,
@@ -180,6 +181,44 @@ def test_same_run_under_another_config_is_not_a_duplicate(tmp_path):
     rows = parse_csv(out.read_text())
     assert [x["config"] for x in rows] == ["a", "a2"]
     assert rows[0]["timestamp"] == rows[1]["timestamp"] == "2026-11-29T22:18:43Z"
+
+
+def test_skip_existing_adds_a_run_unless_it_is_there(tmp_path):
+    """Re-running a job script under ``set -e``: the same export again exits 0 and says where
+    the row already is; a batch adds the runs that are new."""
+    out = tmp_path / "runs.csv"
+    assert run_cli(A, "--config", "a", "--append", out, "-q").exit_code == 0
+    before = out.read_bytes()
+    r = run_cli(A, "--config", "a", "--append", out, "--skip-existing")
+    assert (r.exit_code, r.stdout) == (0, "")
+    assert notes_of(r) == [MFU_NOTE, "the run (2026-11-29T22:18:43Z, localhost, a, 1, 2) is "
+                                     f"already at line 2 of {out}; skipped it (--skip-existing)"]
+    assert out.read_bytes() == before
+    r = run_cli(B, A, "--config", "a", "--append", out, "--skip-existing")
+    assert r.exit_code == 0
+    assert notes_of(r)[-2:] == [
+        f"{A}: the run (2026-11-29T22:18:43Z, localhost, a, 1, 2) is already at line 2 of "
+        f"{out}; skipped it (--skip-existing)"[len(f"{A}: "):],
+        f"appended 1 row to {out}"]
+    assert [(x["config"], x["timestamp"]) for x in parse_csv(out.read_text())] == [
+        ("a", "2026-11-29T22:18:43Z"), ("a", "2026-11-29T22:19:13Z")]
+
+
+def test_skip_existing_says_when_the_row_there_has_other_values(tmp_path):
+    out = tmp_path / "runs.csv"
+    assert run_cli(A, "--config", "a", "--append", out, "-q").exit_code == 0
+    before = out.read_bytes()
+    (there,) = parse_csv(before.decode())
+    now = one_row(run_cli(A, "--config", "a", "--reducer", "max"))
+    differ = [c for c in HEADER if there[c] != now[c]]
+    assert differ == ["throughput_tokens_per_sec", "throughput_tokens_per_sec_per_gpu", "tflops"]
+    r = run_cli(A, "--config", "a", "--append", out, "--skip-existing", "--reducer", "max")
+    assert r.exit_code == 0
+    shown = "; ".join(f"{c} {there[c]!r} there, {now[c]!r} now" for c in differ)
+    assert notes_of(r)[-1] == (
+        f"the run (2026-11-29T22:18:43Z, localhost, a, 1, 2) is already at line 2 of {out} with "
+        f"other values ({shown}); skipped it (--skip-existing)")
+    assert out.read_bytes() == before
 
 
 # ----------------------------------------------------------------------------- locking
@@ -683,3 +722,192 @@ def test_bytes_another_program_appended_meanwhile_are_kept(tmp_path, monkeypatch
     monkeypatch.setattr(sink, "write_all", someone_appends_first)
     sink.append_rows(out, [ROW])
     assert out.read_bytes() == EXISTING + b"# by hand\n" + ROW_LINE
+
+
+# ------------------------------------------- a file changed under the append, not through the lock
+
+
+def _replace_with_copy(out: Path) -> None:
+    """What editors and ``sed -i`` do: a new file with the content, renamed over the old."""
+    new = out.with_name(out.name + ".new")
+    new.write_bytes(out.read_bytes())
+    new.rename(out)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", ["rows", "rows-synced"], ids=["before-write", "after-write"])
+@pytest.mark.parametrize("change", ["replaced", "truncated", "removed"])
+def test_a_file_changed_under_the_append_still_gets_the_row_once(tmp_path, point, change):
+    """Replaced (the copy made before or after the row was written), truncated or removed by
+    a program that ignores the lock: the row ends up once in the file at the path, whole."""
+    out = tmp_path / "runs.csv"
+    out.write_bytes(EXISTING)
+    writer = _paused_writer(out, point, tmp_path)
+    if change == "replaced":
+        _replace_with_copy(out)
+    elif change == "truncated":
+        os.truncate(out, 0)
+    else:
+        out.unlink()
+    (tmp_path / f"{point}.go").touch()
+    assert writer.wait(timeout=30) == 0
+    mine = ROW_LINE.replace(b"sweep/0", b"first")
+    kept = EXISTING if change == "replaced" else (HEADER_LINE + "\n").encode()
+    assert out.read_bytes() == kept + mine
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{point}.go", f"{point}.reached",
+                                                          "runs.csv"]
+
+
+def test_a_file_that_keeps_changing_is_given_up_with_nothing_appended(tmp_path, monkeypatch):
+    out = tmp_path / "runs.csv"
+    out.write_bytes(EXISTING)
+    real = sink.write_all
+
+    def someone_replaces_it_first(fd, data):
+        _replace_with_copy(out)  # a program that ignores the lock, every time
+        real(fd, data)
+
+    monkeypatch.setattr(sink, "write_all", someone_replaces_it_first)
+    assert _refusal(out) == (f"{out}: replaced, truncated or removed 10 times during this "
+                             "append by a program that does not take its lock; nothing appended")
+    assert out.read_bytes() == EXISTING
+
+
+# ------------------------------------------------------------------ paths that name no file
+
+
+@pytest.mark.parametrize("path, message", [
+    ("-", "--append -: rows go to stdout without --append; to append to a file named -, "
+          "pass ./-"),
+    ("{tmp}/x.csv/", "{tmp}/x.csv/: ends with /, so it names a folder; --append needs a CSV "
+                     "file path"),
+])
+def test_a_path_that_names_no_file_is_refused(tmp_path, path, message):
+    path = path.format(tmp=tmp_path)
+    for result in (run_cli(A, "--config", "c", "--append", path), ):
+        assert error_line(result) == "error: " + message.format(tmp=tmp_path)
+    with pytest.raises(AmscError) as e:
+        sink.append_rows(path, [ROW])
+    assert str(e.value) == message.format(tmp=tmp_path)
+    assert list(tmp_path.iterdir()) == [] and not Path("-").exists()
+
+
+# ----------------------------------------------------------- what the file system refuses
+
+
+def test_a_failed_cut_back_says_the_file_may_end_in_a_partial_line(tmp_path, monkeypatch):
+    out = tmp_path / "runs.csv"
+    out.write_bytes(EXISTING)
+
+    def disk_full(fd, data):
+        os.write(fd, data[:5])
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def no_truncate(fd, size):
+        raise OSError(errno.EPERM, os.strerror(errno.EPERM))
+
+    monkeypatch.setattr(sink, "write_all", disk_full)
+    monkeypatch.setattr(os, "ftruncate", no_truncate)
+    assert _refusal(out) == (
+        f"{out}: cannot write results file: No space left on device; cutting the file back "
+        f"failed too (Operation not permitted): it may end in a partial line after byte "
+        f"{len(EXISTING)}; check it with: ezpz-amsc check {out}")
+    assert out.read_bytes() == EXISTING + ROW_LINE[:5]
+
+
+def _chattr(flag: str, path: Path) -> bool:
+    return subprocess.run(["chattr", flag, str(path)], capture_output=True).returncode == 0
+
+
+def test_an_append_only_file_takes_rows(tmp_path):
+    """chattr +a: only O_APPEND writes are allowed, which is all an append needs."""
+    out = tmp_path / "runs.csv"
+    out.write_bytes(EXISTING)
+    if not _chattr("+a", out):
+        pytest.skip("chattr +a is not supported here (needs root and ext4-like file system)")
+    try:
+        r = run_cli(A, "--config", "c", "--append", out, "-q")
+        assert (r.exit_code, r.stderr) == (0, "")
+        assert [x["config"] for x in parse_csv(out.read_text())] == ["old", "c"]
+    finally:
+        _chattr("-a", out)
+
+
+def test_an_immutable_file_is_named_as_such(tmp_path):
+    out = tmp_path / "runs.csv"
+    out.write_bytes(EXISTING)
+    if not _chattr("+i", out):
+        pytest.skip("chattr +i is not supported here")
+    try:
+        line = error_line(run_cli(A, "--config", "c", "--append", out))
+    finally:
+        _chattr("-i", out)
+    assert line == (f"error: {out}: cannot open results file: operation not permitted (an "
+                    "immutable file? see lsattr)")
+
+
+def test_a_new_file_on_a_read_only_file_system_says_so(tmp_path, monkeypatch):
+    real = os.statvfs
+
+    class ReadOnly:
+        f_flag = os.ST_RDONLY
+
+    monkeypatch.setattr(sink.os, "access", lambda *a, **k: False)  # as access() says there
+    monkeypatch.setattr(os, "statvfs", lambda p: ReadOnly() if Path(p) == tmp_path else real(p))
+    with pytest.raises(AmscError) as e:
+        sink.check_can_create(tmp_path / "new" / "runs.csv")
+    assert str(e.value) == f"{tmp_path}: cannot create new there: read-only file system"
+
+
+# ------------------------------------------------------------- cells and lines past the cap
+
+
+def test_a_field_past_the_csv_limit_blocks_no_append_and_check_names_its_line(tmp_path):
+    """Regression: one field over 128 KiB made every later append fail with a traceback."""
+    out = tmp_path / "runs.csv"
+    huge = ",".join(["2026-01-01T00:00:00Z", "X" * 200_000, *ROW[2:]]) + "\n"
+    longer = ",".join(["2026-01-02T00:00:00Z", "Y" * 300_000, *ROW[2:]]) + "\n"
+    out.write_bytes(EXISTING + huge.encode() + longer.encode())
+    sink.append_rows(out, [ROW])
+    sink.append_rows(out, [[*ROW[:2], "sweep/1", *ROW[3:]]])
+    assert out.read_bytes().endswith(ROW_LINE + ROW_LINE.replace(b"sweep/0", b"sweep/1"))
+    assert "already at line 5" in _refusal(out)
+    r = run_group("check", out, "-q")
+    assert r.stderr.splitlines() == [
+        f"{out}:3: field larger than field limit (131072); read on from the next line",
+        f"{out}:4: line longer than 229,418 bytes; not read",
+        f"error: {out}: 2 problems in 5 rows"]
+
+
+SWARM = r"""
+import os, sys, time
+from ezpz_amsc.errors import AmscError
+from ezpz_amsc.results.append import append_rows
+target, go, i, bad = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "bad"
+row = ["2026-08-11T17:11:17Z", "Aurora", f"sweep/{i}", "1", "12", "pass", "1.000"] + [""] * 7
+while not os.path.exists(go):
+    time.sleep(0.001)
+try:
+    append_rows(target, [row, row] if bad else [row], lock_timeout_sec=60)
+except AmscError as e:
+    sys.exit(3 if bad and "same run" in str(e) else 1)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("round_", range(3))
+def test_writers_that_fail_take_back_their_folders_without_failing_the_others(tmp_path, round_):
+    """Regression (9 of 163 valid appends failed): writers whose batch is refused made the
+    new folders, and removed them while the others were creating the file in them."""
+    target, go = tmp_path / "a" / "b" / "c" / "runs.csv", tmp_path / "go"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    procs = [(i % 2 == 0, subprocess.Popen(
+        [sys.executable, "-c", SWARM, str(target), str(go), str(i),
+         "bad" if i % 2 == 0 else "good"], env=env)) for i in range(16)]
+    time.sleep(1)
+    go.touch()
+    codes = [(bad, p.wait(timeout=120)) for bad, p in procs]
+    assert [c for bad, c in codes if not bad] == [0] * 8
+    assert [c for bad, c in codes if bad] == [3] * 8
+    rows = parse_csv(target.read_text())
+    assert sorted(r["config"] for r in rows) == sorted(f"sweep/{i}" for i in range(1, 16, 2))

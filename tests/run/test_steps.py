@@ -628,3 +628,27 @@ def test_bare_throughput_is_counted_only_on_records_without_training_throughput(
     data = "".join(json.dumps({"rank": 0, "metrics": m}) + "\n" for m in recs)
     s = read_bytes_file(tmp_path, data.encode(), interleaved=False)
     assert s.ignored_throughput == {"tokens_per_sec": 1}
+
+
+@pytest.mark.slow
+def test_the_fallback_past_50000_empty_rank_files_opens_each_once(tmp_path, monkeypatch):
+    """Regression: when rank 0's file is empty, each rank tried copied the list of files
+    tried so far (quadratic: 51 s at 100,000 ranks). Every file up to the first that holds
+    steps is opened, once each, in rank order, and the details say so."""
+    run = tmp_path / "run"
+    n = 50_000
+    write_run_info(run, GPUS_PER_NODE="12", world_size=str(n), WORLD_SIZE_IN_USE=str(n),
+                   NUM_NODES="8334")
+    for r in range(n - 1):
+        os.close(os.open(run / f"metrics-{r}.jsonl", os.O_CREAT | os.O_WRONLY, 0o644))
+    write_jsonl(run / f"metrics-{n - 1}.jsonl",
+                [step(i, rank=n - 1, dt=0.5, tps=10.0) for i in (1, 2, 3)])
+    opened = []
+    real = steps_mod.open_regular
+    monkeypatch.setattr(steps_mod, "open_regular", lambda p: (opened.append(p), real(p))[1])
+    res = export_run(run, ExportOptions(config="c"))
+    assert (res.row["steps"], res.details.rank) == ("3", n - 1)
+    assert opened == [run / f"metrics-{r}.jsonl" for r in range(n)]
+    assert res.details.files_read == [str(p) for p in opened]
+    assert res.details.rank_files_not_read == 0
+    assert f"rank 0 logged no step; used rank {n - 1}" in res.notes
