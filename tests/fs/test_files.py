@@ -352,6 +352,7 @@ def test_the_append_itself_gives_the_same_reasons_as_the_pre_check(team_folder):
     code = (
         "import os, sys\n"
         "from ezpz_amsc.results import append as sink\n"
+        "from ezpz_amsc.results import index  # noqa: F401 (sqlite3: loaded by an append)\n"
         "from ezpz_amsc.errors import AmscError\n"
         "os.setgroups([65534]); os.setgid(65534); os.setuid(65534)\n"
         "for target in sys.argv[1:]:\n"
