@@ -285,6 +285,29 @@ def names_in(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir())
 
 
+def hold_lock(results: Path, ready: Path):
+    """Another process holding the results file's lock (and creating the file if missing);
+    returns it once it holds the lock. The caller kills it."""
+    import subprocess
+    import sys
+    import time
+
+    code = (
+        "import sys, time\n"
+        "from ezpz_amsc.results.append import locked\n"
+        "with locked(sys.argv[1], 5):\n"
+        "    open(sys.argv[2], 'w').close()\n"
+        "    time.sleep(60)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    p = subprocess.Popen([sys.executable, "-c", code, str(results), str(ready)], env=env)
+    deadline = time.monotonic() + 30
+    while not ready.exists():
+        assert p.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    return p
+
+
 @contextlib.contextmanager
 def umask_of(mask: int) -> Iterator[int]:
     old = os.umask(mask)

@@ -19,6 +19,7 @@ from helpers import (
     HOOK_ENV,
     MFU_NOTE,
     REPO,
+    hold_lock,
     one_row,
     parse_csv,
     records_in,
@@ -273,17 +274,9 @@ def test_an_exception_whose_text_cannot_be_had_is_named_by_its_type(fixture_run,
 @pytest.mark.slow
 def test_the_hook_waits_for_the_lock_as_long_as_its_variable_says(fixture_run, tmp_path,
                                                                    monkeypatch, caplog):
-    results, ready = tmp_path / "res.csv", tmp_path / "ready"
-    code = ("import sys, time\n"
-            "from ezpz_amsc.results.append import locked\n"
-            "with locked(sys.argv[1], 5):\n"
-            "    open(sys.argv[2], 'w').close()\n"
-            "    time.sleep(60)\n")
-    holder = subprocess.Popen([sys.executable, "-c", code, str(results), str(ready)],
-                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    results = tmp_path / "res.csv"
+    holder = hold_lock(results, tmp_path / "ready")
     try:
-        while not ready.exists():
-            assert holder.poll() is None
         monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
         monkeypatch.setenv("EZPZ_AMSC_APPEND", str(results))
         monkeypatch.setenv("EZPZ_AMSC_LOCK_TIMEOUT", "0.2")

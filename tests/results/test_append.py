@@ -20,6 +20,7 @@ from helpers import (
     RUNS,
     error_line,
     good_run,
+    hold_lock,
     mode_of,
     names_in,
     notes_of,
@@ -238,30 +239,12 @@ def test_32_processes_append_at_once(tmp_path):
     assert ok, report
 
 
-def _hold_lock(results, ready):
-    """Another process holding the results file's lock (and creating the file if missing)."""
-    code = (
-        "import sys, time\n"
-        "from ezpz_amsc.results.append import locked\n"
-        "with locked(sys.argv[1], 5):\n"
-        "    open(sys.argv[2], 'w').close()\n"
-        "    time.sleep(60)\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    p = subprocess.Popen([sys.executable, "-c", code, str(results), str(ready)], env=env)
-    deadline = time.monotonic() + 30
-    while not ready.exists():
-        assert p.poll() is None and time.monotonic() < deadline
-        time.sleep(0.01)
-    return p
-
-
 @pytest.mark.slow
 def test_lock_timeout_names_the_results_file(tmp_path):
     out = tmp_path / "results" / "runs.csv"
     assert run_cli(B, "--config", "b", "--append", out).exit_code == 0
     before = out.read_bytes()
-    holder = _hold_lock(out, tmp_path / "ready")
+    holder = hold_lock(out, tmp_path / "ready")
     try:
         line = error_line(run_cli(A, "--config", "c", "--append", out, "--lock-timeout", "0.3"))
     finally:
@@ -277,7 +260,7 @@ def test_appender_killed_while_holding_lock_does_not_block_the_next(tmp_path):
     # The killed writer had created the file and written nothing: an empty file
     # is a new file, so the next append writes the header.
     out = tmp_path / "runs.csv"
-    holder = _hold_lock(out, tmp_path / "ready")
+    holder = hold_lock(out, tmp_path / "ready")
     os.kill(holder.pid, signal.SIGKILL)
     holder.wait()
     assert out.read_bytes() == b""

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import REPO, parse_csv
+from helpers import hold_lock, parse_csv
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.results import append as sink
@@ -202,17 +200,8 @@ def test_warm_builds_a_missing_index_without_the_lock(results, tmp_path, monkeyp
     """While another process holds the results file's lock, warm() still builds the index;
     the append that then gets the lock finds it up to date and reads nothing."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    ready = tmp_path / "ready"
-    code = ("import sys, time\n"
-            "from ezpz_amsc.results.append import locked\n"
-            "with locked(sys.argv[1], 5):\n"
-            "    open(sys.argv[2], 'w').close()\n"
-            "    time.sleep(60)\n")
-    holder = subprocess.Popen([sys.executable, "-c", code, str(results), str(ready)],
-                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    holder = hold_lock(results, tmp_path / "ready")
     try:
-        while not ready.exists():
-            assert holder.poll() is None
         assert not index_path(results).exists()
         RunIndexFile.warm(results)
         assert index_path(results).exists()
