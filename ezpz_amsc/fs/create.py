@@ -13,6 +13,7 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from ezpz_amsc.errors import AmscError
@@ -70,20 +71,20 @@ def make_folders(folder: Path, target: Path | None = None) -> list[Path]:
     target = target or folder
     made: list[Path] = []
     for _ in range(_MAX_TRIES):
-        if _make_missing(folder, target, made):
+        missing = []
+        d = folder
+        while not os.path.isdir(d) and d != d.parent:
+            missing.append(d)
+            d = d.parent
+        if _make(reversed(missing), target, made):
             return list(dict.fromkeys(made))  # a folder made twice (taken back between) once
     raise AmscError(f"{folder}: its folders were removed {_MAX_TRIES} times while making "
                     "them; is another program removing them?")
 
 
-def _make_missing(folder: Path, target: Path, made: list[Path]) -> bool:
-    """Make the missing folders down to ``folder``; False if one above vanished meanwhile."""
-    missing = []
-    d = folder
-    while not os.path.isdir(d) and d != d.parent:
-        missing.append(d)
-        d = d.parent
-    for d in reversed(missing):
+def _make(folders: Iterable[Path], target: Path, made: list[Path]) -> bool:
+    """Make ``folders``, each in the one before; False if one above vanished meanwhile."""
+    for d in folders:
         try:
             os.mkdir(d, FOLDER_MODE)
         except FileExistsError:

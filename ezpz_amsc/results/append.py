@@ -98,7 +98,9 @@ def _read_state(fd: int, path: Path) -> _FileState:
         head = os.pread(fd, _HEAD_FIRST_BYTES, 0)
         if b"\n" not in head and len(head) == _HEAD_FIRST_BYTES:
             head = os.pread(fd, _HEAD_MAX_BYTES, 0)
-        last = os.pread(fd, 1, size - 1) if size else b""
+        last = b""
+        if size:
+            last = os.pread(fd, 1, size - 1)
     except OSError as e:
         raise AmscError(f"{path}: cannot read results file: {e.strerror or e}") from None
     end = head.find(b"\n")
