@@ -308,6 +308,29 @@ def hold_lock(results: Path, ready: Path):
     return p
 
 
+def paused(folder: Path, point: str) -> dict[str, str]:
+    """The environment that pauses a process the first time it passes ``point`` (fs/create.py,
+    ``crash_point``), with the FIFO it waits on made; :func:`release` lets it go on."""
+    os.mkfifo(folder / f"{point}.go")
+    return {"EZPZ_AMSC_PAUSE_AT": f"{point}:{folder}"}
+
+
+def wait_until_paused(p, folder: Path, point: str) -> None:
+    """Return once the process ``p`` is paused at ``point`` (it must not have ended)."""
+    import time
+
+    deadline = time.monotonic() + 60
+    while not (folder / f"{point}.reached").exists():
+        assert p.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def release(folder: Path, point: str) -> None:
+    """Let a process paused at ``point`` go on (it is blocked opening the FIFO to read)."""
+    with open(folder / f"{point}.go", "wb"):
+        pass
+
+
 @contextlib.contextmanager
 def umask_of(mask: int) -> Iterator[int]:
     old = os.umask(mask)

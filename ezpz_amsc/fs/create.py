@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -26,20 +25,22 @@ FOLDER_MODE = 0o777  # what mkdir asks for
 # empty) between our making it and our creating a file in it: start again, this often.
 _MAX_TRIES = 100
 _crashes: dict[str, int] = {}
+_paused: set[str] = set()
 
 
 def crash_point(name: str) -> None:
     """A named instant of a write, where a test can kill or pause this process.
 
     The test seam for crashes and races at any instant (docs/results-files.md,
-    "Testing crashes"), driven from outside, so that real processes are tested:
+    "Crash windows"), driven from outside, so that real processes are tested:
 
     - ``EZPZ_AMSC_CRASH_AT=NAME`` (or ``NAME:N``, the N-th time this process
       passes ``NAME``): the process sends itself ``SIGKILL`` there, as a job
       killed by its scheduler would be; no cleanup runs.
-    - ``EZPZ_AMSC_PAUSE_AT=NAME:FOLDER``: the process creates
-      ``FOLDER/NAME.reached``, then waits (at most a minute) for
-      ``FOLDER/NAME.go`` before it goes on: another program can act meanwhile.
+    - ``EZPZ_AMSC_PAUSE_AT=NAME:FOLDER``: the first time the process passes
+      ``NAME``, it creates ``FOLDER/NAME.reached`` and opens the FIFO
+      ``FOLDER/NAME.go`` (which the test made) for reading, which blocks until the
+      test opens it for writing: another program can act meanwhile.
 
     Unset (always, outside tests), it costs two look-ups in the environment.
     """
@@ -53,12 +54,11 @@ def crash_point(name: str) -> None:
     pause = os.environ.get(ENV_PAUSE_AT)
     if pause:
         point, _, folder = pause.partition(":")
-        if point == name and folder:
+        if point == name and name not in _paused:
+            _paused.add(name)
             Path(folder, f"{name}.reached").touch()
-            deadline = time.monotonic() + 60
-            while not os.path.exists(os.path.join(folder, f"{name}.go")) and (
-                    time.monotonic() < deadline):
-                time.sleep(0.01)
+            with open(Path(folder, f"{name}.go"), "rb"):
+                pass
 
 
 def make_folders(folder: Path, target: Path | None = None) -> list[Path]:

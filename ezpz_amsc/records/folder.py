@@ -16,7 +16,7 @@ from ezpz_amsc.errors import AmscError
 from ezpz_amsc.fs.create import crash_point, create_file, make_folders, remove_folders
 from ezpz_amsc.records.record import encode, load_record
 from ezpz_amsc.results.append import check_can_create
-from ezpz_amsc.results.schema import HEADER, KEY_COLUMNS, cells_key
+from ezpz_amsc.results.schema import HEADER, KEY_COLUMNS
 
 if TYPE_CHECKING:
     from ezpz_amsc.results.append import Existing, RunsInFile
@@ -136,11 +136,9 @@ class RecordBatch:
         """Write the pending record of each row, named by the offset its row will land at."""
         try:
             self.made.extend(make_folders(self._waiting))
-            reserved: set[str] = set()
             for i, offset in placed:
                 record = self.records[i]
-                final = self._final_name(record, self._in_file[i], reserved)
-                reserved.add(final.name)
+                final = self._final_name(record, self._in_file[i])
                 path = self._waiting / f"{offset}-{final.name}"
                 create_file(path, encode(record), parents=False)
                 self._pending.append((path, final))
@@ -149,17 +147,16 @@ class RecordBatch:
             self.undo()
             raise
 
-    def _final_name(self, record: Mapping[str, Any], in_file: bool, reserved: set[str]) -> Path:
+    def _final_name(self, record: Mapping[str, Any], in_file: bool) -> Path:
+        """The record's name; a taken one is refused unless the run is in the file (then the
+        record takes the next free name when it is put in place)."""
         path = self.folder / record_name(record["row"])
-        taken = os.path.lexists(path)
-        if taken and not in_file:
+        if not in_file and os.path.lexists(path):
             key = ", ".join(record["row"][c] for c in KEY_COLUMNS)
             raise AmscError(f"{path}: a record of this run ({key}) exists, but {self.results} "
                             "holds no row of it; not replacing it (if that row was removed on "
                             "purpose, remove the record too; if the record belongs to another "
                             "results file, give each results file its own records folder)")
-        if taken or path.name in reserved:
-            return _free_name(path, reserved)
         return path
 
     def commit(self) -> None:
@@ -213,12 +210,10 @@ class RecordBatch:
 
 
 def _in_file(runs: RunsInFile, row: list[str], name: str) -> bool:
-    """Whether the pending record ``name``'s row is in the results file."""
+    """Whether the pending record ``name``'s row is in the results file, at the offset its
+    name gives (an equal row elsewhere may be another's: ``--allow-duplicate``)."""
     offset = name.partition("-")[0]
-    if offset.isdigit() and runs.row_at(int(offset)) == row:
-        return True
-    e = runs.find(cells_key(row))  # landed elsewhere: bytes appended by hand meanwhile
-    return e is not None and e.cells == row
+    return offset.isdigit() and runs.row_at(int(offset)) == row
 
 
 def _link(path: Path, final: Path) -> Path:
@@ -230,7 +225,7 @@ def _link(path: Path, final: Path) -> Path:
         except FileExistsError:
             if os.path.samefile(path, final):
                 return final  # given before a crash
-            final = _free_name(final, set())
+            final = _free_name(final)
 
 
 def _remove(path: Path) -> None:
@@ -257,14 +252,12 @@ def _drop_empty(waiting: Path) -> None:
             d.rmdir()  # only when empty; a writer that needs it makes it again
 
 
-def _free_name(path: Path, reserved: set[str]) -> Path:
+def _free_name(path: Path) -> Path:
     stem = path.name[:-len(SUFFIX)]
     n = 2
-    while True:
-        candidate = path.with_name(f"{stem}-{n}{SUFFIX}")
-        if candidate.name not in reserved and not os.path.lexists(candidate):
-            return candidate
+    while os.path.lexists(candidate := path.with_name(f"{stem}-{n}{SUFFIX}")):
         n += 1
+    return candidate
 
 
 def write_record_file(path: Path, record: Mapping[str, Any]) -> None:

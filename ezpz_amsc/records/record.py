@@ -252,7 +252,7 @@ def _check_fields(rec: dict[str, Any]) -> None:
         value = options.get(f.name)
         if f.name in options and not _is(value, _option_types(f.type)):
             raise ValueError(f"options.{f.name} is not {_kind(_option_types(f.type))}")
-    if options.get("max_line_bytes", 1) < 1:
+    if "max_line_bytes" in options and options["max_line_bytes"] < 1:
         raise ValueError("options.max_line_bytes is below 1")
 
 

@@ -30,16 +30,13 @@ SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASS", "CREDENTIAL", "COOKIE", "PRIVA
 SECRET_KEY_PARTS = frozenset({"pat", "pwd", "dsn", "otp"})
 # Names that are no secret although they match: the shell's working folders.
 NOT_SECRET_KEYS = frozenset({"PWD", "OLDPWD"})
-# A flag or NAME= on a command line names a secret when one of its parts is one of these.
-# Whole parts only: --tokenizer, --max-tokens, --passes are settings.
-SECRET_PARTS = frozenset({
-    "token", "key", "secret", "secrets", "password", "passwd", "pass", "passphrase", "pwd",
-    "credential", "credentials", "apikey", "cookie", "cookies", "auth", "authorization", "pat",
-    "dsn", "otp", "bearer",
-})
-# ... or when it contains one of these anywhere (MYSQLPASSWORD, hfAPIKEY).
-_SECRET_INSIDE = re.compile(r"passw|passphrase|secret|credential|apikey|api_key|accesskey|"
-                            r"privatekey|cookie|token(?!izer|s)", re.IGNORECASE)
+# A flag or NAME= on a command line names a secret when it contains one of these anywhere
+# (HF_TOKEN, MYSQLPASSWORD, --accessToken; but --tokenizer and --max-tokens are settings)...
+_SECRET_INSIDE = re.compile(r"token(?!izer|s)|passw|passphrase|secret|credential|apikey|"
+                            r"accesskey|privatekey|cookie", re.IGNORECASE)
+# ... or has one of these as a whole part (--db-pass, GH_PAT, --api-key; not --passes, --path).
+SECRET_PARTS = frozenset({"key", "pass", "pwd", "auth", "authorization", "pat", "dsn", "otp",
+                          "bearer"})
 
 _VALUE = r"(\"[^\"]*\"|'[^']*'|(?!-)[^\s'\",;]+)"
 _FLAG_VALUE = re.compile(r"(--?[A-Za-z][\w.-]*)(=|\s+|',\s*'|\",\s*\")" + _VALUE)
@@ -66,7 +63,7 @@ def is_secret(key: str) -> bool:
 
 def _parts(name: str) -> list[str]:
     """``--accessToken`` → ``access, token``; ``HF_TOKEN`` → ``hf, token``."""
-    return [p for p in _NAME_PARTS.split(_CAMEL.sub("_", name.lstrip("-")).lower()) if p]
+    return [p for p in _NAME_PARTS.split(_CAMEL.sub("_", name).lower()) if p]
 
 
 def _secret_name(name: str) -> bool:

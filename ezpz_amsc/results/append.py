@@ -359,14 +359,23 @@ class RunsInFile:
 
     def find(self, key: RunKey) -> Existing | None:
         """Where the run ``key`` is in the file, if it is."""
-        for _ in range(2):
+        where = self._where(key)
+        found = self._checked(key, where)
+        if where is not None and found is None:  # the index named a line without the run
+            self._distrust()
             where = self._where(key)
-            if where is None:
-                return None
-            cells = self.row_at(where[1])
-            if cells is not None and len(cells) >= len(HEADER) and cells_key(cells) == key:
-                return Existing(where[0], where[1], cells)
-            self._distrust()  # the index named a line that does not hold the run
+            found = self._checked(key, where)
+            if where is not None and found is None:
+                raise AmscError(f"{self.path}: changed while it was read; retry")
+        return found
+
+    def _checked(self, key: RunKey, where: tuple[int, int] | None) -> Existing | None:
+        """The run at ``where`` (line, offset), if the line there really holds ``key``."""
+        if where is None:
+            return None
+        cells = self.row_at(where[1])
+        if cells is not None and len(cells) >= len(HEADER) and cells_key(cells) == key:
+            return Existing(where[0], where[1], cells)
         return None
 
     def row_at(self, offset: int) -> list[str] | None:
@@ -377,25 +386,34 @@ class RunsInFile:
             raise AmscError(f"{self.path}: cannot read results file: {e.strerror or e}") from None
 
     def _where(self, key: RunKey) -> tuple[int, int] | None:
-        if self.index is not None:
-            import sqlite3
+        import sqlite3
 
+        if self.index is not None:
             try:
                 return self.index.find(key)
             except sqlite3.Error:
-                self._distrust()
+                self._drop_index()
         if self._scanned is None:
             self._scanned = self._scan()
         return self._scanned.get(key)
 
     def _distrust(self) -> None:
-        """Stop using the index: read the file itself (once) from now on."""
+        """The index named a wrong line: build it again from the file; failing that, read
+        the file itself from now on."""
+        import sqlite3
+
+        if self.index is not None and not self.index.rebuilt:
+            try:
+                self.index.rebuild()
+                return
+            except (OSError, sqlite3.Error):
+                pass
+        self._drop_index()
+
+    def _drop_index(self) -> None:
         if self.index is not None:
             self.index.close()
             self.index = None
-        elif self._scanned is not None:
-            raise AmscError(f"{self.path}: changed while it was read; retry")
-        self._scanned = None
 
     def _scan(self) -> dict[RunKey, tuple[int, int]]:
         found: dict[RunKey, tuple[int, int]] = {}

@@ -40,13 +40,13 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-import stat
 import time
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from ezpz_amsc.fs.read import open_regular
 from ezpz_amsc.results.rows import read_records
 from ezpz_amsc.results.schema import HEADER, RunKey, cells_key
 
@@ -111,19 +111,24 @@ class RunIndexFile:
         path = index_path(results)
         if path is None:
             return None
-        for _ in range(2):  # a corrupt database is removed and made again, once
-            idx = None
-            try:
-                idx = cls(_connect(path), fd)
-                idx._catch_up()
-                return idx
-            except (OSError, sqlite3.Error) as e:
-                if idx is not None:
-                    idx.close()
-                if type(e) is not sqlite3.DatabaseError:  # not "malformed": cannot keep one
-                    return None
-                _remove(path)
-        return None
+        try:
+            return cls._opened(path, fd)
+        except (OSError, sqlite3.Error):
+            _remove(path)  # broken, or not ours to use: made again once
+        try:
+            return cls._opened(path, fd)
+        except (OSError, sqlite3.Error):
+            return None
+
+    @classmethod
+    def _opened(cls, path: Path, fd: int) -> RunIndexFile:
+        idx = cls(_connect(path), fd)
+        try:
+            idx._catch_up()
+        except BaseException:
+            idx.close()
+            raise
+        return idx
 
     @classmethod
     def warm(cls, results: Path) -> None:
@@ -139,15 +144,15 @@ class RunIndexFile:
         if path is None:
             return
         try:
-            fd = os.open(results, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            f = open_regular(results)
         except OSError:
             return  # a new file, or one :func:`append_rows` will name the trouble with
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode) or cls._close_enough(path, fd):
+            if cls._close_enough(path, f.fileno()):
                 return
             _remove_stale(path.parent)
-            fresh = cls(_connect(tmp), fd)
+            fresh = cls(_connect(tmp), f.fileno())
             try:
                 fresh.rebuild()
             finally:
@@ -157,14 +162,14 @@ class RunIndexFile:
         except (OSError, sqlite3.Error):
             _remove(tmp)
         finally:
-            os.close(fd)
+            f.close()
 
     @classmethod
     def _close_enough(cls, path: Path, fd: int) -> bool:
         """Whether the index describes the file but for a short tail (or exactly)."""
         if not path.exists():
             return False
-        db = sqlite3.connect(_uri(path, read_only=True), uri=True, timeout=0)
+        db = sqlite3.connect(_uri(path, read_only=True), uri=True)
         try:
             idx = cls(db, fd)
             start = idx._valid_prefix(idx._meta(), os.fstat(fd))
@@ -296,7 +301,7 @@ def _uri(path: Path, read_only: bool = False) -> str:
 
 def _connect(path: Path) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(_uri(path), uri=True, isolation_level=None, timeout=0)
+    db = sqlite3.connect(_uri(path), uri=True, isolation_level=None)
     try:
         # A cache: a crash of this process is safe without fsync (the journal is
         # in the page cache); after a power loss a broken index is rebuilt.

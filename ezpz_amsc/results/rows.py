@@ -22,10 +22,9 @@ from typing import BinaryIO
 from ezpz_amsc.results.schema import MAX_ROW_BYTES
 
 _BOM = "\ufeff"
-_DRAIN_BYTES = 1 << 16
 
 
-@dataclass(slots=True)
+@dataclass
 class Record:
     """One record of a results file: its cells, or why it could not be read."""
 
@@ -63,33 +62,50 @@ class _Lines:
 
     def __iter__(self) -> Iterator[str]:
         readline, started = self.f.readline, self.started
+        cap = MAX_ROW_BYTES + 2  # a line of the cap and its line end (CRLF)
         while True:
-            raw = readline(MAX_ROW_BYTES + 1)
+            raw = readline(cap)
             if not raw:
                 self.eof = True
                 return
-            if b"\r" in raw[:-2]:  # old Mac line ends (a bare CR) inside: split there
-                raw = self._first_of(raw)
+            if b"\r" in raw:  # CRLF, or old Mac line ends (a bare CR): maybe several lines
+                raw = self._first_of(raw, cap)
             start = self.offset
             self.line += 1
             self.offset += len(raw)
-            if len(raw) > MAX_ROW_BYTES and not raw.endswith((b"\n", b"\r")):
-                self._drain()
+            end = 2 if raw.endswith(b"\r\n") else 1 if raw.endswith((b"\n", b"\r")) else 0
+            if len(raw) - end > MAX_ROW_BYTES:
+                if not end:
+                    self._drain(cap)
                 self.long = (start, self.line)
                 return
             started.append((start, self.line))
             yield raw.decode("utf-8", "surrogateescape")
 
-    def _first_of(self, raw: bytes) -> bytes:
-        """The first line of ``raw``; the rest is put back, to be read again."""
+    def _first_of(self, raw: bytes, cap: int) -> bytes:
+        """The first line of ``raw``, the rest put back to be read again; a CR that ends
+        ``raw`` at the cap takes the LF after it, if one follows."""
         first = raw.splitlines(keepends=True)[0]
-        self.f.seek(len(first) - len(raw), os.SEEK_CUR)
+        if len(first) < len(raw):
+            self.f.seek(len(first) - len(raw), os.SEEK_CUR)
+        elif len(raw) == cap and raw.endswith(b"\r"):
+            nxt = self.f.read(1)
+            if nxt == b"\n":
+                return raw + nxt
+            if nxt:
+                self.f.seek(-1, os.SEEK_CUR)
         return first
 
-    def _drain(self) -> None:
+    def _drain(self, cap: int) -> None:
+        """Read on to the end of a long line, a cap's worth at a time."""
         readline = self.f.readline
         while True:
-            rest = readline(_DRAIN_BYTES)
+            rest = readline(cap)
+            cr = rest.find(b"\r")
+            if cr != -1 and rest[cr + 1:cr + 2] != b"\n":  # a bare CR ends it: put the rest back
+                self.f.seek(cr + 1 - len(rest), os.SEEK_CUR)
+                self.offset += cr + 1
+                return
             self.offset += len(rest)
             if not rest or rest.endswith(b"\n"):
                 return
@@ -101,8 +117,7 @@ def _records(lines: _Lines) -> Iterator[Record]:
         reader = csv.reader(lines)
         try:
             for cells in reader:
-                start, first = started[0]
-                last = started[-1][1] if len(started) > 1 else first
+                (start, first), last = started[0], started[-1][1]
                 started.clear()
                 if not start and cells and cells[0].startswith(_BOM):
                     cells[0] = cells[0][1:]  # a UTF-8 BOM, decoded as U+FEFF

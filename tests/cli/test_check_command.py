@@ -171,6 +171,13 @@ def test_check_flags_formula_cells_and_cells_past_the_cap(tmp_path):
         f"error: {p}: 5 problems in 6 rows"]
 
 
+def test_check_names_a_header_line_it_cannot_read(tmp_path):
+    p = tmp_path / "runs.csv"
+    p.write_text("x" * 300_000 + "\n" + GOOD_ROW + "\n")
+    assert error_line(run_group("check", p)) == (
+        f"error: {p}:1: the header cannot be read: line longer than 229,418 bytes; not read")
+
+
 def test_check_takes_no_run_dir(tmp_path):
     line = error_line(run_cli(A, "--check", tmp_path / "x.csv"))
     assert "--check takes no RUN_DIR" in line
@@ -370,6 +377,15 @@ def test_check_notes_a_records_folder_the_group_cannot_add_to(tmp_path):
     assert (f"note: {folder}: other members of group {group} cannot add provenance records to "
             f"it (owner root, group {group}, mode 2755), though they may append to {results}; "
             f"to share it: chmod g+ws {folder}") in r.stderr.splitlines()
+    shared.chmod(0o0775)  # group-writable, not setgid: the fix needs no s
+    assert (f"note: {folder}: other members of group {group} cannot add provenance records to "
+            f"it (owner root, group {group}, mode 2755), though they may append to {results}; "
+            f"to share it: chmod g+w {folder}") in run_group(
+                "check", results, "--provenance", folder).stderr.splitlines()
+    shared.chmod(0o0755)  # not shared: nothing to say about the records folder
+    assert "cannot add provenance records" not in run_group("check", results, "--provenance",
+                                                            folder).stderr
+    shared.chmod(0o2775)
     folder.chmod(0o2775)
     assert "cannot add provenance records" not in run_group("check", results, "--provenance",
                                                             folder).stderr

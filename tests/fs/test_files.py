@@ -165,6 +165,36 @@ def test_folders_made_again_for_ever_are_given_up(tmp_path, monkeypatch):
                             "making them; is another program removing them?")
 
 
+def test_a_folder_taken_back_for_ever_under_create_file_is_given_up(tmp_path, monkeypatch):
+    real = os.open
+
+    def vanished(path, flags, *a, **kw):
+        if str(path).endswith(".tmp"):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
+        return real(path, flags, *a, **kw)
+
+    monkeypatch.setattr(os, "open", vanished)
+    with pytest.raises(AmscError) as e:
+        create_file(tmp_path / "new" / "run.json", b"{}\n")
+    assert str(e.value) == (f"{tmp_path / 'new'}: removed 100 times while creating run.json in "
+                            "it; is another program removing it?")
+
+
+def test_create_file_without_parents_needs_the_folder(tmp_path):
+    with pytest.raises(AmscError) as e:
+        create_file(tmp_path / "missing" / "run.json", b"{}\n", parents=False)
+    assert str(e.value) == (f"{tmp_path / 'missing' / 'run.json'}: cannot write: No such file "
+                            "or directory")
+    assert names_in(tmp_path) == []
+
+
+def test_a_folder_that_cannot_be_looked_at_is_not_read_only(tmp_path):
+    from ezpz_amsc.fs.access import read_only_folder
+
+    assert read_only_folder(tmp_path) is False
+    assert read_only_folder(tmp_path / "missing") is False
+
+
 @pytest.mark.parametrize("mode", [0o600, 0o640, 0o664, 0o660])
 def test_append_keeps_mode_owner_and_group(tmp_path, mode):
     out = tmp_path / "runs.csv"

@@ -40,23 +40,35 @@ def test_a_regular_file_is_read_to_the_cap_and_one_byte_more(tmp_path):
     assert read_capped(tmp_path / "empty", 10) == b""
 
 
+def _first(paths) -> Path | None:
+    return next(iter(paths), None)
+
+
 @pytest.mark.parametrize("what, why", [
     ("fifo", "not a regular file (a FIFO)"),
     ("device", "not a regular file (a device)"),
+    ("block-device", "not a regular file (a device)"),
     ("socket", "not a regular file (a socket)"),
     ("proc", "not a regular file (a /proc or /sys file)"),
+    ("sys", "not a regular file (a /proc or /sys file)"),
 ])
 def test_what_is_no_regular_file_is_refused_unread(tmp_path, what, why):
     if what == "fifo":
         path = _fifo(tmp_path / "f")
     elif what == "device":
         path = Path("/dev/zero")
+    elif what == "block-device":
+        path = _first(p for p in Path("/dev").iterdir() if p.is_block_device())
     elif what == "socket":
         path = tmp_path / "s"
         sock = socket.socket(socket.AF_UNIX)
         sock.bind(str(path))
+    elif what == "sys":
+        path = _first(p for p in Path("/sys/kernel").glob("*") if p.is_file())
     else:
         path = PROC_FILE
+    if path is None:
+        pytest.skip(f"no {what} file here")
     link = tmp_path / "link"
     link.symlink_to(path)
     for p in (path, link):  # a symlink to it too: what is opened is what is checked

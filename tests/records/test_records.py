@@ -835,3 +835,83 @@ def test_notes_quoting_the_run_are_searched_for_secrets(tmp_path):
     assert ("ignored world_size='<redacted>' from run_info.json: not a usable count"
             in rec["details"]["notes"])
     assert "ghp_" + "z" * 36 not in json.dumps(rec)
+
+
+@pytest.mark.parametrize("text, want", [
+    # each name rule on its own: a word anywhere in the name, or a whole part of it
+    ("HFTOKEN=x1", "HFTOKEN=<redacted>"), ("DBPASSWORD=x2", "DBPASSWORD=<redacted>"),
+    ("--passphrase x3", "--passphrase <redacted>"), ("MYSECRET=x4", "MYSECRET=<redacted>"),
+    ("--awscredential x5", "--awscredential <redacted>"), ("HFAPIKEY=x6", "HFAPIKEY=<redacted>"),
+    ("ACCESSKEY=x7", "ACCESSKEY=<redacted>"), ("PRIVATEKEY=x8", "PRIVATEKEY=<redacted>"),
+    ("--cookiejar x9", "--cookiejar <redacted>"), ("--key x10", "--key <redacted>"),
+    ("--db-pass x11", "--db-pass <redacted>"), ("MYSQL_PWD=x12", "MYSQL_PWD=<redacted>"),
+    ("--auth x13", "--auth <redacted>"), ("--authorization x14", "--authorization <redacted>"),
+    ("GH_PAT=x15", "GH_PAT=<redacted>"), ("--sentry-dsn x16", "--sentry-dsn <redacted>"),
+    ("--otp x17", "--otp <redacted>"), ("--bearer x18", "--bearer <redacted>"),
+    # settings that only look like secrets
+    ("--max-tokens 4096 --tokenizer gpt2", "--max-tokens 4096 --tokenizer gpt2"),
+    ("--passes 3 --path /x --keyboard us", "--passes 3 --path /x --keyboard us"),
+    ("TOKENIZERS_PARALLELISM=false", "TOKENIZERS_PARALLELISM=false"),
+    # shapes
+    ("see https://u:pw@h/x", "see https://<redacted>@h/x"),
+    ("Bearer 1234567 Bearer 12345678", "Bearer 1234567 Bearer <redacted>"),
+    ("authorization: Basic abc", "authorization: <redacted>"),
+    ("github_pat_" + "a" * 22, "<redacted>"), ("glpat-" + "b" * 20, "<redacted>"),
+    ("hf_" + "c" * 34, "<redacted>"), ("ASIA" + "D" * 16, "<redacted>"),
+    ("gho_" + "e" * 36, "<redacted>"), ("hf_transfer", "hf_transfer"),
+])
+def test_each_redaction_rule_by_itself(text, want):
+    assert redact_mod.redact_text(text) == want
+
+
+@pytest.mark.parametrize("key, secret", [
+    ("HF_TOKEN", True), ("API_KEY", True), ("MY_SECRET", True), ("DB_PASSWD", True),
+    ("AWS_CREDENTIALS", True), ("COOKIE", True), ("PRIVATE_PEM", True), ("NPM_AUTH", True),
+    ("REQUEST_SIGNATURE", True), ("GITHUB_PAT", True), ("DB_PWD", True), ("SENTRY_DSN", True),
+    ("MFA_OTP", True), ("PWD", False), ("OLDPWD", False), ("PATH", False), ("HOSTNAME", False),
+    ("MASTER_ADDR", False),
+])
+def test_each_key_rule_by_itself(key, secret):
+    assert redact_mod.is_secret(key) is secret
+    assert redact_mod.redact({key: "v"}) == {key: REDACTED if secret else "v"}
+
+
+def test_the_details_are_searched_by_shape_not_by_key():
+    details = {"key": "train/tps", "note": "--hf-token abc"}
+    assert redact_mod.redact(details, by_key=False) == {"key": "train/tps",
+                                                        "note": "--hf-token <redacted>"}
+    assert redact_mod.redact(details) == {"key": REDACTED, "note": "--hf-token <redacted>"}
+
+
+@pytest.mark.parametrize("changes, why", [
+    ({"tool": {"name": 1}}, "tool.name is not a string"),
+    ({"exported": {"at": 5}}, "exported.at is not a string"),
+    ({"exported": {"user": []}}, "exported.user is not a string or null"),
+    ({"exported": {"results_file": 3}}, "exported.results_file is not a string or null"),
+    ({"files": [{"path": "a", "role": None, "size": 1, "sha256": "x"}]},
+     "files[0].role is not a string"),
+    ({"run_dir": "/a\0b"}, "run_dir '/a\\x00b' is not a run directory's absolute path"),
+])
+def test_more_crafted_records(tmp_path, changes, why):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(_minimal_record(**{"options": {"config": "c"}, **changes})))
+    with pytest.raises(AmscError) as e:
+        load_record(path)
+    assert e.value.format_message() == f"{path}: not an ezpz-amsc provenance record ({why})"
+
+
+def test_the_fields_a_record_may_leave_out_or_set_null(tmp_path):
+    path = tmp_path / "r.json"
+    rec = _minimal_record(options={"config": "c", "max_line_bytes": 1, "nodes": None},
+                          tool=None, exported={"host": None})
+    path.write_text(json.dumps(rec))
+    assert load_record(path) == rec
+
+
+def test_the_pending_folder_is_named_by_the_results_files_real_path(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    tag = hashlib.sha256(os.fsencode(tmp_path / "real" / "r.csv")).hexdigest()[:16]
+    for results in (tmp_path / "real" / "r.csv", tmp_path / "link" / "r.csv"):
+        assert folder_mod.pending_folder(tmp_path / "d", results) == (
+            tmp_path / "d" / ".pending" / tag)

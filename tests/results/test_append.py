@@ -26,8 +26,11 @@ from helpers import (
     notes_of,
     one_row,
     parse_csv,
+    paused,
+    release,
     run_cli,
     run_group,
+    wait_until_paused,
 )
 
 from ezpz_amsc.errors import AmscError
@@ -278,23 +281,19 @@ def test_lock_timeout_edges_are_accepted(tmp_path, value):
     assert len(parse_csv(out.read_text())) == 1
 
 
-def _paused_writer(out: Path, point: str, folder: Path, config: str = "first",
-                   **env: str) -> subprocess.Popen:
+def _paused_writer(out: Path, point: str, folder: Path, config: str = "first"
+                   ) -> subprocess.Popen:
     """Another process appending a row to ``out``, paused at ``point`` (fs/create.py's
-    EZPZ_AMSC_PAUSE_AT) until ``folder/POINT.go`` exists; returns once it is there."""
+    EZPZ_AMSC_PAUSE_AT); returns once it is there. ``release`` lets it go on."""
     code = (
         "import sys\n"
         "from ezpz_amsc.results.append import append_rows\n"
         f"row = {[*ROW[:2], config, *ROW[3:]]!r}\n"
         "append_rows(sys.argv[1], [row])\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(REPO), "EZPZ_AMSC_PAUSE_AT": f"{point}:{folder}",
-           **env}
+    env = {**os.environ, "PYTHONPATH": str(REPO), **paused(folder, point)}
     p = subprocess.Popen([sys.executable, "-c", code, str(out)], env=env)
-    deadline = time.monotonic() + 30
-    while not (folder / f"{point}.reached").exists():
-        assert p.poll() is None and time.monotonic() < deadline
-        time.sleep(0.01)
+    wait_until_paused(p, folder, point)
     return p
 
 
@@ -312,7 +311,7 @@ def test_a_writer_holding_the_lock_keeps_it_while_it_reads_the_file(tmp_path):
         with pytest.raises(AmscError, match="still locked by another writer after 0.2 s"):
             sink.append_rows(out, [[*ROW[:2], "second", *ROW[3:]]], lock_timeout_sec=0.2)
     finally:
-        (tmp_path / "rows.go").touch()
+        release(tmp_path, "rows")
         assert holder.wait(timeout=30) == 0
     assert [r["config"] for r in parse_csv(out.read_text())] == ["sweep/0", "first"]
 
@@ -331,7 +330,7 @@ def test_a_writer_that_locked_a_file_no_longer_at_its_path_starts_over(tmp_path,
     else:
         out.rename(moved)  # still linked, under another name
         out.write_bytes(EXISTING)
-    (tmp_path / "opened.go").touch()
+    release(tmp_path, "opened")
     assert writer.wait(timeout=30) == 0
     first = (HEADER_LINE + "\n").encode() if how == "removed" else EXISTING
     assert out.read_bytes() == first + ROW_LINE.replace(b"sweep/0", b"first")
@@ -732,7 +731,7 @@ def test_a_file_changed_under_the_append_still_gets_the_row_once(tmp_path, point
         os.truncate(out, 0)
     else:
         out.unlink()
-    (tmp_path / f"{point}.go").touch()
+    release(tmp_path, point)
     assert writer.wait(timeout=30) == 0
     mine = ROW_LINE.replace(b"sweep/0", b"first")
     kept = EXISTING if change == "replaced" else (HEADER_LINE + "\n").encode()

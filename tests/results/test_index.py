@@ -229,14 +229,140 @@ def test_warm_leaves_an_index_close_enough_alone_and_rebuilds_one_far_behind(res
     assert (got, rebuilt) == ((1005, offset), False)  # header, a, b, c, then x0 on line 5
 
 
-def test_warm_removes_what_a_killed_warm_left_a_day_ago(results):
+# ------------------------------------------------------ the format and the validation's edges
+
+
+def _meta(results: Path) -> dict:
+    db = sqlite3.connect(index_path(results))
+    try:
+        return dict(db.execute("SELECT k, v FROM meta").fetchall())
+    finally:
+        db.close()
+
+
+def test_the_index_format_is_pinned(results):
+    """What another process (another version) reads back: the format number, the digest of
+    a run identity (its cells joined by NUL), and how far the file was indexed."""
+    from hashlib import blake2b
+
+    _lookup(results, "a")
+    meta = _meta(results)
+    data = results.read_bytes()
+    st = results.stat()
+    assert meta == {
+        "version": 1, "ino": str(st.st_ino), "size": len(data), "mtime_ns": str(st.st_mtime_ns),
+        "head": blake2b(data[:4096]).hexdigest(), "tail": blake2b(data[-4096:]).hexdigest(),
+        "ends_line": 1, "lines": 3}
+    assert key_digest(("a", "b")) == blake2b(b"a\0b", digest_size=16).digest()
+    assert len(index_path(results).stem) == 32
+
+
+def test_an_index_of_another_format_is_rebuilt(results):
+    _lookup(results, "a")
+    db = sqlite3.connect(index_path(results))
+    db.execute("UPDATE meta SET v = 2 WHERE k = 'version'")
+    db.commit()
+    db.close()
+    assert _lookup(results, "a")[1] is True
+
+
+def _padded(results: Path, rows: int) -> int:
+    """``results`` with ``rows`` rows (about 100 bytes each); returns its size."""
+    results.write_text(HEADER_LINE + "".join(_line(f"p{i:05d}") for i in range(rows)))
+    return results.stat().st_size
+
+
+@pytest.mark.parametrize("where, noticed", [
+    ("head-last", True), ("head-after", False), ("tail-first", True), ("tail-before", False)])
+def test_an_edit_that_keeps_the_size_is_noticed_in_the_4_kib_compared_and_not_beyond(
+        results, where, noticed):
+    """The documented window: an edit of the same size followed by an append is noticed only
+    in the first 4 KiB or the last 4 KiB indexed (docs/results-files.md)."""
+    size = _padded(results, 300)
+    _lookup(results, "p00000")
+    at = {"head-last": 4095, "head-after": 4096, "tail-first": size - 4096,
+          "tail-before": size - 4097}[where]
+    data = bytearray(results.read_bytes())
+    assert data[at:at + 1] != b"\n"
+    data[at:at + 1] = b"Q" if data[at:at + 1] != b"Q" else b"R"
+    results.write_bytes(bytes(data) + _line("new").encode())
+    assert _lookup(results, "new")[1] is noticed
+
+
+@pytest.mark.parametrize("behind, rebuilt", [(1 << 20, False), ((1 << 20) + 1, True)])
+def test_warm_rebuilds_an_index_more_than_a_mib_behind(results, behind, rebuilt):
+    _lookup(results, "a")
+    db = index_path(results)
+    os.utime(db, ns=(1, 1))
+    line = _line("q").encode()
+    tail = b"".join(_line(f"q{i}").encode() for i in range(behind // len(line) + 1))
+    with open(results, "ab") as f:
+        f.write(tail[:behind - 1] + b"\n")
+    assert results.stat().st_size - len(HEADER_LINE) - 2 * len(_line("a")) == behind
+    RunIndexFile.warm(results)
+    assert (db.stat().st_mtime_ns != 1) is rebuilt
+
+
+class _Clock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def time(self) -> float:
+        return self.now
+
+
+def test_warm_removes_half_built_indexes_older_than_a_day_to_the_second(results, monkeypatch):
     _lookup(results, "a")
     folder = index_path(results).parent
-    old, new = folder / "x.sqlite.123.tmp", folder / "y.sqlite.456.tmp"
-    for p in (old, new):
-        p.write_text("half")
-    os.utime(old, (0, 0))
-    os.utime(index_path(results), ns=(1, 1))  # stale: warm rebuilds, and tidies up first
-    results.write_text(HEADER_LINE + _line("z"))
+    day, now = 86400, 1_000_086_400
+    ages = {"old.sqlite.1.tmp": day + 1, "edge.sqlite.2.tmp": day, "young.sqlite.3.tmp": day - 1,
+            "old.sqlite.1.tmp-journal": day + 1}
+    for name, age in ages.items():
+        (folder / name).write_text("half")
+        os.utime(folder / name, (now - age, now - age))
+    monkeypatch.setattr(index_mod, "time", _Clock(float(now)))
+    os.utime(results, ns=(1, 1))  # touched: stale, so warm rebuilds, and tidies up first
     RunIndexFile.warm(results)
-    assert not old.exists() and new.exists()
+    left = sorted(p.name for p in folder.iterdir())
+    assert "edge.sqlite.2.tmp" in left and "young.sqlite.3.tmp" in left
+    assert "old.sqlite.1.tmp" not in left and "old.sqlite.1.tmp-journal" not in left
+    assert index_path(results).name in left
+
+
+def test_warm_takes_away_the_journal_of_the_index_it_replaces(results):
+    _lookup(results, "a")
+    journal = index_path(results).with_name(index_path(results).name + "-journal")
+    journal.write_bytes(b"stale")
+    os.utime(results, ns=(1, 1))  # touched: stale, so warm rebuilds
+    RunIndexFile.warm(results)
+    assert not journal.exists()
+    assert _lookup(results, "b")[1] is False
+
+
+def test_a_broken_index_and_its_journal_are_removed(results):
+    _lookup(results, "a")
+    db = index_path(results)
+    db.write_bytes(b"not a database" * 100)
+    journal = db.with_name(db.name + "-journal")
+    journal.write_bytes(b"not a journal")
+    assert _lookup(results, "a")[1] is True
+    assert not journal.exists()
+
+
+@pytest.mark.parametrize("start, end", [(b"", b"\n"), (HEADER_LINE.encode(), b"\r")],
+                         ids=["empty", "CR"])
+def test_an_index_of_a_file_that_then_grows_is_caught_up(tmp_path, start, end):
+    """An empty file (then the header and a row), and a file of CR line ends."""
+    out = tmp_path / "runs.csv"
+    out.write_bytes(start.replace(b"\n", end))
+    _lookup(out, "a")
+    out.write_bytes(out.read_bytes() + (HEADER_LINE if not start else "").replace(
+        "\n", end.decode()).encode() + _line("a").replace("\n", end.decode()).encode())
+    got, rebuilt = _lookup(out, "a")
+    assert rebuilt is False and got == (2, len(HEADER_LINE))
+
+
+def test_without_xdg_cache_home_the_cache_is_under_home(monkeypatch, tmp_path):
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert cache_folder() == tmp_path / ".cache" / "ezpz-amsc" / "runs"

@@ -14,7 +14,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import REPO, RUNS, error_line, parse_csv, records_in, run_cli, run_group
+from helpers import (
+    REPO,
+    RUNS,
+    error_line,
+    parse_csv,
+    paused,
+    records_in,
+    release,
+    run_cli,
+    run_group,
+    wait_until_paused,
+)
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.export import export_run
@@ -183,3 +194,61 @@ def test_skip_existing_and_allow_duplicate_contradict(tmp_path):
     assert error_line(r) == ("error: --skip-existing and --allow-duplicate contradict each "
                              "other; pass one")
     assert r.exit_code == 2 and list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------- records when the file changes under the append
+
+
+def _paused_export(results: Path, folder: Path, point: str, tmp_path: Path
+                   ) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(REPO), **paused(tmp_path, point)}
+    p = subprocess.Popen([sys.executable, "-m", "ezpz_amsc", *map(str, TWO), "--config", "c",
+                          "--append", str(results), "--provenance", str(folder), "-q"],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_until_paused(p, tmp_path, point)
+    return p
+
+
+@pytest.mark.slow
+def test_rows_copied_into_a_file_that_replaced_it_get_their_records(tmp_path):
+    """The rows were written, then the file was replaced by a copy of it (an editor's save):
+    the append starts over on the copy, finds its rows there, and writes their records."""
+    results, folder = tmp_path / "res.csv", tmp_path / "records"
+    results.write_text(",".join(HEADER) + "\n")
+    writer = _paused_export(results, folder, "rows-synced", tmp_path)
+    copy = tmp_path / "copy.csv"
+    copy.write_bytes(results.read_bytes())
+    copy.rename(results)
+    release(tmp_path, "rows-synced")
+    out, err = writer.communicate(timeout=120)
+    assert (writer.returncode, out, err) == (0, "", "")
+    assert _keys(results) == KEYS
+    assert run_group("check", results, "--provenance", folder, "-q").exit_code == 0
+    assert _hidden(folder) == []
+
+
+@pytest.mark.slow
+def test_records_that_cannot_take_their_names_wait_for_the_next_append(tmp_path):
+    """The rows are in; the records folder turned read-only (here: immutable) before the
+    records took their names. The error says so; the next append puts them in place."""
+    results, folder = tmp_path / "res.csv", tmp_path / "records"
+    writer = _paused_export(results, folder, "rows-written", tmp_path)
+    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode:
+        release(tmp_path, "rows-written")
+        writer.communicate(timeout=120)
+        pytest.skip("chattr +i is not supported here")
+    try:
+        release(tmp_path, "rows-written")
+        out, err = writer.communicate(timeout=120)
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+    waiting = sorted((folder / ".pending").iterdir())[0]
+    assert (writer.returncode, out) == (1, "")
+    assert err == (f"error: {folder}: the rows are appended, but their provenance records could "
+                   f"not take their names (Operation not permitted); they wait in {waiting}, and "
+                   f"the next append with --provenance {folder} puts them in place\n")
+    assert _keys(results) == KEYS
+    retry = _export(results, folder)
+    assert retry.returncode == 0, retry.stderr
+    assert _keys(results) == KEYS
+    assert run_group("check", results, "--provenance", folder, "-q").exit_code == 0

@@ -250,6 +250,13 @@ def test_unsafe_cells_names_each_column_once():
         "config is 4,097 characters long (at most 4,096)"]
 
 
+def test_a_formula_cell_is_shown_by_its_first_40_characters():
+    row = dict.fromkeys(HEADER, "") | {"error": "=" + "x" * 60}
+    assert unsafe_cells(row) == [
+        f"error {'=' + 'x' * 39!r} would run as a formula when the CSV is opened in a spreadsheet "
+        "(it starts with =, +, -, @, a tab or a carriage return and is not a number)"]
+
+
 def test_the_row_cap_holds_any_row_of_capped_cells():
     worst = ["\"" * MAX_CELL_CHARS] * len(HEADER)  # every quote doubled, every cell quoted
     assert len(render_csv([worst], header=False).encode()) <= MAX_ROW_BYTES
