@@ -71,9 +71,14 @@ BEFORE_COMMIT = ["opened", "record-pending:1", "file-linked:1", "record-pending:
                  "record-linked:2"]
 
 
+# Every instant on an existing results file; on a new one, those where it makes a difference
+# (the file is created, written first, finished).
+KILLS = [pytest.param(p, False, id=f"existing-file-{p}") for p in [*BEFORE_COMMIT, "committed"]] + [
+    pytest.param(p, True, id=f"new-file-{p}") for p in ("opened", "rows", "rows-written")]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("point", [*BEFORE_COMMIT, "committed"])
-@pytest.mark.parametrize("new", [True, False], ids=["new-file", "existing-file"])
+@pytest.mark.parametrize("point, new", KILLS)
 def test_a_kill_at_any_instant_loses_nothing_and_the_retry_finishes(tmp_path, point, new):
     results, folder = tmp_path / "res.csv", tmp_path / "records"
     if not new:
