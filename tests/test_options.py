@@ -259,6 +259,7 @@ def test_a_bad_lock_timeout_variable_is_named(raw):
     with pytest.raises(OptionError) as e:
         lock_timeout_from_env({"EZPZ_AMSC_LOCK_TIMEOUT": raw})
     assert str(e.value) == f"EZPZ_AMSC_LOCK_TIMEOUT must be 0 or more seconds, got {raw!r}"
+    assert (e.value.name, e.value.exit_code) == ("lock_timeout", 2)
 
 
 @pytest.mark.parametrize("kwargs, message", [

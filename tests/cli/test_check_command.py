@@ -171,6 +171,25 @@ def test_check_flags_formula_cells_and_cells_past_the_cap(tmp_path):
         f"error: {p}: 5 problems in 6 rows"]
 
 
+def test_a_read_error_part_way_through_is_one_line(tmp_path, monkeypatch):
+    from ezpz_amsc.results import validate
+
+    p = _write(tmp_path, HEADER_LINE, GOOD_ROW)
+    real = validate.open_regular
+
+    class Flaky(io.BufferedReader):
+        def readline(self, *a):
+            if self.tell() > 0:
+                raise OSError(errno.EIO, os.strerror(errno.EIO))
+            return super().readline(*a)
+
+    def flaky(path):  # the one opener of files that are read (fs/read.py)
+        return Flaky(io.FileIO(path, "rb")) if Path(path) == p else real(path)
+
+    monkeypatch.setattr(validate, "open_regular", flaky)
+    assert error_line(run_group("check", p)) == f"error: {p}: cannot read: Input/output error"
+
+
 def test_check_names_a_header_line_it_cannot_read(tmp_path):
     p = tmp_path / "runs.csv"
     p.write_text("x" * 300_000 + "\n" + GOOD_ROW + "\n")

@@ -891,6 +891,7 @@ def test_the_details_are_searched_by_shape_not_by_key():
     ({"files": [{"path": "a", "role": None, "size": 1, "sha256": "x"}]},
      "files[0].role is not a string"),
     ({"run_dir": "/a\0b"}, "run_dir '/a\\x00b' is not a run directory's absolute path"),
+    ({"run_dir": "r" * 100}, f"run_dir {'r' * 80!r} is not a run directory's absolute path"),
 ])
 def test_more_crafted_records(tmp_path, changes, why):
     path = tmp_path / "r.json"
