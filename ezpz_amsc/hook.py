@@ -23,6 +23,8 @@ Environment (read when the hook runs, so a job script can ``export`` them):
   the row's provenance record (same rules as ``--provenance``).
 - ``EZPZ_AMSC_STATUS``: ``pass`` (default) or ``fail``.
 - ``EZPZ_AMSC_WALL_TIME_SEC``: the scheduler's wall time, seconds.
+- ``EZPZ_AMSC_LOCK_TIMEOUT``: seconds to wait for the results file's lock
+  (default: ``--lock-timeout``'s); past it the row is not written.
 """
 
 from __future__ import annotations
@@ -36,7 +38,15 @@ from pathlib import Path
 from typing import Any
 
 from ezpz_amsc.errors import AmscError, about
-from ezpz_amsc.options import ENV_APPEND, ENV_CONFIG, ENV_PROVENANCE, ExportOptions, PublishOptions
+from ezpz_amsc.options import (
+    ENV_APPEND,
+    ENV_CONFIG,
+    ENV_LOCK_TIMEOUT,
+    ENV_PROVENANCE,
+    ExportOptions,
+    PublishOptions,
+    lock_timeout_from_env,
+)
 
 log = logging.getLogger("ezpz_amsc")
 
@@ -126,7 +136,8 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
     records = os.environ.get(ENV_PROVENANCE, "").strip()
     notes = list(result.notes)
     if target:
-        publish([result], opts, PublishOptions(append=target, provenance=records or None))
+        publish([result], opts, PublishOptions(append=target, provenance=records or None,
+                                               lock_timeout=lock_timeout_from_env()))
     else:
         target = str(publish_into_run_dir(result, opts, run_dir))
         if records:  # a records folder goes with a shared results file, not with amsc.csv
@@ -199,11 +210,21 @@ def finalize_hook(history: Any, outdir: str | os.PathLike[str] | None) -> None:
             if " pass --" in msg:  # flags only a by-hand export can take
                 msg += " (when exporting by hand: ezpz-amsc RUN_DIR --config LABEL ...)"
         else:
-            msg = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
-        msg = " ".join(msg.splitlines())
+            msg = _text_of(e)
+        msg = " ".join(msg.replace("raise --lock-timeout", f"raise {ENV_LOCK_TIMEOUT}")
+                       .splitlines())
         # The directory once: not again when the message starts with it (or a file in it).
         named = path is None or about(path, msg) == msg
         log.warning("ezpz-amsc: no row written%s: %s", "" if named else f" for {path}", msg)
+
+
+def _text_of(e: Exception) -> str:
+    """``Type: message`` of an unexpected exception; its type alone if its ``__str__`` fails."""
+    try:
+        text = str(e)
+    except Exception:  # a broken __str__ must not escape into the training job
+        text = ""
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
 def install() -> bool:

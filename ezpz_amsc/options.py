@@ -15,7 +15,14 @@ from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
 from ezpz_amsc.errors import AmscUsageError
-from ezpz_amsc.results.schema import STATUSES, format_timestamp, formula_like, parse_timestamp
+from ezpz_amsc.results.schema import (
+    FORMULA_REASON,
+    MAX_CELL_CHARS,
+    STATUSES,
+    format_timestamp,
+    formula_like,
+    parse_timestamp,
+)
 
 REDUCERS = ("median", "mean", "max", "min", "last")
 # No machine runs a million ranks or nodes (Aurora: 10,624 nodes, 127,488 GPU
@@ -37,6 +44,10 @@ ENV_APPEND = "EZPZ_AMSC_APPEND"
 ENV_STATUS = "EZPZ_AMSC_STATUS"
 ENV_WALL_TIME = "EZPZ_AMSC_WALL_TIME_SEC"
 ENV_PROVENANCE = "EZPZ_AMSC_PROVENANCE"  # with ENV_APPEND: the folder of provenance records
+ENV_LOCK_TIMEOUT = "EZPZ_AMSC_LOCK_TIMEOUT"  # seconds the hook waits for the results file's lock
+# The test seams for crashes and races at any instant of a write (fs/create.py, crash_point).
+ENV_CRASH_AT = "EZPZ_AMSC_CRASH_AT"
+ENV_PAUSE_AT = "EZPZ_AMSC_PAUSE_AT"
 
 
 class OptionError(AmscUsageError):
@@ -155,9 +166,11 @@ def validate_options(opts: ExportOptions) -> None:
         if val and not val.isprintable():  # line breaks, control chars, undecodable bytes
             raise OptionError(name, f"must be a single line of printable text, got {val!r}",
                               standalone=True)
+        if len(val) > MAX_CELL_CHARS:
+            raise OptionError(name, f"is {len(val):,} characters long; a cell holds at most "
+                                    f"{MAX_CELL_CHARS:,}")
         if formula_like(val):
-            raise OptionError(name, f"{val!r} would run as a formula when the CSV is opened "
-                                    "in a spreadsheet (it starts with =, +, @ or - and no digit)")
+            raise OptionError(name, f"{val!r} {FORMULA_REASON}")
 
 
 def check_count(name: str, value: int | None) -> None:
@@ -206,11 +219,35 @@ class PublishOptions:
     append: str | None = None  # results CSV; None: stdout
     header: bool = True  # on stdout
     allow_duplicate: bool = False
-    lock_timeout: float = 60.0  # seconds --append waits for the results file's lock
-    provenance: str | None = None  # folder of provenance records
+    skip_existing: bool = False  # a run already in the file is skipped, not refused
+    # Seconds --append (and the hook) wait for the results file's lock. Short: an
+    # append holds the lock for milliseconds whatever the file's size, and the
+    # finalize hook keeps a whole allocation waiting.
+    lock_timeout: float = 10.0
+    provenance: str | None = None  # folder of provenance records (needs append)
 
     def __post_init__(self) -> None:
         check_lock_timeout(self.lock_timeout)
+        if self.allow_duplicate and self.skip_existing:
+            raise OptionError("skip_existing", "and --allow-duplicate contradict each other; "
+                                               "pass one", standalone=True)
+        if self.provenance and not self.append:
+            raise OptionError("provenance", "needs --append PATH: a record is the evidence of "
+                                            "a row in a results file (to see what a record "
+                                            "would hold, pass --format json)", standalone=True)
+
+
+def lock_timeout_from_env(environ: Mapping[str, str] | None = None) -> float:
+    """The finalize hook's lock timeout: ``EZPZ_AMSC_LOCK_TIMEOUT`` seconds, else the default."""
+    env = os.environ if environ is None else environ
+    raw = env.get(ENV_LOCK_TIMEOUT, "").strip()
+    if not raw:
+        return float(default_of(PublishOptions, "lock_timeout"))
+    try:
+        return check_lock_timeout(float(raw))
+    except (ValueError, OptionError):
+        raise OptionError("lock_timeout", f"must be 0 or more seconds, got {raw!r}",
+                          ENV_LOCK_TIMEOUT) from None
 
 
 def default_of(cls: type, name: str) -> Any:

@@ -37,6 +37,20 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
                       or ("ci" if os.environ.get("CI") else "default"))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def cache_in_the_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Run indexes (results/index.py) go to a folder of this session, not to ~/.cache;
+    subprocesses inherit it."""
+    old = os.environ.get("XDG_CACHE_HOME")
+    folder = tmp_path_factory.mktemp("cache")
+    os.environ["XDG_CACHE_HOME"] = str(folder)
+    yield folder
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old
+
+
 @pytest.fixture
 def fixture_run(tmp_path: Path) -> Callable[[str], Path]:
     """``fixture_run(name)``: a writable copy of a shipped run in ``tmp_path``."""

@@ -93,7 +93,8 @@ DIST_CPU_1RANK = {
 
 # What the finalize hook reads from the environment (the conftest fixture clears them).
 HOOK_ENV = ("EZPZ_AMSC_CONFIG", "EZPZ_AMSC_APPEND", "EZPZ_AMSC_STATUS", "EZPZ_AMSC_WALL_TIME_SEC",
-            "EZPZ_AMSC_PROVENANCE", "RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK")
+            "EZPZ_AMSC_PROVENANCE", "EZPZ_AMSC_LOCK_TIMEOUT", "RANK", "PMI_RANK",
+            "OMPI_COMM_WORLD_RANK")
 
 # What click gives a terminal of 100 columns or more: --help's max_content_width is 100.
 HELP_WIDTH = 98
@@ -287,15 +288,17 @@ def five_runs(fixture_run: Callable[[str], Path]) -> list[Path]:
 
 
 def fail_for(monkeypatch, target: Path, err: int, name: str = "open") -> None:
-    """Make ``builtins.<name>`` fail with ``err`` for ``target`` only."""
-    real = getattr(builtins, name)
+    """Make ``builtins.<name>`` fail with ``err`` for ``target`` only; for ``open``, also
+    ``os.open``, through which fs/read.py opens every file it reads."""
+    for module in (builtins, os) if name == "open" else (builtins,):
+        real = getattr(module, name)
 
-    def fake(file, *args, **kwargs):
-        if isinstance(file, (str, os.PathLike)) and Path(file) == target:
-            raise OSError(err, os.strerror(err), str(file))
-        return real(file, *args, **kwargs)
+        def fake(file, *args, _real=real, **kwargs):
+            if isinstance(file, (str, os.PathLike)) and Path(file) == target:
+                raise OSError(err, os.strerror(err), str(file))
+            return _real(file, *args, **kwargs)
 
-    monkeypatch.setattr(builtins, name, fake)
+        monkeypatch.setattr(module, name, fake)
 
 
 def sha256(path: Path) -> str:
@@ -317,6 +320,52 @@ def mode_of(p: Path) -> int:
 
 def names_in(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir())
+
+
+def hold_lock(results: Path, ready: Path):
+    """Another process holding the results file's lock (and creating the file if missing);
+    returns it once it holds the lock. The caller kills it."""
+    import subprocess
+    import sys
+    import time
+
+    code = (
+        "import sys, time\n"
+        "from ezpz_amsc.results.append import locked\n"
+        "with locked(sys.argv[1], 5):\n"
+        "    open(sys.argv[2], 'w').close()\n"
+        "    time.sleep(60)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    p = subprocess.Popen([sys.executable, "-c", code, str(results), str(ready)], env=env)
+    deadline = time.monotonic() + 30
+    while not ready.exists():
+        assert p.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    return p
+
+
+def paused(folder: Path, point: str) -> dict[str, str]:
+    """The environment that pauses a process the first time it passes ``point`` (fs/create.py,
+    ``crash_point``), with the FIFO it waits on made; :func:`release` lets it go on."""
+    os.mkfifo(folder / f"{point}.go")
+    return {"EZPZ_AMSC_PAUSE_AT": f"{point}:{folder}"}
+
+
+def wait_until_paused(p, folder: Path, point: str) -> None:
+    """Return once the process ``p`` is paused at ``point`` (it must not have ended)."""
+    import time
+
+    deadline = time.monotonic() + 60
+    while not (folder / f"{point}.reached").exists():
+        assert p.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def release(folder: Path, point: str) -> None:
+    """Let a process paused at ``point`` go on (it is blocked opening the FIFO to read)."""
+    with open(folder / f"{point}.go", "wb"):
+        pass
 
 
 @contextlib.contextmanager

@@ -20,6 +20,7 @@ from helpers import (
     MFU_NOTE,
     REPO,
     copy_run,
+    hold_lock,
     one_row,
     parse_csv,
     records_in,
@@ -255,6 +256,57 @@ def test_hook_recognises_the_error_by_type(fixture_run, monkeypatch, caplog, exc
         f"ezpz-amsc: no row written for {run}: {warning}"]
 
 
+class _BrokenStr(Exception):
+    def __str__(self) -> str:
+        raise ValueError("no text")
+
+
+def test_an_exception_whose_text_cannot_be_had_is_named_by_its_type(fixture_run, monkeypatch,
+                                                                    caplog):
+    monkeypatch.setattr("ezpz_amsc.export.export_run", _boom(_BrokenStr()))
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+    run = fixture_run("minimal-1rank")
+    caplog.set_level(logging.WARNING)
+    finalize_hook(object(), run)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"ezpz-amsc: no row written for {run}: _BrokenStr"]
+
+
+@pytest.mark.slow
+def test_the_hook_waits_for_the_lock_as_long_as_its_variable_says(fixture_run, tmp_path,
+                                                                   monkeypatch, caplog):
+    results = tmp_path / "res.csv"
+    holder = hold_lock(results, tmp_path / "ready")
+    try:
+        monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+        monkeypatch.setenv("EZPZ_AMSC_APPEND", str(results))
+        monkeypatch.setenv("EZPZ_AMSC_LOCK_TIMEOUT", "0.2")
+        run = fixture_run("minimal-1rank")
+        caplog.set_level(logging.WARNING)
+        finalize_hook(object(), run)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert [r.getMessage() for r in caplog.records] == [
+        f"ezpz-amsc: no row written for {run}: {results}: still locked by another writer after "
+        "0.2 s; retry, or raise EZPZ_AMSC_LOCK_TIMEOUT"]
+
+
+@pytest.mark.parametrize("value", ["soon", "-1", "inf"])
+def test_a_bad_lock_timeout_variable_is_one_warning(fixture_run, tmp_path, monkeypatch, caplog,
+                                                    value):
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+    monkeypatch.setenv("EZPZ_AMSC_APPEND", str(tmp_path / "res.csv"))
+    monkeypatch.setenv("EZPZ_AMSC_LOCK_TIMEOUT", value)
+    run = fixture_run("minimal-1rank")
+    caplog.set_level(logging.WARNING)
+    finalize_hook(object(), run)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"ezpz-amsc: no row written for {run}: EZPZ_AMSC_LOCK_TIMEOUT must be 0 or more "
+        f"seconds, got {value!r}"]
+    assert not (tmp_path / "res.csv").exists()
+
+
 @pytest.mark.parametrize("exc", [KeyboardInterrupt, SystemExit])
 def test_interrupts_from_outside_still_stop_the_job(fixture_run, monkeypatch, exc):
     """Ctrl-C, or a SIGTERM handler calling sys.exit, must not be swallowed by the hook."""
@@ -408,7 +460,8 @@ def test_hook_duplicate_record_is_one_warning_and_no_row(fixture_run, monkeypatc
     finalize_hook(object(), run)
     (line,) = [r.getMessage() for r in caplog.records]
     assert line.startswith(f"ezpz-amsc: no row written for {run}: {folder}/")
-    assert "already exists; not replacing it" in line
+    assert (f"a record of this run (2026-11-29T22:21:30Z, localhost, c, 1, 1) exists, but "
+            f"{results} holds no row of it; not replacing it") in line
     assert results.read_text() == ",".join(HEADER) + "\n"
 
 

@@ -15,7 +15,14 @@ from helpers import REPO, RUNS, parse_csv, run_group
 from ezpz_amsc import options as options_mod
 from ezpz_amsc.errors import AmscError, AmscUsageError, about
 from ezpz_amsc.hook import finalize_hook
-from ezpz_amsc.options import MAX_COUNT, ExportOptions, OptionError, check_lock_timeout
+from ezpz_amsc.options import (
+    MAX_COUNT,
+    ExportOptions,
+    OptionError,
+    PublishOptions,
+    check_lock_timeout,
+    default_of,
+)
 
 GOOD = RUNS / "fsdp_tp-2rank"
 
@@ -44,8 +51,10 @@ GOOD = RUNS / "fsdp_tp-2rank"
     ("attempt", "last", "0", "must be 'last' or a number from 1, got '0'"),
     ("attempt", "2", 2, "must be 'last' or a number from 1, got 2"),  # a hand-edited record
     ("attempt", "1000000", "1000001", "must be 'last' or a number from 1, got '1000001'"),
-    ("error", "-1 rank lost", "-x", "'-x' would run as a formula when the CSV is opened in a "
-                                    "spreadsheet (it starts with =, +, @ or - and no digit)"),
+    ("error", "-1", "-1 rank lost", "'-1 rank lost' would run as a formula when the CSV is "
+                                    "opened in a spreadsheet (it starts with =, +, -, @, a tab or "
+                                    "a carriage return and is not a number)"),
+    ("error", "x" * 4096, "x" * 4097, "is 4,097 characters long; a cell holds at most 4,096"),
     ("config", "x", " ", "must not be empty; pass the benchmark label, e.g. "
                          "--config agpt-2b/bs1/seq2048/tp1"),
     ("system", "Aurora", "Aur\nora", "must be a single line of printable text, got 'Aur\\nora'"),
@@ -155,7 +164,7 @@ def test_cli_choices_and_defaults_are_the_options_own():
     assert tuple(params["status"].type.choices) == STATUSES
     for name in ("status", "error", "warmup", "reducer"):
         assert params[name].default == default_of(ExportOptions, name), name
-    assert params["lock_timeout"].default == default_of(PublishOptions, "lock_timeout") == 60.0
+    assert params["lock_timeout"].default == default_of(PublishOptions, "lock_timeout") == 10.0
     assert default_of(ExportOptions, "warmup") == 1
     with pytest.raises(KeyError) as err:
         default_of(ExportOptions, "config")
@@ -232,3 +241,38 @@ def test_options_cannot_change_after_validation():
     with pytest.raises(dataclasses.FrozenInstanceError):
         opts.nodes = 0  # type: ignore[misc]
     assert opts.nodes is None
+
+
+@pytest.mark.parametrize("env, want", [
+    ({}, 10.0), ({"EZPZ_AMSC_LOCK_TIMEOUT": ""}, 10.0), ({"EZPZ_AMSC_LOCK_TIMEOUT": " 2.5 "}, 2.5),
+    ({"EZPZ_AMSC_LOCK_TIMEOUT": "0"}, 0.0),
+])
+def test_the_hooks_lock_timeout_comes_from_its_variable_else_the_default(env, want):
+    from ezpz_amsc.options import lock_timeout_from_env
+
+    assert lock_timeout_from_env(env) == want
+    assert lock_timeout_from_env({}) == default_of(PublishOptions, "lock_timeout")
+
+
+@pytest.mark.parametrize("raw", ["soon", "-0.1", "nan", "inf"])
+def test_a_bad_lock_timeout_variable_is_named(raw):
+    from ezpz_amsc.options import lock_timeout_from_env
+
+    with pytest.raises(OptionError) as e:
+        lock_timeout_from_env({"EZPZ_AMSC_LOCK_TIMEOUT": raw})
+    assert str(e.value) == f"EZPZ_AMSC_LOCK_TIMEOUT must be 0 or more seconds, got {raw!r}"
+    assert (e.value.name, e.value.exit_code) == ("lock_timeout", 2)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"append": "r.csv", "skip_existing": True, "allow_duplicate": True},
+     "--skip-existing and --allow-duplicate contradict each other; pass one"),
+    ({"provenance": "records"},
+     "--provenance needs --append PATH: a record is the evidence of a row in a results file (to "
+     "see what a record would hold, pass --format json)"),
+])
+def test_publish_options_that_cannot_go_together(kwargs, message):
+    with pytest.raises(OptionError) as e:
+        PublishOptions(**kwargs)
+    assert (str(e.value), e.value.standalone) == (message, True)
+    PublishOptions(append="r.csv", provenance="records", skip_existing=True)  # these can

@@ -63,10 +63,15 @@ def check_file(path: str, quiet: bool = False, provenance: str | None = None) ->
     rows, problems = check_results_file(
         path, on_cells=(lambda line, row: cells.append((line, row))) if provenance else None)
     records = 0
+    notes = [] if quiet else sharing_notes(path)
     if provenance:
+        from ezpz_amsc.records.folder import leftovers, sharing_note
+
         records, more = record_problems(path, cells, provenance)
-        problems += more
-    for note in [] if quiet else [*sharing_notes(path), *package_notes(path)]:
+        problems += more + leftovers(provenance)
+        notes += [] if quiet else [n for n in [sharing_note(provenance, path)] if n]
+    notes += [] if quiet else package_notes(path)
+    for note in notes:
         click.echo(f"note: {note}", err=True)
     for p in problems:
         click.echo(p, err=True)

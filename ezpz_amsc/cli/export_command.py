@@ -26,9 +26,8 @@ from ezpz_amsc.errors import about
 from ezpz_amsc.options import CONFIG_EXAMPLE, ExportOptions, PublishOptions
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from ezpz_amsc.export import ExportResult
+    from ezpz_amsc.results.publish import Published
 
 
 @command(
@@ -39,8 +38,8 @@ if TYPE_CHECKING:
         ("Row values", ("config", "status", "error", "system", "nodes", "gpus", "timestamp",
                         "wall_time_sec")),
         ("Reducing per-step series", ("warmup", "reducer", "attempt")),
-        ("Where rows go", ("append", "no_header", "allow_duplicate", "lock_timeout",
-                           "keep_going", "provenance")),
+        ("Where rows go", ("append", "no_header", "allow_duplicate", "skip_existing",
+                           "lock_timeout", "keep_going", "provenance")),
         ("Reporting", ("out_format", "explain", "quiet")),
     ),
     examples=(
@@ -48,7 +47,6 @@ if TYPE_CHECKING:
         ("RUN_DIR --config LABEL --append results.csv", "add it to a results file"),
         ("runs/*/ --config LABEL --append results.csv", "a batch: every row or none"),
         ("RUN_DIR --config LABEL --explain", "where each number came from"),
-        ("RUN_DIR --config LABEL --provenance records/", "the row and a provenance record"),
         ("--check results.csv", "read it as the dashboard does"),
     ),
 )
@@ -65,9 +63,9 @@ if TYPE_CHECKING:
                    "writes CSV.")
 @click.option("--explain", is_flag=True,
               help="After the row, report on stderr where its numbers came from.")
-@provenance_option("Write one JSON record per row into DIR: cells, options, sha256 of the "
-                   "files read, run_info. With --append, rows and records are written "
-                   "together or not at all.")
+@provenance_option("With --append: write one JSON record per row into DIR (cells, options, "
+                   "sha256 of the files read, run_info), rows and records together or not at "
+                   "all.")
 @quiet_option
 @click.option("--check", "check_path", type=RESULTS_CSV, metavar="RESULTS_CSV",
               help="Validate a results CSV instead of exporting: the check command.")
@@ -75,9 +73,9 @@ if TYPE_CHECKING:
               help="Re-export a provenance record's run and compare: the reproduce command.")
 @click.pass_context
 def export(ctx: click.Context, run_dirs: tuple[str, ...], append: str | None, no_header: bool,
-           allow_duplicate: bool, lock_timeout: float, keep_going: bool, out_format: str,
-           explain: bool, provenance: str | None, quiet: bool, check_path: str | None,
-           reproduce_path: str | None, **_row: Any) -> None:
+           allow_duplicate: bool, skip_existing: bool, lock_timeout: float, keep_going: bool,
+           out_format: str, explain: bool, provenance: str | None, quiet: bool,
+           check_path: str | None, reproduce_path: str | None, **_row: Any) -> None:
     """Export finished ezpz run directories as AmSC benchmark CSV rows, one per run.
 
     RUN_DIR is the directory ezpz's History wrote: metrics JSONL, run_info.json
@@ -104,8 +102,8 @@ def export(ctx: click.Context, run_dirs: tuple[str, ...], append: str | None, no
     opts = export_options(ctx)
     with option_errors(ctx):
         pub = PublishOptions(append=append, header=not no_header,
-                             allow_duplicate=allow_duplicate, lock_timeout=lock_timeout,
-                             provenance=provenance)
+                             allow_duplicate=allow_duplicate, skip_existing=skip_existing,
+                             lock_timeout=lock_timeout, provenance=provenance)
 
     from ezpz_amsc.results.append import check_append_target
 
@@ -122,9 +120,8 @@ def export(ctx: click.Context, run_dirs: tuple[str, ...], append: str | None, no
     if failed and not keep_going:
         _report_failures(failed, written=False)
         ctx.exit(1)
-    written = _write_rows([result for _, result in done], opts, pub, out_format)
+    published = _write_rows([result for _, result in done], opts, pub, out_format)
     # Notes only once the rows are out: a failed command prints its error line alone.
-    from ezpz_amsc.errors import plural
     from ezpz_amsc.export import batch_notes
 
     if explain:  # the report lists every note itself, after the row
@@ -136,11 +133,8 @@ def export(ctx: click.Context, run_dirs: tuple[str, ...], append: str | None, no
         for note in notes:
             click.echo(f"note: {note}", err=True)
     if done and not quiet:
-        if append:
-            click.echo(f"note: appended {plural(len(done), 'row')} to {append}", err=True)
-        if written:
-            click.echo(f"note: wrote {plural(len(written), 'provenance record')} to "
-                       f"{provenance}", err=True)
+        for note in _append_notes(published, [result for _, result in done], append, provenance):
+            click.echo(f"note: {note}", err=True)
     if failed:
         _report_failures(failed, written=True)
         ctx.exit(1)
@@ -161,17 +155,48 @@ def _export_all(run_dirs: list[str], opts: ExportOptions, hash_files: bool, quie
 
 
 def _write_rows(results: list[ExportResult], opts: ExportOptions, pub: PublishOptions,
-                out_format: str) -> list[Path]:
-    """Rows (and records) out; returns the record files written."""
+                out_format: str) -> Published:
+    """Rows (and records) out; returns what was written besides stdout."""
     from ezpz_amsc.results.publish import publish
 
-    written = publish(results, opts, pub, out=sys.stdout if out_format == "csv" else None)
+    published = publish(results, opts, pub, out=sys.stdout if out_format == "csv" else None)
     if out_format == "json":
         from ezpz_amsc.render.explain import to_json
 
         sys.stdout.write("".join(to_json(result) + "\n" for result in results))
         sys.stdout.flush()
-    return written
+    return published
+
+
+def _append_notes(published: Published, results: list[ExportResult], append: str | None,
+                  provenance: str | None) -> list[str]:
+    """What the append did: rows skipped (--skip-existing) or finished, rows and records out."""
+    from ezpz_amsc.errors import plural
+    from ezpz_amsc.results.schema import HEADER, cells_of, run_key
+
+    out = published.appended
+    if out is None:
+        return []
+    notes = []
+    for i, existing in out.skipped:
+        row = cells_of(results[i].row)
+        differ = [f"{c} {old!r} there, {new!r} now"
+                  for c, old, new in zip(HEADER, existing.cells, row, strict=False) if old != new]
+        how = "" if not differ else f" with other values ({'; '.join(differ)})"
+        notes.append(f"the run ({', '.join(run_key(results[i].row))}) is already at line "
+                     f"{existing.line} of {append}{how}; skipped it (--skip-existing)")
+    for i in out.completed:
+        notes.append(f"the run ({', '.join(run_key(results[i].row))}) was already in {append}, "
+                     "appended by an interrupted export; not appended again")
+    if out.written:
+        notes.append(f"appended {plural(len(out.written), 'row')} to {append}")
+    if published.completed:
+        notes.append(f"put {plural(len(published.completed), 'provenance record')} of an "
+                     f"interrupted export in place in {provenance}")
+    if published.records:
+        notes.append(f"wrote {plural(len(published.records), 'provenance record')} to "
+                     f"{provenance}")
+    return notes
 
 
 def _report_failures(failed: list[tuple[str, Any]], written: bool) -> None:

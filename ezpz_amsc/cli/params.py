@@ -111,6 +111,9 @@ results_file_options = _apply([
     click.option("--allow-duplicate", is_flag=True,
                  help="Append even if the file already has this run (same timestamp, system, "
                       "config, nodes, gpus)."),
+    click.option("--skip-existing", is_flag=True,
+                 help="A run the file already has is skipped with a note, not refused (exit 0): "
+                      "a job script can run again."),
     click.option("--lock-timeout", type=float, default=default_of(PublishOptions, "lock_timeout"),
                  show_default=True,
                  metavar="SECONDS", help="How long --append waits for the results file's lock."),

@@ -43,6 +43,15 @@ def permission_error(path: Path, need: str, doing: str = "") -> AmscError:
     return AmscError(f"{msg}; you are neither its owner nor in its group")
 
 
+def read_only_folder(folder: str | os.PathLike[str]) -> bool:
+    """Whether ``folder`` is on a file system mounted read-only (nothing can be created in it,
+    whatever its mode says)."""
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
 def describe(st: os.stat_result) -> str:
     """``owner alice, group proj, mode 0664`` for a stat result."""
     return (f"owner {_user_name(st.st_uid)}, group {group_name(st.st_gid)}, "

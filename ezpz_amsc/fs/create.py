@@ -11,13 +11,54 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+from collections.abc import Iterable
 from pathlib import Path
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.fs.access import permission_error
+from ezpz_amsc.options import ENV_CRASH_AT, ENV_PAUSE_AT
 
 FILE_MODE = 0o666  # what touch asks for; the umask takes away the rest
 FOLDER_MODE = 0o777  # what mkdir asks for
+# Another writer may take back a folder it made (it failed, and the folder is
+# empty) between our making it and our creating a file in it: start again, this often.
+_MAX_TRIES = 100
+_crashes: dict[str, int] = {}
+_paused: set[str] = set()
+
+
+def crash_point(name: str) -> None:
+    """A named instant of a write, where a test can kill or pause this process.
+
+    The test seam for crashes and races at any instant (docs/results-files.md,
+    "Crash windows"), driven from outside, so that real processes are tested:
+
+    - ``EZPZ_AMSC_CRASH_AT=NAME`` (or ``NAME:N``, the N-th time this process
+      passes ``NAME``): the process sends itself ``SIGKILL`` there, as a job
+      killed by its scheduler would be; no cleanup runs.
+    - ``EZPZ_AMSC_PAUSE_AT=NAME:FOLDER``: the first time the process passes
+      ``NAME``, it creates ``FOLDER/NAME.reached`` and opens the FIFO
+      ``FOLDER/NAME.go`` (which the test made) for reading, which blocks until the
+      test opens it for writing: another program can act meanwhile.
+
+    Unset (always, outside tests), it costs two look-ups in the environment.
+    """
+    want = os.environ.get(ENV_CRASH_AT)
+    if want:
+        point, _, nth = want.partition(":")
+        if point == name:
+            _crashes[name] = _crashes.get(name, 0) + 1
+            if _crashes[name] == (int(nth) if nth.isdigit() else 1):
+                os.kill(os.getpid(), signal.SIGKILL)
+    pause = os.environ.get(ENV_PAUSE_AT)
+    if pause:
+        point, _, folder = pause.partition(":")
+        if point == name and name not in _paused:
+            _paused.add(name)
+            Path(folder, f"{name}.reached").touch()
+            with open(Path(folder, f"{name}.go"), "rb"):
+                pass
 
 
 def make_folders(folder: Path, target: Path | None = None) -> list[Path]:
@@ -28,19 +69,30 @@ def make_folders(folder: Path, target: Path | None = None) -> list[Path]:
     back exactly its own. ``target`` is what the folders are for, for messages.
     """
     target = target or folder
-    missing = []
-    d = folder
-    while not os.path.isdir(d) and d != d.parent:
-        missing.append(d)
-        d = d.parent
     made: list[Path] = []
-    for d in reversed(missing):
+    for _ in range(_MAX_TRIES):
+        missing = []
+        d = folder
+        while not os.path.isdir(d) and d != d.parent:
+            missing.append(d)
+            d = d.parent
+        if _make(reversed(missing), target, made):
+            return list(dict.fromkeys(made))  # a folder made twice (taken back between) once
+    raise AmscError(f"{folder}: its folders were removed {_MAX_TRIES} times while making "
+                    "them; is another program removing them?")
+
+
+def _make(folders: Iterable[Path], target: Path, made: list[Path]) -> bool:
+    """Make ``folders``, each in the one before; False if one above vanished meanwhile."""
+    for d in folders:
         try:
             os.mkdir(d, FOLDER_MODE)
         except FileExistsError:
             if not os.path.isdir(d):
                 raise not_a_folder(target) from None
             continue  # made by a concurrent writer
+        except FileNotFoundError:
+            return False  # a failed writer took back the folder above: make it again
         except NotADirectoryError:
             raise not_a_folder(target) from None
         except PermissionError:
@@ -48,7 +100,7 @@ def make_folders(folder: Path, target: Path | None = None) -> list[Path]:
         except OSError as e:
             raise AmscError(f"{d}: cannot create folder: {e.strerror or e}") from None
         made.append(d)
-    return made
+    return True
 
 
 def remove_folders(made: list[Path]) -> None:
@@ -78,10 +130,10 @@ def create_file(path: str | os.PathLike[str], data: bytes, *, replace: bool = Fa
     ``what`` names the file in an error from the file system ("cannot write plot: ...").
     """
     p = Path(path)
-    made = make_folders(p.parent, p) if parents else []
+    made: list[Path] = []
     tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+        fd = _open_new(tmp, p, made, parents)
         try:
             write_all(fd, data)
             os.fsync(fd)
@@ -91,6 +143,7 @@ def create_file(path: str | os.PathLike[str], data: bytes, *, replace: bool = Fa
             os.replace(tmp, p)
         else:
             os.link(tmp, p)  # refuses an existing name, unlike a rename
+            crash_point("file-linked")
             os.unlink(tmp)
     except BaseException as e:
         with contextlib.suppress(OSError):
@@ -100,6 +153,21 @@ def create_file(path: str | os.PathLike[str], data: bytes, *, replace: bool = Fa
         if isinstance(e, OSError):
             raise _create_error(p, e, what) from None
         raise
+
+
+def _open_new(tmp: Path, p: Path, made: list[Path], parents: bool) -> int:
+    """``tmp`` created for writing, its folders made first (and again, if a failed writer
+    took them back meanwhile)."""
+    for _ in range(_MAX_TRIES):
+        if parents:
+            made.extend(make_folders(p.parent, p))
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+        except FileNotFoundError:
+            if not parents:
+                raise
+    raise AmscError(f"{p.parent}: removed {_MAX_TRIES} times while creating {p.name} in it; "
+                    "is another program removing it?")
 
 
 def _create_error(p: Path, e: OSError, what: str = "") -> AmscError:

@@ -1,16 +1,95 @@
-"""Reading a whole file with a cap: never more than a cap's worth of memory for one file."""
+"""Reading files: regular files only, and never more than a cap's worth of one in memory.
+
+Everything this tool reads whole or streams (provenance files, ``run_info.json``,
+records, metrics files, results files) is opened here first, because a path can
+name something that is no file: a FIFO blocks the reader forever, ``/dev/zero``
+never ends, and ``/proc/kmsg`` blocks until the kernel logs. A path is looked
+at before it is opened (opening some devices has effects), opened with
+``O_NONBLOCK`` (so that a FIFO swapped in meanwhile cannot block the open), and
+checked again with ``fstat`` on the open descriptor (what was opened is what is
+read). Anything but a regular file outside ``/proc`` and ``/sys`` is refused
+with :class:`NotRegularFile`, an ``OSError`` whose ``strerror`` says what it is.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
+from typing import BinaryIO
+
+# Pseudo-files whose stat says "regular file, 0 bytes" while a read blocks or never
+# ends: compared by device with these mount points.
+_PSEUDO_MOUNTS = ("/proc", "/sys")
+
+
+class NotRegularFile(OSError):
+    """The path names no regular file: ``strerror`` is ``not a regular file (a FIFO)``."""
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def _kind(st: os.stat_result) -> str | None:
+    """What the stat result describes when it is no regular file; None for a regular file.
+
+    (A folder is the caller's to name; ``stat`` follows symlinks, so nothing else is left.)
+    """
+    kind = next((name for test, name in _KINDS if test(st.st_mode)), None)
+    if kind is None and st.st_dev in _pseudo_devices():
+        return "a /proc or /sys file"
+    return kind
+
+
+_PSEUDO_DEVICES: set[int] | None = None
+
+
+def _pseudo_devices() -> set[int]:
+    global _PSEUDO_DEVICES
+    if _PSEUDO_DEVICES is None:
+        found = set()
+        for mount in _PSEUDO_MOUNTS:
+            try:
+                found.add(os.stat(mount).st_dev)
+            except OSError:
+                continue
+        _PSEUDO_DEVICES = found
+    return _PSEUDO_DEVICES
+
+
+def _refuse(st: os.stat_result, path: str | os.PathLike[str]) -> None:
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
+    kind = _kind(st)
+    if kind is not None:
+        raise NotRegularFile(errno.EINVAL, f"not a regular file ({kind})", os.fspath(path))
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """``path`` open for reading in binary, if it is a regular file; else ``OSError``.
+
+    Raises :class:`NotRegularFile` for a FIFO, socket, device or ``/proc`` file,
+    ``IsADirectoryError`` for a folder, and what ``open`` raises otherwise. The
+    file is read through a buffer; ``O_NONBLOCK`` changes nothing for a regular file.
+    """
+    _refuse(os.stat(path), path)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    try:
+        _refuse(os.fstat(fd), path)  # swapped for something else since the stat
+        return open(fd, "rb")  # noqa: SIM115 (the caller closes it)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def read_capped(path: str | os.PathLike[str], cap: int) -> bytes:
     """The file's bytes, at most ``cap + 1`` of them: more than ``cap`` means it is too large.
 
-    Raises ``OSError`` as ``open`` and ``read`` do.
+    Only a regular file is read (:func:`open_regular`); raises ``OSError`` as
+    ``open`` and ``read`` do.
     """
-    with open(path, "rb") as f:
-        # read(n) allocates n up front: size the buffer by the file, not the cap.
+    with open_regular(path) as f:
+        # read(n) allocates n up front: size the read by the file, not the cap.
         size = os.fstat(f.fileno()).st_size
         return f.read(min(size, cap) + 1)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ezpz_amsc.errors import AmscError
-from ezpz_amsc.fs.read import read_capped
+from ezpz_amsc.fs.read import open_regular, read_capped
 from ezpz_amsc.options import MAX_PROVENANCE_BYTES, ExportOptions
 from ezpz_amsc.records.redact import redact
 from ezpz_amsc.results.schema import HEADER, TIMESTAMP_FORMAT
@@ -48,7 +48,7 @@ def digest_file(path: Path) -> dict[str, Any]:
     """``{"size", "sha256"}`` of a small provenance file, read in chunks."""
     h, size = hashlib.sha256(), 0
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             while chunk := f.read(_CHUNK_BYTES):
                 h.update(chunk)
                 size += len(chunk)
@@ -161,7 +161,8 @@ def build_record(result: ExportResult, opts: ExportOptions,
         "launch_command": launch,
         "job_ids": jobs,
         "run_info": src.run_info,
-        "details": data["details"],
+        # Notes and derivations quote values from the run's files: searched for secrets too.
+        "details": redact(data["details"], by_key=False),
     }
 
 
@@ -200,6 +201,12 @@ def load_record(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def _check_shape(rec: Any) -> None:
+    """Refuse (``ValueError``) a record whose fields do not have the types this version uses.
+
+    Every field a reader of records touches is checked before any is used, so a
+    crafted or damaged record is one line naming the field, never a traceback.
+    Unknown fields are allowed: later versions only add fields.
+    """
     if not isinstance(rec, dict):
         raise ValueError("not a JSON object")
     schema = rec.get("schema")
@@ -213,6 +220,59 @@ def _check_shape(rec: Any) -> None:
     files = rec.get("files")
     if not isinstance(files, list) or not all(isinstance(f, dict) for f in files):
         raise ValueError("no files list")
+    _check_fields(rec)
+
+
+# Optional parts of a record, by path: the types a value may have (absent is fine).
+_OPTIONAL: dict[str, tuple[type, ...]] = {
+    "tool": (dict,), "tool.name": (str,), "tool.version": (str,),
+    "exported": (dict,), "exported.at": (str,), "exported.host": (str, type(None)),
+    "exported.user": (str, type(None)), "exported.results_file": (str, type(None)),
+}
+_FILE_FIELDS: dict[str, tuple[type, ...]] = {"path": (str,), "role": (str,), "size": (int,),
+                                             "sha256": (str,)}
+
+
+def _check_fields(rec: dict[str, Any]) -> None:
+    for where, types in _OPTIONAL.items():
+        head, _, leaf = where.partition(".")
+        parent = rec.get(head) if leaf else rec
+        value = parent.get(leaf or head) if isinstance(parent, dict) else None
+        if value is not None and not _is(value, types):
+            raise ValueError(f"{where} is not {_kind(types)}")
+    run_dir = rec["run_dir"]
+    if not os.path.isabs(run_dir) or os.path.dirname(run_dir) == run_dir or "\0" in run_dir:
+        raise ValueError(f"run_dir {run_dir[:80]!r} is not a run directory's absolute path")
+    for i, entry in enumerate(rec["files"]):
+        for name, types in _FILE_FIELDS.items():
+            if not _is(entry.get(name), types):
+                raise ValueError(f"files[{i}].{name} is not {_kind(types)}")
+    options = rec["options"]
+    for f in fields(ExportOptions):
+        value = options.get(f.name)
+        if f.name in options and not _is(value, _option_types(f.type)):
+            raise ValueError(f"options.{f.name} is not {_kind(_option_types(f.type))}")
+    if "max_line_bytes" in options and options["max_line_bytes"] < 1:
+        raise ValueError("options.max_line_bytes is below 1")
+
+
+_TYPES = {"str": (str,), "int": (int,), "float": (int, float), "None": (type(None),)}
+
+
+def _option_types(annotation: Any) -> tuple[type, ...]:
+    """``"float | None"`` (an :class:`ExportOptions` field's type) → ``(int, float, NoneType)``."""
+    return tuple(t for part in str(annotation).split("|") for t in _TYPES[part.strip()])
+
+
+def _is(value: Any, types: tuple[type, ...]) -> bool:
+    return isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+
+
+def _kind(types: tuple[type, ...]) -> str:
+    names = {str: "a string", int: "a whole number", float: "a number", dict: "an object",
+             type(None): "null"}
+    shown = [names[t] for t in types if not (t is int and float in types)]
+    return " or ".join(shown)
 
 
 def options_from_record(rec: Mapping[str, Any], where: str) -> ExportOptions:

@@ -18,11 +18,17 @@ The protocol, step by step (docs/results-files.md tells users the same):
 3. Check that the locked file is still the one at the path. A writer whose
    first write failed removes the file it created, and a writer that had
    opened it meanwhile would hold a lock on a removed file: it starts over.
-4. Read the header and the runs already there through the same descriptor,
-   append, fsync.
-5. On failure cut the file back; a file this writer created and left empty
-   is removed, while the lock is still held. That is the only removal, so a
-   file is never removed under a writer that holds its lock.
+4. Read the header through the same descriptor, and look the rows' runs up in
+   the run index (:mod:`ezpz_amsc.results.index`), each hit checked against
+   the line it names: the lock is held for the same time at a thousand rows
+   and at a million.
+5. Append, fsync, and check where the bytes landed: a program that ignores the
+   lock may have truncated, replaced or removed the file meanwhile. Then the
+   bytes are taken back and the append starts over on the file now at the
+   path; a row is never reported appended that is not in that file.
+6. On failure cut the file back; a file this writer created and left empty
+   is removed, while the lock is still held. Folders made for it are removed
+   (if still empty) once the lock is released.
 
 Record locks rather than ``flock``: NFS, Lustre (mounted ``-o flock``) and
 GPFS all keep ``fcntl`` locks coherent across nodes. A record lock belongs to
@@ -36,25 +42,33 @@ import contextlib
 import csv
 import errno
 import fcntl
-import io
 import os
 import stat
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import Protocol, TextIO
 
 from ezpz_amsc.errors import AmscError
-from ezpz_amsc.fs.access import permission_error
-from ezpz_amsc.fs.create import FILE_MODE, make_folders, not_a_folder, remove_folders, write_all
+from ezpz_amsc.fs.access import permission_error, read_only_folder
+from ezpz_amsc.fs.create import (
+    FILE_MODE,
+    crash_point,
+    make_folders,
+    not_a_folder,
+    remove_folders,
+    write_all,
+)
 from ezpz_amsc.options import PublishOptions, default_of
-from ezpz_amsc.results.schema import HEADER, RunIndex, cells_key, render_csv
+from ezpz_amsc.results.rows import read_records, record_at
+from ezpz_amsc.results.schema import HEADER, RunIndex, RunKey, cells_key, render_csv
 
 DEFAULT_LOCK_TIMEOUT_SEC: float = default_of(PublishOptions, "lock_timeout")
 # A header is a few hundred bytes: a longer first line is no results file, and
 # reading it whole could cost a line's worth of memory.
 _HEAD_MAX_BYTES = 1 << 20
+_HEAD_FIRST_BYTES = 4096  # a header fits: read more only when it does not
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -68,37 +82,31 @@ class _FileState:
     has_content: bool
     newline: str  # the file's own line ending, kept when appending
     ends_with_newline: bool
-
-
-def _reader(fd: int) -> BinaryIO:
-    """The open file from its start, read through ``fd`` itself.
-
-    Closing the reader leaves ``fd`` open: closing any descriptor of the file
-    would drop the record lock held through ``fd``.
-    """
-    f = open(fd, "rb", closefd=False)  # noqa: SIM115 (the caller closes it)
-    f.seek(0)
-    return f
+    size: int  # bytes when the header was read
 
 
 def _read_state(fd: int, path: Path) -> _FileState:
     """Check the header of the open results file and learn its line-ending style.
 
     A header that differs only by a UTF-8 BOM or CRLF endings is the same
-    header; any other difference (names, order, count) is refused.
+    header; any other difference (names, order, count) is refused. Read with
+    ``pread`` through ``fd`` itself: closing any other descriptor of the file
+    would drop the record lock held through ``fd``.
     """
     try:
-        with _reader(fd) as f:
-            head = f.readline(_HEAD_MAX_BYTES)
-            size = f.seek(0, os.SEEK_END)
-            last = b""
-            if size:
-                f.seek(size - 1)
-                last = f.read(1)
+        size = os.fstat(fd).st_size
+        head = os.pread(fd, _HEAD_FIRST_BYTES, 0)
+        if b"\n" not in head and len(head) == _HEAD_FIRST_BYTES:
+            head = os.pread(fd, _HEAD_MAX_BYTES, 0)
+        last = b""
+        if size:
+            last = os.pread(fd, 1, size - 1)
     except OSError as e:
         raise AmscError(f"{path}: cannot read results file: {e.strerror or e}") from None
+    end = head.find(b"\n")
+    head = head[:end + 1] if end != -1 else head
     if head in (b"", _BOM):  # empty, or only a byte-order mark: a new file
-        return _FileState(False, "\n", True)
+        return _FileState(False, "\n", True, size)
     # Whitespace alone is refused too: the header would go after it, and every
     # later append would find an empty or foreign first line.
     if not head.strip(_BOM + b"\r\n \t"):
@@ -127,7 +135,7 @@ def _read_state(fd: int, path: Path) -> _FileState:
             f"{path}: existing header differs from this tool's "
             f"({','.join(found)[:120]!r}); refusing to append — write to a new file"
         )
-    return _FileState(True, newline, last in (b"\n", b"\r"))
+    return _FileState(True, newline, last in (b"\n", b"\r"), size)
 
 
 def check_append_target(path: str | os.PathLike[str]) -> None:
@@ -136,19 +144,34 @@ def check_append_target(path: str | os.PathLike[str]) -> None:
     Only a fast pre-check (header, permissions): the authoritative checks run
     again under the lock. Opening the file read-write changes nothing in it.
     """
-    p = Path(path)
+    p = checked_path(path)
     _refuse_non_regular(p)
     try:
-        fd = os.open(p, os.O_RDWR | os.O_CLOEXEC)
+        fd = os.open(p, _APPEND_FLAGS | os.O_NONBLOCK)  # as the append will (an append-only file)
     except FileNotFoundError:
         check_can_create(p)
         return
     except OSError as e:
         raise _open_error(p, e, creating=False) from None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _not_regular(p)
         _read_state(fd, p)
     finally:
         os.close(fd)
+
+
+def checked_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a :class:`Path`, refusing what names no results file: ``-`` (stdout is
+    the default, not a file) and a path ending in ``/`` (a folder)."""
+    text = os.fspath(path)
+    if text == "-":
+        raise AmscError("--append -: rows go to stdout without --append; to append to a file "
+                        "named -, pass ./-")
+    if text.endswith(os.sep):
+        raise AmscError(f"{text}: ends with {os.sep}, so it names a folder; --append needs a "
+                        "CSV file path")
+    return Path(text)
 
 
 _EFFECTIVE_IDS = os.access in os.supports_effective_ids  # judge as open() will: euid, egid
@@ -162,6 +185,8 @@ def check_can_create(p: Path) -> None:
             raise not_a_folder(p)
         below, folder = folder, folder.parent
     if not os.access(folder, os.W_OK | os.X_OK, effective_ids=_EFFECTIVE_IDS):
+        if read_only_folder(folder):
+            raise AmscError(f"{folder}: cannot create {below.name} there: read-only file system")
         raise permission_error(folder, "wx", f"cannot create {below.name} there")
 
 
@@ -199,6 +224,7 @@ def locked(path: str | os.PathLike[str], timeout_sec: float,
     while True:
         fd, created = _open_for_append(p, made)
         try:
+            crash_point("opened")
             _wait_for_lock(fd, p, deadline, timeout_sec)
             if _still_at(fd, p):
                 break
@@ -256,6 +282,9 @@ def _open_error(p: Path, e: OSError, creating: bool) -> AmscError:
         return AmscError(f"{p}: is a directory; --append needs a CSV file path")
     if isinstance(e, NotADirectoryError):
         return not_a_folder(p)
+    if e.errno == errno.EPERM and not creating:  # EACCES is the mode's; EPERM the inode's flags
+        return AmscError(f"{p}: cannot open results file: operation not permitted (an immutable "
+                         "file? see lsattr)")
     if isinstance(e, PermissionError):
         if creating:
             return permission_error(p.parent, "wx", f"cannot create {p.name} there")
@@ -291,13 +320,8 @@ def _still_at(fd: int, p: Path) -> bool:
     return held.st_nlink > 0 and (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)
 
 
-def find_duplicates(existing: TextIO | None, rows: Sequence[Sequence[str]],
-                    path: Path | None = None) -> list[str]:
-    """Describe every row whose run key is earlier in ``rows`` or already in ``existing``.
-
-    ``existing`` is the results file's text from its header on, or ``None``
-    when there is no existing content to compare against; ``path`` names it.
-    """
+def find_duplicates(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Describe every row whose run is an earlier row's of the same batch."""
     wanted = RunIndex()
     problems: list[str] = []
     for i, r in enumerate(rows, 1):
@@ -306,92 +330,294 @@ def find_duplicates(existing: TextIO | None, rows: Sequence[Sequence[str]],
         if earlier is not None:
             problems.append(f"rows {earlier} and {i} of this export are the same run "
                             f"({', '.join(key)})")
-    if existing is None:
-        return problems
-    reader = csv.reader(existing)
-    next(reader, None)
-    for cells in reader:
-        if len(cells) < len(HEADER):
-            continue
-        key = cells_key(cells)
-        if key in wanted:
-            problems.append(f"the run ({', '.join(key)}) is already at line "
-                            f"{reader.line_num} of {path}")
     return problems
 
 
-# Run under the lock once the rows passed every check, just before they are written
-# (provenance records go out here); returns how to take its work back should the write fail.
-BeforeWrite = Callable[[], Callable[[], None]]
+@dataclass
+class Existing:
+    """A run already in the results file: the first line holding it."""
+
+    line: int
+    offset: int  # byte offset of that line
+    cells: list[str]
+
+
+class RunsInFile:
+    """The runs already in the locked results file, found by identity.
+
+    Through the run index when one can be kept, else by reading the whole file
+    once. A hit is always read back from the file at the offset the index
+    names, and believed only if that line holds the run.
+    """
+
+    def __init__(self, path: Path, fd: int) -> None:
+        from ezpz_amsc.results.index import RunIndexFile  # sqlite: only for --append
+
+        self.path, self.fd = path, fd
+        self.index = RunIndexFile.open(path, fd)
+        self._scanned: dict[RunKey, tuple[int, int]] | None = None
+
+    def find(self, key: RunKey) -> Existing | None:
+        """Where the run ``key`` is in the file, if it is."""
+        where = self._where(key)
+        found = self._checked(key, where)
+        if where is not None and found is None:  # the index named a line without the run
+            self._distrust()
+            where = self._where(key)
+            found = self._checked(key, where)
+            if where is not None and found is None:
+                raise AmscError(f"{self.path}: changed while it was read; retry")
+        return found
+
+    def _checked(self, key: RunKey, where: tuple[int, int] | None) -> Existing | None:
+        """The run at ``where`` (line, offset), if the line there really holds ``key``."""
+        if where is None:
+            return None
+        cells = self.row_at(where[1])
+        if cells is not None and len(cells) >= len(HEADER) and cells_key(cells) == key:
+            return Existing(where[0], where[1], cells)
+        return None
+
+    def row_at(self, offset: int) -> list[str] | None:
+        """The cells of the line at byte ``offset`` (None if none is readable there)."""
+        try:
+            return record_at(self.fd, offset)
+        except OSError as e:
+            raise AmscError(f"{self.path}: cannot read results file: {e.strerror or e}") from None
+
+    def _where(self, key: RunKey) -> tuple[int, int] | None:
+        import sqlite3
+
+        if self.index is not None:
+            try:
+                return self.index.find(key)
+            except sqlite3.Error:
+                self._drop_index()
+        if self._scanned is None:
+            self._scanned = self._scan()
+        return self._scanned.get(key)
+
+    def _distrust(self) -> None:
+        """The index named a wrong line: build it again from the file; failing that, read
+        the file itself from now on."""
+        import sqlite3
+
+        if self.index is not None and not self.index.rebuilt:
+            try:
+                self.index.rebuild()
+                return
+            except (OSError, sqlite3.Error):
+                pass
+        self._drop_index()
+
+    def _drop_index(self) -> None:
+        if self.index is not None:
+            self.index.close()
+            self.index = None
+
+    def _scan(self) -> dict[RunKey, tuple[int, int]]:
+        found: dict[RunKey, tuple[int, int]] = {}
+        width = len(HEADER)
+        try:
+            with open(self.fd, "rb", closefd=False) as f:
+                for rec in read_records(f):
+                    if rec.offset and rec.cells is not None and len(rec.cells) >= width:
+                        found.setdefault(cells_key(rec.cells), (rec.line, rec.offset))
+        except OSError as e:
+            raise AmscError(f"{self.path}: cannot read results file: {e.strerror or e}") from None
+        return found
+
+    def caught_up(self) -> None:
+        """Bring the index up to date with the file (after a write or a cut-back)."""
+        if self.index is not None:
+            self.index.caught_up()
+
+    def close(self) -> None:
+        if self.index is not None:
+            self.index.close()
+
+
+class AppendHooks(Protocol):
+    """What else an append writes under the results file's lock (provenance records)."""
+
+    def settle(self, runs: RunsInFile, rows: Sequence[Sequence[str]],
+               found: Sequence[Existing | None]) -> set[int]:
+        """Before anything is written: finish or take back what an interrupted append left.
+
+        Returns the rows of this batch an interrupted append already wrote
+        (with its records now complete): they are not written again.
+        """
+
+    def prepare(self, placed: Sequence[tuple[int, int]]) -> None:
+        """Before the rows are written: ``(row index, byte offset it will land at)``."""
+
+    def commit(self) -> None:
+        """Once the rows are in the file (fsynced)."""
+
+    def undo(self) -> None:
+        """The rows could not be written: take back what :meth:`prepare` wrote."""
+
+
+@dataclass
+class Appended:
+    """What an append did, row by row (indices into the rows given)."""
+
+    written: list[int] = field(default_factory=list)
+    skipped: list[tuple[int, Existing]] = field(default_factory=list)  # already in the file
+    completed: list[int] = field(default_factory=list)  # written by an interrupted append
+
+
+class _Changed(Exception):
+    """The file changed under the append (not through the lock): start over."""
+
+
+_MAX_RESTARTS = 10
 
 
 def append_rows(path: str | os.PathLike[str], rows: Sequence[Sequence[str]], *,
                 lock_timeout_sec: float = DEFAULT_LOCK_TIMEOUT_SEC,
-                allow_duplicate: bool = False, before_write: BeforeWrite | None = None) -> None:
+                allow_duplicate: bool = False, skip_existing: bool = False,
+                hooks: AppendHooks | None = None) -> Appended:
     """Append ``rows`` to ``path`` under its lock, creating file and folders as needed.
 
     Never changes an existing file's mode, owner or group. On failure nothing
     is left that was not there before, except when the lock itself cannot be
     taken right after creating the file: then an empty file stays, which the
-    next append treats as new. ``before_write`` runs under the lock after the
-    header and duplicate checks; if it raises, no row is written, and if the
-    write fails, what it did is undone.
+    next append treats as new. A row whose run is already in the file is
+    refused, or with ``skip_existing`` skipped (and reported in the result).
+    ``hooks`` write what goes with the rows (records), under the same lock.
     """
-    p = Path(path)
+    from ezpz_amsc.results.index import RunIndexFile  # sqlite: loaded before the lock is taken
+
+    p = checked_path(path)
     _refuse_non_regular(p)
+    RunIndexFile.warm(p)  # a whole file read, if need be, before the lock is taken
     made: list[Path] = []
+    carried = False
     try:
-        with locked(p, lock_timeout_sec, made) as held:
-            try:
-                _append_locked(held.fd, p, rows, allow_duplicate, before_write)
-            except BaseException:
-                if held.created and os.fstat(held.fd).st_size == 0:
-                    with contextlib.suppress(OSError):
-                        os.unlink(p)  # ours, empty, and still locked: nobody writes to it
-                raise
+        for _ in range(_MAX_RESTARTS):
+            with locked(p, lock_timeout_sec, made) as held:
+                try:
+                    return _append_locked(held.fd, p, rows, allow_duplicate, skip_existing,
+                                          hooks, carried)
+                except _Changed:
+                    carried = True  # our rows may have been copied into the file now there
+                except BaseException:
+                    if held.created and os.fstat(held.fd).st_size == 0:
+                        with contextlib.suppress(OSError):
+                            os.unlink(p)  # ours, empty, and still locked: nobody writes to it
+                    raise
+        raise AmscError(f"{p}: replaced, truncated or removed {_MAX_RESTARTS} times during this "
+                        "append by a program that does not take its lock; nothing appended")
     except BaseException:
         if made and not p.exists():
-            remove_folders(made)
+            remove_folders(made)  # the lock is released: a writer that needs them remakes them
         raise
 
 
-def _append_locked(fd: int, p: Path, rows: Sequence[Sequence[str]],
-                   allow_duplicate: bool, before_write: BeforeWrite | None = None) -> None:
+def _append_locked(fd: int, p: Path, rows: Sequence[Sequence[str]], allow_duplicate: bool,
+                   skip_existing: bool, hooks: AppendHooks | None, carried: bool) -> Appended:
     state = _read_state(fd, p)
-    if not allow_duplicate:
-        dups = _duplicates_in(fd, p, rows) if state.has_content else find_duplicates(None, rows)
+    runs = RunsInFile(p, fd)
+    try:
+        found = [runs.find(cells_key(r)) if state.has_content else None for r in rows]
+        done = hooks.settle(runs, rows, found) if hooks is not None else set()
+        # Rows this append wrote into a file that was then replaced by a copy of it: in the
+        # file now, and still without their records.
+        copied = {i: e for i, e in enumerate(found) if carried and i not in done
+                  and e is not None and e.cells == list(rows[i])}
+        out = Appended(completed=sorted(done | set(copied)))
+        for i, row in enumerate(rows):
+            if i in done or i in copied:
+                continue
+            e = found[i]
+            if e is not None and not allow_duplicate:
+                if not skip_existing:
+                    raise AmscError(f"the run ({', '.join(cells_key(row))}) is already at line "
+                                    f"{e.line} of {p}; not appending a double count (pass "
+                                    "--skip-existing to skip it, --allow-duplicate to add it "
+                                    "anyway)")
+                out.skipped.append((i, e))
+                continue
+            out.written.append(i)
+        todo = [rows[i] for i in out.written]
+        dups = [] if allow_duplicate else find_duplicates(todo)
         if dups:
-            raise AmscError(f"{dups[0]}; not appending a double count "
-                            "(pass --allow-duplicate to add it anyway)")
-    data = render_csv(rows, header=not state.has_content, newline=state.newline)
-    if state.has_content and not state.ends_with_newline:
-        data = state.newline + data  # a hand-edited file without a final newline
-    undo = before_write() if before_write is not None else None
+            raise AmscError(f"{dups[0]}; not appending a double count")
+        if todo or (copied and hooks is not None):
+            _write_rows(fd, p, todo, out.written, state, hooks,
+                        [(i, e.offset) for i, e in copied.items()])
+            runs.caught_up()
+        return out
+    finally:
+        runs.close()
+
+
+def _write_rows(fd: int, p: Path, todo: Sequence[Sequence[str]], which: list[int],
+                state: _FileState, hooks: AppendHooks | None,
+                present: list[tuple[int, int]]) -> None:
+    """Write the rows at the end, with what goes with them; check they are in the file.
+
+    ``present``: rows already in the file at these offsets that still need what
+    goes with them.
+    """
+    lead = state.newline if state.has_content and not state.ends_with_newline else ""
+    header = render_csv([], header=not state.has_content, newline=state.newline)
+    lines = [render_csv([row], header=False, newline=state.newline).encode("utf-8")
+             for row in todo]
+    offset = state.size + len(lead.encode()) + len(header.encode())
+    placed = list(present)
+    for i, line in zip(which, lines, strict=True):
+        placed.append((i, offset))
+        offset += len(line)
+    if os.fstat(fd).st_size != state.size:
+        raise _Changed  # written to since the header was read, by a program that ignores the lock
+    if hooks is not None:
+        hooks.prepare(placed)
+    crash_point("rows")
     try:
-        _write_all(fd, p, data.encode("utf-8"))
+        if lines:
+            _write_all(fd, p, (lead + header).encode("utf-8") + b"".join(lines), state.size)
     except BaseException:
-        if undo is not None:
-            undo()
+        if hooks is not None:
+            hooks.undo()  # also when the file changed: the next try prepares afresh
         raise
+    crash_point("rows-written")
+    if hooks is not None:
+        hooks.commit()
 
 
-def _duplicates_in(fd: int, p: Path, rows: Sequence[Sequence[str]]) -> list[str]:
-    try:
-        with io.TextIOWrapper(_reader(fd), encoding="utf-8-sig", errors="replace",
-                              newline="") as text:
-            return find_duplicates(text, rows, p)
-    except OSError as e:
-        raise AmscError(f"{p}: cannot read results file: {e.strerror or e}") from None
+def _write_all(fd: int, path: Path, data: bytes, size: int) -> None:
+    """One append of complete lines, fsynced, then checked to be in the file at ``path``.
 
-
-def _write_all(fd: int, path: Path, data: bytes) -> None:
-    """One append of complete lines; on failure the file is cut back to its old size."""
+    On failure the file is cut back to its old size. If the bytes did not land
+    where the file ended (``size``: it was truncated meanwhile), are no longer
+    all there (truncated since), or the path no longer names this file
+    (replaced or removed), they are taken back and :class:`_Changed` is raised:
+    the caller starts over on the file now at the path.
+    """
     start = os.lseek(fd, 0, os.SEEK_END)
     try:
         write_all(fd, data)
         os.fsync(fd)
     except OSError as e:
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, start)
-        raise AmscError(f"{path}: cannot write results file: {e.strerror or e}; "
-                        "file left as it was") from None
+        _cut_back(fd, path, start, f"cannot write results file: {e.strerror or e}")
+    crash_point("rows-synced")
+    end = os.lseek(fd, 0, os.SEEK_CUR)  # O_APPEND: the end of what this write put there
+    landed = end - len(data)
+    now = os.fstat(fd).st_size
+    if landed < size or now < end or not _still_at(fd, path):
+        _cut_back(fd, path, min(landed, now), None)  # never longer than it is now
+        raise _Changed
+
+
+def _cut_back(fd: int, path: Path, size: int, why: str | None) -> None:
+    """Cut the file back to ``size``; raise :class:`AmscError` saying ``why`` (if any)."""
+    try:
+        os.ftruncate(fd, size)
+    except OSError as e:  # an append-only (chattr +a) file, or the disk gone
+        raise AmscError(f"{path}: {why or 'changed during the append'}; cutting the file back "
+                        f"failed too ({e.strerror or e}): it may end in a partial line after "
+                        f"byte {size}; check it with: ezpz-amsc check {path}") from None
+    if why is not None:
+        raise AmscError(f"{path}: {why}; file left as it was")

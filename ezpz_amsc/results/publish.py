@@ -6,16 +6,19 @@ here, so a row becomes cells, and cells a line, in one way only.
 
 With a results file, records and rows are written together or not at all:
 the records go out under the results file's lock, after its header and
-duplicate checks, and are taken back if the rows cannot be written.
+duplicate checks, as pending records that take their names once the rows are
+in the file (records/folder.py), so that even a crash between the two leaves
+nothing the next append does not finish.
 """
 
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from ezpz_amsc.results.schema import cells_of
+from ezpz_amsc.results.schema import cells_of, unsafe_cells
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -23,33 +26,54 @@ if TYPE_CHECKING:
     from ezpz_amsc.export import ExportResult
     from ezpz_amsc.options import ExportOptions, PublishOptions
     from ezpz_amsc.records.folder import RecordBatch
+    from ezpz_amsc.results.append import Appended
 
 # The finalize hook's files in the run directory, when no results file is named.
 ROW_FILE = "amsc.csv"
 RECORD_FILE = "amsc.json"
 
 
+@dataclass
+class Published:
+    """What :func:`publish` wrote besides stdout."""
+
+    appended: Appended | None = None  # rows appended, skipped, completed (None: stdout)
+    records: list[Path] = field(default_factory=list)  # records written for this export
+    completed: list[Path] = field(default_factory=list)  # an interrupted append's, now in place
+
+
 def publish(results: Sequence[ExportResult], opts: ExportOptions, pub: PublishOptions,
-            out: TextIO | None = None) -> list[Path]:
+            out: TextIO | None = None) -> Published:
     """Append the rows to ``pub.append``, else write them (CSV) to ``out`` when given.
 
-    With ``pub.provenance``, one record per row goes into that folder. Returns
-    the record files written.
+    With ``pub.provenance`` (which needs ``pub.append``), one record per row goes
+    into that folder, under the results file's lock, with the rows or not at all.
     """
+    from ezpz_amsc.errors import AmscError
     from ezpz_amsc.results.append import append_rows, write_stdout
 
+    for result in results:  # the last guard: every source of a cell checks it before
+        unsafe = unsafe_cells(result.row)
+        if unsafe:
+            raise AmscError(f"{result.details.run_dir}: the row's {unsafe[0]}; not publishing it")
     rows = [cells_of(result.row) for result in results]
-    records = _records(results, opts, pub) if pub.provenance and results else None
-    if rows and pub.append:
-        # Under the results file's lock, after its checks: records, then rows, or neither.
-        append_rows(pub.append, rows, lock_timeout_sec=pub.lock_timeout,
-                    allow_duplicate=pub.allow_duplicate,
-                    before_write=records.write if records is not None else None)
-    elif records is not None:
-        records.write()
-    if rows and not pub.append and out is not None:
-        write_stdout(rows, header=pub.header, out=out)
-    return records.written if records is not None else []
+    if not pub.append:
+        if rows and out is not None:
+            write_stdout(rows, header=pub.header, out=out)
+        return Published()
+    if not rows:
+        return Published()
+    records = _records(results, opts, pub) if pub.provenance else None
+    try:
+        appended = append_rows(pub.append, rows, lock_timeout_sec=pub.lock_timeout,
+                               allow_duplicate=pub.allow_duplicate,
+                               skip_existing=pub.skip_existing, hooks=records)
+    finally:
+        if records is not None:
+            records.remove_made()  # the lock is released: only folders still empty go
+    if records is None:
+        return Published(appended)
+    return Published(appended, records.written, records.completed)
 
 
 def _records(results: Sequence[ExportResult], opts: ExportOptions,
@@ -58,9 +82,9 @@ def _records(results: Sequence[ExportResult], opts: ExportOptions,
     from ezpz_amsc.records.folder import RecordBatch
     from ezpz_amsc.records.record import build_record
 
-    assert pub.provenance is not None
+    assert pub.provenance is not None and pub.append is not None
     return RecordBatch(Path(pub.provenance), [build_record(r, opts, pub.append) for r in results],
-                       pub.allow_duplicate)
+                       Path(pub.append), pub.allow_duplicate)
 
 
 def publish_into_run_dir(result: ExportResult, opts: ExportOptions, run_dir: Path) -> Path:

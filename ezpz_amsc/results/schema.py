@@ -29,9 +29,19 @@ STATUSES = ("pass", "fail")
 # The identity of a run on the dashboard: a second row with these is a double count.
 KEY_COLUMNS = ("timestamp", "system", "config", "nodes", "gpus")
 KEY_INDEX = tuple(HEADER.index(c) for c in KEY_COLUMNS)
-# A cell starting like this runs as a formula when the CSV is opened in a
-# spreadsheet; "-" followed by a digit is a negative number and stays.
-_FORMULA = re.compile(r"[=+@]|-[^0-9]")
+# A cell starting with one of these runs as a formula when the CSV is opened in a
+# spreadsheet, unless the whole cell is a number ("-2", "+1.5e3"): "-2+3+cmd|..."
+# starts like a number and is still a formula.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# The longest cell a row may hold, in characters. Far above any system name,
+# config label or error note, and far below the csv module's field limit
+# (131,072), which a reader of the file would otherwise trip on.
+MAX_CELL_CHARS = 4096
+# The longest line a row of such cells can make, in bytes (4 bytes a character in
+# UTF-8, every cell quoted with doubled quotes at worst): a longer line in a results
+# file is no row this tool wrote, and is not read whole.
+MAX_ROW_BYTES = len(HEADER) * (4 * MAX_CELL_CHARS + 3)
 
 RunKey = tuple[str, ...]
 
@@ -71,8 +81,26 @@ class RunIndex:
 
 
 def formula_like(text: str) -> bool:
-    """True when a spreadsheet would run ``text`` as a formula (=, +, @, or - and no digit)."""
-    return bool(_FORMULA.match(text))
+    """True when a spreadsheet would run ``text`` as a formula: it starts with one of
+    :data:`FORMULA_STARTS` and the whole of it is not a number."""
+    return text.startswith(FORMULA_STARTS) and _NUMBER.fullmatch(text) is None
+
+
+FORMULA_REASON = ("would run as a formula when the CSV is opened in a spreadsheet (it starts "
+                  "with =, +, -, @, a tab or a carriage return and is not a number)")
+
+
+def unsafe_cells(cells: Mapping[str, str]) -> list[str]:
+    """Cells of a row that must not be published: longer than :data:`MAX_CELL_CHARS`, or
+    run as a formula by a spreadsheet. One line each, naming the column."""
+    problems = []
+    for col, value in cells.items():
+        if len(value) > MAX_CELL_CHARS:
+            problems.append(f"{col} is {len(value):,} characters long (at most "
+                            f"{MAX_CELL_CHARS:,})")
+        elif formula_like(value):
+            problems.append(f"{col} {value[:40]!r} {FORMULA_REASON}")
+    return problems
 
 
 def cells_of(row: Mapping[str, str]) -> list[str]:

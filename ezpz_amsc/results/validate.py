@@ -3,7 +3,7 @@ what would keep a teammate from appending to it (the ``check`` command)."""
 
 from __future__ import annotations
 
-import csv
+import errno
 import os
 import re
 import stat
@@ -12,8 +12,17 @@ from pathlib import Path
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.fs.access import describe, group_name
+from ezpz_amsc.fs.read import open_regular
 from ezpz_amsc.results.fields import bound_problems
-from ezpz_amsc.results.schema import HEADER, REQUIRED, RunIndex, dashboard_problems, run_key
+from ezpz_amsc.results.rows import read_records
+from ezpz_amsc.results.schema import (
+    HEADER,
+    REQUIRED,
+    RunIndex,
+    dashboard_problems,
+    run_key,
+    unsafe_cells,
+)
 
 # Bytes that are not UTF-8, as the surrogateescape decoder keeps them: such a line is
 # reported by number and the reading goes on (a strict decoder would stop the whole file).
@@ -29,25 +38,34 @@ def check_results_file(
 
     ``on_row(line, row)`` is called for each row without a problem, so a reader
     (the report) sees exactly the rows ``--check`` passes; ``on_cells`` for
-    every row that has a cell for each column, problems or not.
+    every row that has a cell for each column, problems or not. Only a regular
+    file is read, a line at a time (:mod:`ezpz_amsc.results.rows`): a FIFO or
+    a device is refused, and a line past the cap is a problem, not a hang.
     """
     p = Path(path)
-    if p.is_dir():
-        raise AmscError(f"{p}: is a directory; --check needs a results CSV")
     try:
-        f = open(p, newline="", encoding="utf-8-sig", errors="surrogateescape")  # noqa: SIM115
+        f = open_regular(p)
     except FileNotFoundError:
         raise AmscError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise AmscError(f"{p}: is a directory; --check needs a results CSV") from None
+    except PermissionError:
+        if not os.path.lexists(p):  # below a folder you may not search: the CLI's edge says so
+            raise
+        raise AmscError(f"{p}: cannot read: {os.strerror(errno.EACCES)}") from None
     except OSError as e:
         raise AmscError(f"{p}: cannot read: {e.strerror or e}") from None
     problems: list[str] = []
     rows = 0
     with f:
         try:
-            reader = csv.reader(f)
-            header = next(reader, None)
-            if header is None:
+            records = read_records(f)
+            first = next(records, None)
+            if first is None:
                 raise AmscError(f"{p}: empty file, no header")
+            header = first.cells
+            if header is None:
+                raise AmscError(f"{p}:1: the header cannot be read: {first.problem}")
             missing = [c for c in REQUIRED if c not in header]
             if missing:
                 what = "column" if len(missing) == 1 else "columns"
@@ -56,8 +74,12 @@ def check_results_file(
                 problems.append(f"{p}:1: header differs from this tool's (order or columns)")
             index = {c: header.index(c) for c in HEADER if c in header}
             seen = RunIndex()
-            for cells in reader:
-                line = reader.line_num
+            for rec in records:
+                line, cells = rec.last_line, rec.cells
+                if cells is None:
+                    rows += 1
+                    problems.append(f"{p}:{line}: {rec.problem}")
+                    continue
                 if not any(c.strip() for c in cells):
                     continue
                 rows += 1
@@ -72,14 +94,15 @@ def check_results_file(
                     on_cells(line, row)
                 found = [f"{p}:{line}: {what}"
                          for what in dashboard_problems(row) + bound_problems(row)]
-                first = seen.first(run_key(row), line)
-                if first is not None:
-                    found.append(f"{p}:{line}: same run as line {first}")
+                found += [f"{p}:{line}: {what}" for what in unsafe_cells(row)]
+                first_seen = seen.first(run_key(row), line)
+                if first_seen is not None:
+                    found.append(f"{p}:{line}: same run as line {first_seen}")
                 problems.extend(found)
                 if on_row is not None and not found:
                     on_row(line, row)
-        except csv.Error as e:
-            problems.append(f"{p}:{reader.line_num}: {e}; the rest of the file was not read")
+        except OSError as e:
+            raise AmscError(f"{p}: cannot read: {e.strerror or e}") from None
     return rows, problems
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ezpz_amsc.errors import AmscError, os_error_text
+from ezpz_amsc.fs.read import open_regular
 from ezpz_amsc.run.lines import open_metrics
 
 # Folders that hold plots, checkpoints or tracker caches: never metrics, and
@@ -93,7 +94,7 @@ def sniff_jsonl(path: Path) -> str:
     ``message``/``level`` is a structured-log record.
     """
     try:
-        with open_metrics(path) as f:
+        with open_metrics(path) as f:  # a FIFO or /proc file is refused: it would block the sniff
             budget = _SNIFF_BYTES
             for _ in range(_SNIFF_LINES):
                 line = f.readline(budget)  # b"" once the budget is spent
@@ -346,7 +347,7 @@ def launch_exit_status(path: Path) -> int | None:
     """The exit status ``ezpz launch`` logged last in ``path`` (a structured log), from
     the file's last :data:`LOG_TAIL_BYTES`; None when it logged none there."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             size = f.seek(0, os.SEEK_END)
             f.seek(max(0, size - LOG_TAIL_BYTES))
             tail = f.read()

@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+from ezpz_amsc.fs.read import open_regular
+
 DRAIN_BYTES = 1 << 20
 GZIP_SUFFIX = ".gz"
 
@@ -27,13 +29,17 @@ def open_metrics(path: Path, raw: IO[bytes] | None = None) -> IO[bytes]:
     digest sees the bytes on disk); the caller closes it too, as a gzip reader
     over a given file leaves it open.
     """
+    owned = raw is None
+    if raw is None:
+        raw = open_regular(path)  # a FIFO or /proc file would block: refused
     if not is_gzip(path):
-        return raw if raw is not None else open(path, "rb")  # noqa: SIM115 - caller closes
+        return raw
     import gzip
 
-    if raw is None:
-        return gzip.open(path, "rb")  # owns the file it opens
-    return gzip.GzipFile(filename=str(path), mode="rb", fileobj=raw)
+    gz = gzip.GzipFile(filename=str(path), mode="rb", fileobj=raw)
+    if owned:
+        gz.myfileobj = raw  # type: ignore[attr-defined]  # closed with the gzip reader, as gzip.open does
+    return gz
 
 
 def iter_lines(f: IO[bytes], limit: int) -> Iterator[bytes | None]:

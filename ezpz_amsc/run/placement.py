@@ -17,7 +17,7 @@ from typing import Any
 from ezpz_amsc.errors import AmscError, plural
 from ezpz_amsc.fs.read import read_capped
 from ezpz_amsc.options import MAX_COUNT, MAX_PROVENANCE_BYTES, digits
-from ezpz_amsc.results.schema import formula_like
+from ezpz_amsc.results.schema import MAX_CELL_CHARS, formula_like
 from ezpz_amsc.run.layout import RunFiles, rel_to
 
 KEYS = ("MACHINE", "HOSTNAME", "NUM_NODES", "NGPUS", "GPUS_PER_NODE",
@@ -266,6 +266,16 @@ def _count(prov: Provenance, key: str, allow_zero: bool = False) -> int | None:
     return val
 
 
+def _check_system_cell(system: str, key: str, value: str, source: str) -> None:
+    """The system cell taken from ``key`` must be one a results file can hold."""
+    if len(system) > MAX_CELL_CHARS:
+        raise AmscError(f"{key} from {source} is {len(value):,} characters long, not a system "
+                        "name; pass --system NAME")
+    if formula_like(system):
+        raise AmscError(f"{key}={value!r} from {source} would run as a formula when the CSV is "
+                        "opened in a spreadsheet; pass --system NAME")
+
+
 def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
                       gpus: int | None) -> Placement:
     """Apply flags, then the provenance rules; one error naming every missing flag."""
@@ -286,18 +296,14 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
         how["system"] = f"system {system} = --system"
     elif prov.values.get("MACHINE"):
         system = prov.values["MACHINE"]
+        _check_system_cell(system, "MACHINE", system, prov.source["MACHINE"])
         how["system"] = f"system {system} = MACHINE from {prov.source['MACHINE']}"
-        if formula_like(system):
-            raise AmscError(f"MACHINE={system!r} from {prov.source['MACHINE']} would run as a "
-                            "formula when the CSV is opened in a spreadsheet; pass --system NAME")
     elif prov.values.get("HOSTNAME"):
         from ezpz_amsc._ezpz import get_machine
 
         host = prov.values["HOSTNAME"]
         system, by = get_machine(host)
-        if formula_like(system):
-            raise AmscError(f"HOSTNAME={host!r} from {prov.source['HOSTNAME']} would run as a "
-                            "formula when the CSV is opened in a spreadsheet; pass --system NAME")
+        _check_system_cell(system, "HOSTNAME", host, prov.source["HOSTNAME"])
         how["system"] = (f"system {system} = {by}(HOSTNAME {host!r} from "
                          f"{prov.source['HOSTNAME']})")
         known = "" if system != host else ", which names no known facility"

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ezpz_amsc.errors import AmscError
+from ezpz_amsc.fs.read import open_regular
 from ezpz_amsc.options import MAX_LINE_BYTES
 from ezpz_amsc.run.layout import MetricsSource
 from ezpz_amsc.run.lines import is_gzip, iter_lines, open_metrics
@@ -233,10 +234,10 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
     last_line: bytes | None = b""
     hashing = None
     try:
-        if digests is None or path in digests:
-            raw = open(path, "rb")  # noqa: SIM115 - closed by the with below; open errors differ
-        else:
-            hashing = _HashingRaw(open(path, "rb", buffering=0))  # noqa: SIM115
+        raw = open_regular(path)  # a symlink to /proc/kmsg or a FIFO would block: refused
+        size = os.fstat(raw.fileno()).st_size
+        if digests is not None and path not in digests:
+            hashing = _HashingRaw(raw.detach())  # type: ignore[arg-type]
             raw = io.BufferedReader(hashing, _HASH_BUFFER_BYTES)
     except OSError as e:
         raise AmscError(f"{path}: cannot read metrics file: {e.strerror or e}") from None
@@ -244,7 +245,9 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
     out.files_read.append(path)
     lines = iter_lines(f, max_line)
     passed: dict[int, int] = {}  # rank -> records counted unparsed
-    if skim and SKIM and filter_rank and type(want_rank) is int and f is raw:
+    # An empty file (rank 0's, when only rank 0 logged nothing) has nothing to skim: the
+    # fallback through thousands of them pays for the open alone. A gzip stream is not skimmed.
+    if skim and SKIM and filter_rank and type(want_rank) is int and f is raw and size:
         from ezpz_amsc.run.skim import skim_lines  # numpy: loaded only for a file that needs it
 
         lines = skim_lines(f, max_line, want_rank, passed)
@@ -400,13 +403,11 @@ def read_steps(source: MetricsSource, max_line: int = MAX_LINE_BYTES,
         seen_in: dict[int, Path] = {}  # other ranks' records, by the file they were in
         for r in ranks:
             skipped = (out.bad_lines, out.long_lines)  # of files that held no step
-            out = Steps(rank=r)
+            out = Steps(rank=r, files_read=tried)  # one list for all: linear in the ranks
             _read_file(source.per_rank[r], out, r, True, max_line, keep_unranked=True,
                        digests=digests)
             out.bad_lines += skipped[0]
             out.long_lines += skipped[1]
-            tried.extend(out.files_read)
-            out.files_read = list(tried)
             if len(out):
                 break
             for other in out.other_ranks:
@@ -463,7 +464,7 @@ def last_logged_step(path: Path, counter: str) -> tuple[float, float] | None:
         return None  # a compressed file has no end to seek to
     want = TAIL_BYTES
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             size = f.seek(0, os.SEEK_END)
             while True:
                 start = max(0, size - want)

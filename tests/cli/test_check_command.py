@@ -25,10 +25,11 @@ from helpers import (
     records_in,
     run_cli,
     run_group,
+    umask_of,
 )
 
 from ezpz_amsc.records.record import load_record
-from ezpz_amsc.results.schema import HEADER
+from ezpz_amsc.results.schema import HEADER, render_csv
 from ezpz_amsc.results.validate import sharing_notes
 
 pytestmark = pytest.mark.usefixtures("clean_hook_env")
@@ -135,18 +136,69 @@ def test_check_refuses_what_is_no_readable_results_file(tmp_path, monkeypatch):
         f"error: {locked_out}: cannot read: Permission denied")
 
 
-def test_check_stops_at_a_cell_csv_cannot_read_and_says_so(tmp_path):
-    # The csv module refuses a field over its limit (128 KiB): the lines after it are not
-    # read, and the check says so instead of calling the file clean.
+def test_check_reports_a_cell_csv_cannot_read_and_reads_on(tmp_path):
+    # The csv module refuses a field over its limit (128 KiB): that line is a problem with
+    # its number, and the lines after it are read (a duplicate of line 2 on line 4).
     limit = csv.field_size_limit()
     huge = GOOD_ROW.replace(",c,", "," + "x" * (limit + 1) + ",")
     p = _write(tmp_path, HEADER_LINE, GOOD_ROW, huge, GOOD_ROW)
     r = run_group("check", p, "-q")
     assert (r.exit_code, r.stdout) == (1, "")
     assert r.stderr.splitlines() == [
-        f"{p}:3: field larger than field limit ({limit}); the rest of the file was not read",
-        f"error: {p}: 1 problem in 1 row",
+        f"{p}:3: field larger than field limit ({limit}); read on from the next line",
+        f"{p}:4: same run as line 2",
+        f"error: {p}: 2 problems in 3 rows",
     ]
+
+
+def test_check_flags_formula_cells_and_cells_past_the_cap(tmp_path):
+    """Regression: check passed =HYPERLINK(...), @SUM(...) and +cmd cells."""
+    reason = ("would run as a formula when the CSV is opened in a spreadsheet (it starts with =, "
+              "+, -, @, a tab or a carriage return and is not a number)")
+    good = GOOD_ROW.split(",")
+
+    def cells(**changes: str) -> str:
+        row = dict(zip(HEADER, good, strict=True)) | changes
+        return render_csv([[row[c] for c in HEADER]], header=False).rstrip("\n")
+
+    quoted = [cells(config='=HYPERLINK("x")', system="a"), cells(system="@SUM(1)"),
+              cells(config="c2", error="+cmd"), cells(config="c3", error="-2+3+cmd"),
+              cells(config="c4", error="-2"), cells(config="x" * 4097)]
+    p = _write(tmp_path, HEADER_LINE, *quoted)
+    r = run_group("check", p, "-q")
+    assert r.stderr.splitlines() == [
+        f"{p}:2: config '=HYPERLINK(\"x\")' {reason}",
+        f"{p}:3: system '@SUM(1)' {reason}",
+        f"{p}:4: error '+cmd' {reason}",
+        f"{p}:5: error '-2+3+cmd' {reason}",
+        f"{p}:7: config is 4,097 characters long (at most 4,096)",
+        f"error: {p}: 5 problems in 6 rows"]
+
+
+def test_a_read_error_part_way_through_is_one_line(tmp_path, monkeypatch):
+    from ezpz_amsc.results import validate
+
+    p = _write(tmp_path, HEADER_LINE, GOOD_ROW)
+    real = validate.open_regular
+
+    class Flaky(io.BufferedReader):
+        def readline(self, *a):
+            if self.tell() > 0:
+                raise OSError(errno.EIO, os.strerror(errno.EIO))
+            return super().readline(*a)
+
+    def flaky(path):  # the one opener of files that are read (fs/read.py)
+        return Flaky(io.FileIO(path, "rb")) if Path(path) == p else real(path)
+
+    monkeypatch.setattr(validate, "open_regular", flaky)
+    assert error_line(run_group("check", p)) == f"error: {p}: cannot read: Input/output error"
+
+
+def test_check_names_a_header_line_it_cannot_read(tmp_path):
+    p = tmp_path / "runs.csv"
+    p.write_text("x" * 300_000 + "\n" + GOOD_ROW + "\n")
+    assert error_line(run_group("check", p)) == (
+        f"error: {p}:1: the header cannot be read: line longer than 229,418 bytes; not read")
 
 
 def test_check_takes_no_run_dir(tmp_path):
@@ -283,7 +335,7 @@ def test_check_names_missing_orphan_and_mismatched_records(published):
     _rewrite(results, edit)
     stray = folder / "notes.json"
     stray.write_text("{}")
-    (folder / ".x.json.123.tmp").write_text("half")  # an interrupted write: not a record
+    (folder / ".x.json.123.tmp").write_text("half")  # an interrupted write: no record, a leftover
     result = run_group("check", results, "--provenance", folder, "-q")
     assert result.exit_code == 1
     orphan_key = ", ".join(orphan[c] for c in ("timestamp", "system", "config", "nodes", "gpus"))
@@ -294,7 +346,9 @@ def test_check_names_missing_orphan_and_mismatched_records(published):
         f"{results}:{changed_line}: differs from its record {by_line[changed['timestamp']]}: "
         f"tflops '9.999' in the file, {changed['tflops']!r} in the record",
         f"{by_line[orphan['timestamp']]}: no row in {results} for its run ({orphan_key})",
-        f"error: {results}: 4 problems in 4 rows and 4 records",
+        f"{folder / '.x.json.123.tmp'}: a temporary file of a record write that was killed; "
+        "remove it",
+        f"error: {results}: 5 problems in 4 rows and 4 records",
     ])
 
 
@@ -370,3 +424,35 @@ def test_check_notes_a_data_package_with_another_schema(tmp_path):
         f"note: {package}: its schema of runs.csv differs from this tool's (1 field missing: "
         f"error); to update it: ezpz-amsc describe {good}\n")
     assert outcome(run_group("check", good, "-q")) == (0, r.stdout, "")
+
+
+def test_check_notes_a_records_folder_the_group_cannot_add_to(tmp_path):
+    """Regression: a records folder made under umask 022 in a shared setgid folder was not
+    noted; the next teammate's append with --provenance fails there."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o2775)
+    results, folder = shared / "r.csv", shared / "records"
+    with umask_of(0o022):
+        assert run_cli(A, "--config", "c", "--append", results, "--provenance", folder,
+                       "-q").exit_code == 0
+    st = folder.stat()
+    r = run_group("check", results, "--provenance", folder)
+    assert r.exit_code == 0
+    group = grp.getgrgid(st.st_gid).gr_name
+    assert (f"note: {folder}: other members of group {group} cannot add provenance records to "
+            f"it (owner root, group {group}, mode 2755), though they may append to {results}; "
+            f"to share it: chmod g+ws {folder}") in r.stderr.splitlines()
+    shared.chmod(0o0775)  # group-writable, not setgid: the fix needs no s
+    assert (f"note: {folder}: other members of group {group} cannot add provenance records to "
+            f"it (owner root, group {group}, mode 2755), though they may append to {results}; "
+            f"to share it: chmod g+w {folder}") in run_group(
+                "check", results, "--provenance", folder).stderr.splitlines()
+    shared.chmod(0o0755)  # not shared: nothing to say about the records folder
+    assert "cannot add provenance records" not in run_group("check", results, "--provenance",
+                                                            folder).stderr
+    shared.chmod(0o2775)
+    folder.chmod(0o2775)
+    assert "cannot add provenance records" not in run_group("check", results, "--provenance",
+                                                            folder).stderr
+    assert "cannot add" not in run_group("check", results, "--provenance", folder, "-q").stderr

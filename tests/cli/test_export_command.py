@@ -151,17 +151,18 @@ def test_timestamp_flag_outside_2015_to_now_is_refused(tmp_path, text):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("flag", ["--config", "--system", "--error"])
-@pytest.mark.parametrize("value", ["=1+1", "+SUM(A1:A9)", "@cmd", "-x", "-=1"])
+@pytest.mark.parametrize("value", ["=1+1", "+SUM(A1:A9)", "@cmd", "-x", "-=1", "-0.5 nodes", "-",
+                                   "-2+3+cmd|' /C calc'!A0", "-1+HYPERLINK(\"x\")", "+1e5x"])
 def test_formula_like_flag_is_refused(tmp_path, flag, value):
     args = ["--config", "c", flag, value] if flag != "--config" else [flag, value]
     r = run_cli(launch(tmp_path), *args)
     assert error_line(r) == (f"error: invalid value for '{flag}': {value!r} would run as a formula "
-                             "when the CSV is opened in a spreadsheet (it starts with =, +, @ or "
-                             "- and no digit)")
+                             "when the CSV is opened in a spreadsheet (it starts with =, +, -, @, "
+                             "a tab or a carriage return and is not a number)")
     assert r.exit_code == 2
 
 
-@pytest.mark.parametrize("value", ["-5", "-0.5 nodes", "a=b", "x-y", "-"])
+@pytest.mark.parametrize("value", ["-5", "-0.5", "+1.5e3", "-.5", "a=b", "x-y", "a -1"])
 def test_negative_numbers_and_inner_signs_are_fine(tmp_path, value):
     row = one_row(run_cli(launch(tmp_path), "--config", value, "--error", value))
     assert (row["config"], row["error"]) == (value, value)

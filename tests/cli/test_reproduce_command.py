@@ -30,8 +30,8 @@ def test_reproduce_identical(fixture_run, tmp_path, monkeypatch):
     run = fixture_run(RUN)
     folder = tmp_path / "records"
     monkeypatch.chdir(tmp_path)
-    assert run_cli(Path(run.name), "--config", "c", "--reducer", "max", "--provenance",
-                   "records").exit_code == 0
+    assert run_cli(Path(run.name), "--config", "c", "--reducer", "max", "--append", "r.csv",
+                   "--provenance", "records").exit_code == 0
     (path,) = records_in(folder)
     monkeypatch.chdir(REPO)  # the record holds the absolute run directory
     result = run_group("reproduce", path)
@@ -44,7 +44,8 @@ def test_reproduce_identical(fixture_run, tmp_path, monkeypatch):
 def test_reproduce_after_a_metrics_file_is_edited(fixture_run, tmp_path):
     run = fixture_run(RUN)
     folder = tmp_path / "records"
-    assert run_cli(run, "--config", "c", "--provenance", folder, "-q").exit_code == 0
+    assert run_cli(run, "--config", "c", "--append", tmp_path / "r.csv", "--provenance", folder,
+                   "-q").exit_code == 0
     (path,) = records_in(folder)
     metrics = run / "metrics-0.jsonl"
     old_sha, old_size = sha256(metrics), metrics.stat().st_size
@@ -76,7 +77,8 @@ def error_line_of(result) -> str:
 def test_reproduce_a_moved_run(fixture_run, tmp_path):
     run = fixture_run(RUN)
     folder = tmp_path / "records"
-    assert run_cli(run, "--config", "c", "--provenance", folder, "-q").exit_code == 0
+    assert run_cli(run, "--config", "c", "--append", tmp_path / "r.csv", "--provenance", folder,
+                   "-q").exit_code == 0
     (path,) = records_in(folder)
     moved = tmp_path / "archive" / "run"
     moved.parent.mkdir()
@@ -92,7 +94,8 @@ def test_reproduce_a_moved_run(fixture_run, tmp_path):
 def test_reproduce_when_a_source_file_is_gone_or_new(fixture_run, tmp_path):
     run = fixture_run("minimal-1rank")
     folder = tmp_path / "records"
-    assert run_cli(run, "--config", "c", "--provenance", folder, "-q").exit_code == 0
+    assert run_cli(run, "--config", "c", "--append", tmp_path / "r.csv", "--provenance", folder,
+                   "-q").exit_code == 0
     (path,) = records_in(folder)
     info_sha = sha256(run / "run_info.json")
     (run / "run_info.json").unlink()  # placement now comes from the report: same row

@@ -122,6 +122,79 @@ def test_make_folders_returns_only_what_it_made(tmp_path):
     assert make_folders(deep) == []
 
 
+def test_make_folders_makes_again_a_folder_a_failed_writer_took_back(tmp_path, monkeypatch):
+    """Regression: another writer's rmdir of a folder it made (empty, its append failed)
+    between our mkdir of it and of the folder below failed a valid append."""
+    real, calls = os.mkdir, []
+
+    def mkdir(path, mode=0o777):
+        calls.append(Path(path))
+        if Path(path) == tmp_path / "a" / "b" and calls.count(Path(path)) == 1:
+            os.rmdir(tmp_path / "a")  # the failed writer takes back "a" just now
+        real(path, mode)
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    deep = tmp_path / "a" / "b"
+    assert make_folders(deep) == [tmp_path / "a", deep]
+    assert deep.is_dir()
+    assert calls == [tmp_path / "a", deep, tmp_path / "a", deep]
+
+
+def test_create_file_makes_again_the_folder_taken_back_before_it_could_create(tmp_path,
+                                                                             monkeypatch):
+    real, opened = os.open, []
+
+    def open_(path, flags, *a, **kw):
+        if str(path).endswith(".tmp") and not opened:
+            opened.append(path)
+            os.rmdir(tmp_path / "new")  # taken back between the mkdir and the create
+        return real(path, flags, *a, **kw)
+
+    monkeypatch.setattr(os, "open", open_)
+    create_file(tmp_path / "new" / "run.json", b"{}\n")
+    assert (tmp_path / "new" / "run.json").read_bytes() == b"{}\n"
+    assert names_in(tmp_path / "new") == ["run.json"]
+
+
+def test_folders_made_again_for_ever_are_given_up(tmp_path, monkeypatch):
+    monkeypatch.setattr(os, "mkdir", lambda path, mode=0o777: (_ for _ in ()).throw(
+        FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))))
+    with pytest.raises(AmscError) as e:
+        make_folders(tmp_path / "a" / "b")
+    assert str(e.value) == (f"{tmp_path / 'a' / 'b'}: its folders were removed 100 times while "
+                            "making them; is another program removing them?")
+
+
+def test_a_folder_taken_back_for_ever_under_create_file_is_given_up(tmp_path, monkeypatch):
+    real = os.open
+
+    def vanished(path, flags, *a, **kw):
+        if str(path).endswith(".tmp"):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
+        return real(path, flags, *a, **kw)
+
+    monkeypatch.setattr(os, "open", vanished)
+    with pytest.raises(AmscError) as e:
+        create_file(tmp_path / "new" / "run.json", b"{}\n")
+    assert str(e.value) == (f"{tmp_path / 'new'}: removed 100 times while creating run.json in "
+                            "it; is another program removing it?")
+
+
+def test_create_file_without_parents_needs_the_folder(tmp_path):
+    with pytest.raises(AmscError) as e:
+        create_file(tmp_path / "missing" / "run.json", b"{}\n", parents=False)
+    assert str(e.value) == (f"{tmp_path / 'missing' / 'run.json'}: cannot write: No such file "
+                            "or directory")
+    assert names_in(tmp_path) == []
+
+
+def test_a_folder_that_cannot_be_looked_at_is_not_read_only(tmp_path):
+    from ezpz_amsc.fs.access import read_only_folder
+
+    assert read_only_folder(tmp_path) is False
+    assert read_only_folder(tmp_path / "missing") is False
+
+
 @pytest.mark.parametrize("mode", [0o600, 0o640, 0o664, 0o660])
 def test_append_keeps_mode_owner_and_group(tmp_path, mode):
     out = tmp_path / "runs.csv"
@@ -168,6 +241,7 @@ from ezpz_amsc.results import validate as check
 from ezpz_amsc import export
 from ezpz_amsc.fs import create as files
 from ezpz_amsc.results import append as sink  # noqa: F401
+from ezpz_amsc.results import index  # noqa: F401 (sqlite3, hashlib: imported by --append)
 codecs.lookup("utf-8-sig")
 uid, gid, umask, run_dir = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3], 8), sys.argv[4]
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
@@ -308,6 +382,7 @@ def test_the_append_itself_gives_the_same_reasons_as_the_pre_check(team_folder):
     code = (
         "import os, sys\n"
         "from ezpz_amsc.results import append as sink\n"
+        "from ezpz_amsc.results import index  # noqa: F401 (sqlite3: loaded by an append)\n"
         "from ezpz_amsc.errors import AmscError\n"
         "os.setgroups([65534]); os.setgid(65534); os.setuid(65534)\n"
         "for target in sys.argv[1:]:\n"

@@ -106,9 +106,10 @@ def test_record_of_a_shipped_run_field_by_field(fixture_run, tmp_path):
 def test_record_names_the_report_when_placement_came_from_it(fixture_run, tmp_path):
     run = fixture_run("minimal-1rank")
     (run / "run_info.json").unlink()
-    folder = tmp_path / "records"
-    result = run_cli(run, "--config", "c", "--provenance", folder)
-    row = one_row(result)
+    folder, results = tmp_path / "records", tmp_path / "r.csv"
+    result = run_cli(run, "--config", "c", "--append", results, "--provenance", folder)
+    assert result.exit_code == 0, result.stderr
+    (row,) = parse_csv(results.read_text())
     (path,) = records_in(folder)
     rec = load_record(path)
     report = run / "train" / "report-train.md"
@@ -120,7 +121,7 @@ def test_record_names_the_report_when_placement_came_from_it(fixture_run, tmp_pa
          "sha256": sha256(report)},
     ]
     assert rec["run_info"] is None and rec["launch_command"] is None
-    assert rec["exported"]["results_file"] is None  # the row went to stdout
+    assert rec["exported"]["results_file"] == str(results)
 
 
 def test_job_id_and_launch_command_from_the_environment_section(tmp_path):
@@ -143,7 +144,8 @@ def test_job_id_and_launch_command_from_the_environment_section(tmp_path):
 
 def _record_of(run: Path, tmp_path: Path, *args: object) -> dict:
     folder = tmp_path / f"records-{run.name}"
-    result = run_cli(run, "--config", "c", "--provenance", folder, "-q", *args)
+    result = run_cli(run, "--config", "c", "--append", tmp_path / f"{run.name}.csv",
+                     "--provenance", folder, "-q", *args)
     assert result.exit_code == 0, result.stderr
     (path,) = records_in(folder)
     return load_record(path)
@@ -265,15 +267,20 @@ def one_published(fixture_run, tmp_path):
 
 
 def test_a_record_without_its_row_is_never_replaced(one_published):
-    """The row was removed from the results file by hand: its record still blocks a rewrite."""
+    """The row was removed from the results file by hand: its record still blocks a rewrite,
+    and --allow-duplicate does not get round it (a second record would leave the first
+    without a row, and check --provenance failing)."""
     run, results, folder, path = one_published
     old = path.read_bytes()
     results.unlink()
-    result = export_with_records([run], results, folder)
-    assert error_line(result) == (
-        f"error: {path}: a record of this run (2026-11-29T22:18:43Z, localhost, agpt/x, 1, 2) "
-        "already exists; not replacing it (pass --allow-duplicate to keep both)")
+    want = (f"error: {path}: a record of this run (2026-11-29T22:18:43Z, localhost, agpt/x, 1, 2) "
+            f"exists, but {results} holds no row of it; not replacing it (if that row was "
+            "removed on purpose, remove the record too; if the record belongs to another "
+            "results file, give each results file its own records folder)")
+    assert error_line(export_with_records([run], results, folder)) == want
+    assert error_line(export_with_records([run], results, folder, "--allow-duplicate")) == want
     assert not results.exists() and path.read_bytes() == old
+    assert [p.name for p in folder.iterdir()] == [path.name]  # no pending record left either
 
 
 def test_allow_duplicate_writes_a_second_record_beside_the_first(one_published):
@@ -300,7 +307,8 @@ def test_records_follow_the_umask(fixture_run, tmp_path):
     run = fixture_run(RUN)
     old = os.umask(0o002)
     try:
-        assert run_cli(run, "--config", "c", "--provenance", tmp_path / "r", "-q").exit_code == 0
+        assert run_cli(run, "--config", "c", "--append", tmp_path / "r.csv", "--provenance",
+                       tmp_path / "r", "-q").exit_code == 0
     finally:
         os.umask(old)
     (path,) = records_in(tmp_path / "r")
@@ -349,7 +357,10 @@ def test_secrets_are_redacted_in_every_copied_section(fixture_run, tmp_path):
     (run / "run_info.json").write_text(json.dumps(info))
     row = one_row(run_cli(run, "--config", "c"))
     rec_path_dir = tmp_path / "records"
-    assert one_row(run_cli(run, "--config", "c", "--provenance", rec_path_dir)) == row
+    results = tmp_path / "r.csv"
+    assert run_cli(run, "--config", "c", "--append", results, "--provenance",
+                   rec_path_dir).exit_code == 0
+    assert parse_csv(results.read_text()) == [row]
     (path,) = records_in(rec_path_dir)
     text = path.read_text()
     for secret in secrets:
@@ -446,7 +457,8 @@ def test_every_scheduler_job_id_is_recorded(key):
     ("--apikey abc", "--apikey <redacted>"),
     ("CLIENT_SECRET=abc python", "CLIENT_SECRET=<redacted> python"),
     ("OMP_NUM_THREADS=4 python -m x", "OMP_NUM_THREADS=4 python -m x"),  # kept whole
-    ("--passwords abc --tokens 9", "--passwords abc --tokens 9"),  # no whole secret part
+    ("--passwords abc --tokens 9", "--passwords <redacted> --tokens 9"),  # passw: any form
+    ("--max-tokens 4096 --tokenizer gpt2", "--max-tokens 4096 --tokenizer gpt2"),
 ])
 def test_secret_parts_on_a_launch_line(text, want):
     assert redact_mod.redact(text) == want
@@ -695,3 +707,212 @@ def test_recorded_options_that_cannot_be_used_are_refused(options, why):
         record_mod.options_from_record({"options": options}, "r.json")
     message = e.value.format_message()
     assert message.startswith("r.json: its options cannot be used: ") and message.endswith(why)
+
+
+# ------------------------------------------------------- a record's schema, checked before use
+
+
+@pytest.mark.parametrize("changes, why", [
+    ({"files": [{"path": ["a"], "role": "metrics", "size": 1, "sha256": "x"}]},
+     "files[0].path is not a string"),
+    ({"files": [{"path": "a", "role": "metrics", "size": "1", "sha256": "x"}]},
+     "files[0].size is not a whole number"),
+    ({"files": [{"path": "a", "role": "metrics", "size": True, "sha256": "x"}]},
+     "files[0].size is not a whole number"),
+    ({"files": [{"path": "a", "role": "metrics", "size": 1}]}, "files[0].sha256 is not a string"),
+    ({"options": {"config": 3}}, "options.config is not a string"),
+    ({"options": {"config": "c", "max_line_bytes": "64"}},
+     "options.max_line_bytes is not a whole number"),
+    ({"options": {"config": "c", "max_line_bytes": 0}}, "options.max_line_bytes is below 1"),
+    ({"options": {"config": "c", "nodes": True}}, "options.nodes is not a whole number or null"),
+    ({"options": {"config": "c", "wall_time_sec": "1"}}, "options.wall_time_sec is not a number "
+                                                         "or null"),
+    ({"options": {"config": "c", "warmup": 1.5}}, "options.warmup is not a whole number"),
+    ({"tool": "ezpz-amsc"}, "tool is not an object"),
+    ({"tool": {"version": 2}}, "tool.version is not a string"),
+    ({"exported": {"host": 7}}, "exported.host is not a string or null"),
+    ({"exported": []}, "exported is not an object"),
+    ({"run_dir": "/"}, "run_dir '/' is not a run directory's absolute path"),
+    ({"run_dir": "runs/x"}, "run_dir 'runs/x' is not a run directory's absolute path"),
+])
+def test_a_crafted_record_is_one_line_naming_the_field(tmp_path, changes, why):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(_minimal_record(**{"options": {"config": "c"}, **changes})))
+    with pytest.raises(AmscError) as e:
+        load_record(path)
+    assert e.value.format_message() == f"{path}: not an ezpz-amsc provenance record ({why})"
+    # ... and so on the command line: reproduce, and check --provenance, say it in one line
+    assert error_line(run_group("reproduce", path)) == f"error: {e.value.format_message()}"
+
+
+# --------------------------------------------------------------- secrets, by name and by shape
+
+# Each secret is planted in one place a record copies from, in one of the forms it takes
+# there. None may be in the record; the row must not change.
+PLANTED = [  # (section, key or None for the launch line, value or launch text, the secret)
+    ("Environment Variables", "HF_TOKEN", "hf_tok01", "hf_tok01"),
+    ("Environment Variables", "AWS_SECRET_ACCESS_KEY", "awssecret02", "awssecret02"),
+    ("Environment Variables", "AWS_SESSION_TOKEN", "sessiontok03", "sessiontok03"),
+    ("Environment Variables", "MYSQL_PASSWD", "mysqlpw04", "mysqlpw04"),
+    ("Environment Variables", "PGPASSWORD", "pgpw05", "pgpw05"),
+    ("Environment Variables", "PASSPHRASE", "phrase06", "phrase06"),
+    ("Environment Variables", "GITHUB_PAT", "ghpat07", "ghpat07"),
+    ("Environment Variables", "COOKIE", "cookie08", "cookie08"),
+    ("Environment Variables", "SSH_PRIVATE_KEY", "privkey09", "privkey09"),
+    ("Environment Variables", "DATABASE_URL", "postgres://u10:dbpw10@db/x", "dbpw10"),
+    ("Environment Variables", "SENTRY_DSN", "dsn11", "dsn11"),
+    ("Environment Variables", "DB_PWD", "dbpwd12", "dbpwd12"),
+    ("Environment Variables", "AUTHORIZATION", "Bearer authz13", "authz13"),
+    ("Environment Variables", "WANDB_API_KEY", "wandb14", "wandb14"),
+    ("Environment Variables", "NPM_CONFIG__AUTH", "npmauth15", "npmauth15"),
+    ("Environment Variables", "OTHER", "https://tok16@github.com/me/repo", "tok16"),
+    ("Environment Variables", "NOTE", "ghp_" + "a" * 36, "ghp_" + "a" * 36),
+    ("Environment Variables", "NOTE2", "key AKIA" + "B" * 16, "AKIA" + "B" * 16),
+    ("Environment Variables", "SLACK", "xoxb-1234567890-abcdef", "xoxb-1234567890-abcdef"),
+    ("Environment Variables", "LLM", "sk-" + "c" * 40, "sk-" + "c" * 40),
+    ("Environment Variables", "JWT_X", "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.sigsigsigsig",
+     "eyJhbGci"),
+    ("Environment Variables", "nested", {"deep": [{"client_secret": "deep22"}]}, "deep22"),
+    ("Python", "credentials", ["cred23"], "cred23"),
+    ("Torch", "hfToken", "camel24", "camel24"),
+    ("Distributed", "SECRETS", "dist25", "dist25"),
+    ("Distributed", None, "--hf-token tok26", "tok26"),
+    ("Distributed", None, "--hf-token=tok27", "tok27"),
+    ("Distributed", None, '--hf-token "tok 28"', "tok 28"),
+    ("Distributed", None, "--hf-token 'tok29'", "tok29"),
+    ("Distributed", None, "--accessToken tok30", "tok30"),
+    ("Distributed", None, "--api_key tok31", "tok31"),
+    ("Distributed", None, "--password=tok32", "tok32"),
+    ("Distributed", None, "--db-pass tok33", "tok33"),
+    ("Distributed", None, "AWS_SESSION_TOKEN=\"tok34\"", "tok34"),
+    ("Distributed", None, "MYSQL_PWD='tok35'", "tok35"),
+    ("Distributed", None, "HFTOKEN=tok36", "tok36"),
+    ("Distributed", None, "--url https://me:tok37@host/x", "tok37"),
+    ("Distributed", None, "-H 'Authorization: Basic tok38'", "tok38"),
+    ("Distributed", None, "--header 'Authorization: Bearer tok39xyz'", "tok39xyz"),
+    ("Distributed", None, "--cookie sess=tok40", "tok40"),
+    ("Distributed", None, "--apiKey=tok41", "tok41"),
+    ("Distributed", None, "GH_PAT=tok42", "tok42"),
+]
+LIST_LAUNCH = ["mpiexec", "--np", "2", "--hf-token", "tok43", "--client-secret=tok44"]
+
+
+def test_forty_planted_secrets_are_kept_out_of_the_record(fixture_run, tmp_path):
+    assert len(PLANTED) + 2 >= 40
+    run = fixture_run(RUN)
+    info = json.loads((run / "run_info.json").read_text())
+    launch = [info["Distributed"]["EZPZ_RUN_COMMAND"]]
+    for section, key, value, _ in PLANTED:
+        if key is None:
+            launch.append(value)
+        else:
+            info.setdefault(section, {})[key] = value
+    info["Distributed"]["EZPZ_RUN_COMMAND"] = " ".join(launch)
+    info["Environment Variables"]["EZPZ_RUN_COMMAND"] = repr(LIST_LAUNCH)
+    (run / "run_info.json").write_text(json.dumps(info))
+    row = one_row(run_cli(run, "--config", "agpt/x"))
+    results, folder = tmp_path / "res.csv", tmp_path / "records"
+    assert export_with_records([run], results, folder, "-q").exit_code == 0
+    assert parse_csv(results.read_text()) == [{**row}]
+    (path,) = records_in(folder)
+    text = path.read_text()
+    found = [s for *_, s in PLANTED if s in text] + [s for s in ("tok43", "tok44") if s in text]
+    assert found == []
+    rec = json.loads(text)
+    # What is not a secret is kept: settings on the launch line, the section's other keys.
+    assert rec["launch_command"].startswith("mpirun -envall -np 2 python3 -m ezpz.examples")
+    assert rec["run_info"]["Distributed"]["WORLD_SIZE_IN_USE"] == "2"
+    assert rec["run_info"]["Environment Variables"]["EZPZ_RUN_COMMAND"] == repr(
+        ["mpiexec", "--np", "2", "--hf-token", REDACTED, f"--client-secret={REDACTED}"])
+
+
+def test_notes_quoting_the_run_are_searched_for_secrets(tmp_path):
+    """A value the export quotes in a note (here an unusable world_size) is redacted by shape
+    in the record's details, while --format json shows it as it is."""
+    run = write_run(tmp_path / "run", [step(i, tps=10.0, dt=0.5) for i in (1, 2, 3)],
+                    world_size="ghp_" + "z" * 36)
+    rec = _record_of(run, tmp_path)
+    assert ("ignored world_size='<redacted>' from run_info.json: not a usable count"
+            in rec["details"]["notes"])
+    assert "ghp_" + "z" * 36 not in json.dumps(rec)
+
+
+@pytest.mark.parametrize("text, want", [
+    # each name rule on its own: a word anywhere in the name, or a whole part of it
+    ("HFTOKEN=x1", "HFTOKEN=<redacted>"), ("DBPASSWORD=x2", "DBPASSWORD=<redacted>"),
+    ("--passphrase x3", "--passphrase <redacted>"), ("MYSECRET=x4", "MYSECRET=<redacted>"),
+    ("--awscredential x5", "--awscredential <redacted>"), ("HFAPIKEY=x6", "HFAPIKEY=<redacted>"),
+    ("ACCESSKEY=x7", "ACCESSKEY=<redacted>"), ("PRIVATEKEY=x8", "PRIVATEKEY=<redacted>"),
+    ("--cookiejar x9", "--cookiejar <redacted>"), ("--key x10", "--key <redacted>"),
+    ("--db-pass x11", "--db-pass <redacted>"), ("MYSQL_PWD=x12", "MYSQL_PWD=<redacted>"),
+    ("--auth x13", "--auth <redacted>"), ("--authorization x14", "--authorization <redacted>"),
+    ("GH_PAT=x15", "GH_PAT=<redacted>"), ("--sentry-dsn x16", "--sentry-dsn <redacted>"),
+    ("--otp x17", "--otp <redacted>"), ("--bearer x18", "--bearer <redacted>"),
+    # settings that only look like secrets
+    ("--max-tokens 4096 --tokenizer gpt2", "--max-tokens 4096 --tokenizer gpt2"),
+    ("--passes 3 --path /x --keyboard us", "--passes 3 --path /x --keyboard us"),
+    ("TOKENIZERS_PARALLELISM=false", "TOKENIZERS_PARALLELISM=false"),
+    # shapes
+    ("see https://u:pw@h/x", "see https://<redacted>@h/x"),
+    ("Bearer 1234567 Bearer 12345678", "Bearer 1234567 Bearer <redacted>"),
+    ("authorization: Basic abc", "authorization: <redacted>"),
+    ("github_pat_" + "a" * 22, "<redacted>"), ("glpat-" + "b" * 20, "<redacted>"),
+    ("hf_" + "c" * 34, "<redacted>"), ("ASIA" + "D" * 16, "<redacted>"),
+    ("gho_" + "e" * 36, "<redacted>"), ("hf_transfer", "hf_transfer"),
+])
+def test_each_redaction_rule_by_itself(text, want):
+    assert redact_mod.redact_text(text) == want
+
+
+@pytest.mark.parametrize("key, secret", [
+    ("HF_TOKEN", True), ("API_KEY", True), ("MY_SECRET", True), ("DB_PASSWD", True),
+    ("AWS_CREDENTIALS", True), ("COOKIE", True), ("PRIVATE_PEM", True), ("NPM_AUTH", True),
+    ("REQUEST_SIGNATURE", True), ("GITHUB_PAT", True), ("DB_PWD", True), ("SENTRY_DSN", True),
+    ("MFA_OTP", True), ("PWD", False), ("OLDPWD", False), ("PATH", False), ("HOSTNAME", False),
+    ("MASTER_ADDR", False),
+])
+def test_each_key_rule_by_itself(key, secret):
+    assert redact_mod.is_secret(key) is secret
+    assert redact_mod.redact({key: "v"}) == {key: REDACTED if secret else "v"}
+
+
+def test_the_details_are_searched_by_shape_not_by_key():
+    details = {"key": "train/tps", "note": "--hf-token abc"}
+    assert redact_mod.redact(details, by_key=False) == {"key": "train/tps",
+                                                        "note": "--hf-token <redacted>"}
+    assert redact_mod.redact(details) == {"key": REDACTED, "note": "--hf-token <redacted>"}
+
+
+@pytest.mark.parametrize("changes, why", [
+    ({"tool": {"name": 1}}, "tool.name is not a string"),
+    ({"exported": {"at": 5}}, "exported.at is not a string"),
+    ({"exported": {"user": []}}, "exported.user is not a string or null"),
+    ({"exported": {"results_file": 3}}, "exported.results_file is not a string or null"),
+    ({"files": [{"path": "a", "role": None, "size": 1, "sha256": "x"}]},
+     "files[0].role is not a string"),
+    ({"run_dir": "/a\0b"}, "run_dir '/a\\x00b' is not a run directory's absolute path"),
+    ({"run_dir": "r" * 100}, f"run_dir {'r' * 80!r} is not a run directory's absolute path"),
+])
+def test_more_crafted_records(tmp_path, changes, why):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(_minimal_record(**{"options": {"config": "c"}, **changes})))
+    with pytest.raises(AmscError) as e:
+        load_record(path)
+    assert e.value.format_message() == f"{path}: not an ezpz-amsc provenance record ({why})"
+
+
+def test_the_fields_a_record_may_leave_out_or_set_null(tmp_path):
+    path = tmp_path / "r.json"
+    rec = _minimal_record(options={"config": "c", "max_line_bytes": 1, "nodes": None},
+                          tool=None, exported={"host": None})
+    path.write_text(json.dumps(rec))
+    assert load_record(path) == rec
+
+
+def test_the_pending_folder_is_named_by_the_results_files_real_path(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    tag = hashlib.sha256(os.fsencode(tmp_path / "real" / "r.csv")).hexdigest()[:16]
+    for results in (tmp_path / "real" / "r.csv", tmp_path / "link" / "r.csv"):
+        assert folder_mod.pending_folder(tmp_path / "d", results) == (
+            tmp_path / "d" / ".pending" / tag)

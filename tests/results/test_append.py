@@ -20,12 +20,17 @@ from helpers import (
     RUNS,
     error_line,
     good_run,
+    hold_lock,
     mode_of,
     names_in,
     notes_of,
+    one_row,
     parse_csv,
+    paused,
+    release,
     run_cli,
     run_group,
+    wait_until_paused,
 )
 
 from ezpz_amsc.errors import AmscError
@@ -182,6 +187,44 @@ def test_same_run_under_another_config_is_not_a_duplicate(tmp_path):
     assert rows[0]["timestamp"] == rows[1]["timestamp"] == "2026-11-29T22:18:43Z"
 
 
+def test_skip_existing_adds_a_run_unless_it_is_there(tmp_path):
+    """Re-running a job script under ``set -e``: the same export again exits 0 and says where
+    the row already is; a batch adds the runs that are new."""
+    out = tmp_path / "runs.csv"
+    assert run_cli(A, "--config", "a", "--append", out, "-q").exit_code == 0
+    before = out.read_bytes()
+    r = run_cli(A, "--config", "a", "--append", out, "--skip-existing")
+    assert (r.exit_code, r.stdout) == (0, "")
+    assert notes_of(r) == [MFU_NOTE, "the run (2026-11-29T22:18:43Z, localhost, a, 1, 2) is "
+                                     f"already at line 2 of {out}; skipped it (--skip-existing)"]
+    assert out.read_bytes() == before
+    r = run_cli(B, A, "--config", "a", "--append", out, "--skip-existing")
+    assert r.exit_code == 0
+    assert notes_of(r)[-2:] == [
+        f"{A}: the run (2026-11-29T22:18:43Z, localhost, a, 1, 2) is already at line 2 of "
+        f"{out}; skipped it (--skip-existing)"[len(f"{A}: "):],
+        f"appended 1 row to {out}"]
+    assert [(x["config"], x["timestamp"]) for x in parse_csv(out.read_text())] == [
+        ("a", "2026-11-29T22:18:43Z"), ("a", "2026-11-29T22:19:13Z")]
+
+
+def test_skip_existing_says_when_the_row_there_has_other_values(tmp_path):
+    out = tmp_path / "runs.csv"
+    assert run_cli(A, "--config", "a", "--append", out, "-q").exit_code == 0
+    before = out.read_bytes()
+    (there,) = parse_csv(before.decode())
+    now = one_row(run_cli(A, "--config", "a", "--reducer", "max"))
+    differ = [c for c in HEADER if there[c] != now[c]]
+    assert differ == ["throughput_tokens_per_sec", "throughput_tokens_per_sec_per_gpu", "tflops"]
+    r = run_cli(A, "--config", "a", "--append", out, "--skip-existing", "--reducer", "max")
+    assert r.exit_code == 0
+    shown = "; ".join(f"{c} {there[c]!r} there, {now[c]!r} now" for c in differ)
+    assert notes_of(r)[-1] == (
+        f"the run (2026-11-29T22:18:43Z, localhost, a, 1, 2) is already at line 2 of {out} with "
+        f"other values ({shown}); skipped it (--skip-existing)")
+    assert out.read_bytes() == before
+
+
 # ----------------------------------------------------------------------------- locking
 
 
@@ -199,30 +242,12 @@ def test_32_processes_append_at_once(tmp_path):
     assert ok, report
 
 
-def _hold_lock(results, ready):
-    """Another process holding the results file's lock (and creating the file if missing)."""
-    code = (
-        "import sys, time\n"
-        "from ezpz_amsc.results.append import locked\n"
-        "with locked(sys.argv[1], 5):\n"
-        "    open(sys.argv[2], 'w').close()\n"
-        "    time.sleep(60)\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    p = subprocess.Popen([sys.executable, "-c", code, str(results), str(ready)], env=env)
-    deadline = time.monotonic() + 30
-    while not ready.exists():
-        assert p.poll() is None and time.monotonic() < deadline
-        time.sleep(0.01)
-    return p
-
-
 @pytest.mark.slow
 def test_lock_timeout_names_the_results_file(tmp_path):
     out = tmp_path / "results" / "runs.csv"
     assert run_cli(B, "--config", "b", "--append", out).exit_code == 0
     before = out.read_bytes()
-    holder = _hold_lock(out, tmp_path / "ready")
+    holder = hold_lock(out, tmp_path / "ready")
     try:
         line = error_line(run_cli(A, "--config", "c", "--append", out, "--lock-timeout", "0.3"))
     finally:
@@ -238,7 +263,7 @@ def test_appender_killed_while_holding_lock_does_not_block_the_next(tmp_path):
     # The killed writer had created the file and written nothing: an empty file
     # is a new file, so the next append writes the header.
     out = tmp_path / "runs.csv"
-    holder = _hold_lock(out, tmp_path / "ready")
+    holder = hold_lock(out, tmp_path / "ready")
     os.kill(holder.pid, signal.SIGKILL)
     holder.wait()
     assert out.read_bytes() == b""
@@ -256,6 +281,22 @@ def test_lock_timeout_edges_are_accepted(tmp_path, value):
     assert len(parse_csv(out.read_text())) == 1
 
 
+def _paused_writer(out: Path, point: str, folder: Path, config: str = "first"
+                   ) -> subprocess.Popen:
+    """Another process appending a row to ``out``, paused at ``point`` (fs/create.py's
+    EZPZ_AMSC_PAUSE_AT); returns once it is there. ``release`` lets it go on."""
+    code = (
+        "import sys\n"
+        "from ezpz_amsc.results.append import append_rows\n"
+        f"row = {[*ROW[:2], config, *ROW[3:]]!r}\n"
+        "append_rows(sys.argv[1], [row])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), **paused(folder, point)}
+    p = subprocess.Popen([sys.executable, "-c", code, str(out)], env=env)
+    wait_until_paused(p, folder, point)
+    return p
+
+
 @pytest.mark.slow
 def test_a_writer_holding_the_lock_keeps_it_while_it_reads_the_file(tmp_path):
     """Reading the header and the earlier runs must not drop the lock.
@@ -265,53 +306,36 @@ def test_a_writer_holding_the_lock_keeps_it_while_it_reads_the_file(tmp_path):
     """
     out = tmp_path / "runs.csv"
     sink.append_rows(out, [ROW])
-    ready, release = tmp_path / "ready", tmp_path / "release"
-    code = (
-        "import os, sys, time\n"
-        "from ezpz_amsc.results import append as sink\n"
-        "real = sink._write_all\n"
-        "def slow(fd, path, data):\n"  # header and duplicates already read under the lock
-        "    open(sys.argv[2], 'w').close()\n"
-        "    while not os.path.exists(sys.argv[3]):\n"
-        "        time.sleep(0.01)\n"
-        "    real(fd, path, data)\n"
-        "sink._write_all = slow\n"
-        "row = ['2026-08-11T17:11:17Z', 'Aurora', 'first', '1', '12', 'pass', '1.000'] + [''] * 7\n"
-        "sink.append_rows(sys.argv[1], [row])\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    holder = subprocess.Popen([sys.executable, "-c", code, str(out), str(ready), str(release)],
-                              env=env)
+    holder = _paused_writer(out, "rows", tmp_path)  # header and runs read, the row not written
     try:
-        deadline = time.monotonic() + 30
-        while not ready.exists():
-            assert holder.poll() is None and time.monotonic() < deadline
-            time.sleep(0.01)
         with pytest.raises(AmscError, match="still locked by another writer after 0.2 s"):
             sink.append_rows(out, [[*ROW[:2], "second", *ROW[3:]]], lock_timeout_sec=0.2)
     finally:
-        release.touch()
+        release(tmp_path, "rows")
         assert holder.wait(timeout=30) == 0
     assert [r["config"] for r in parse_csv(out.read_text())] == ["sweep/0", "first"]
 
 
-def test_a_writer_that_locked_a_removed_file_starts_over(tmp_path, monkeypatch):
-    """The creator of a file whose first write failed removes it; a writer that
-    had opened it meanwhile must not append to the removed file."""
-    out = tmp_path / "runs.csv"
-    real = sink._wait_for_lock
-    locked_fds = []
-
-    def removed_while_waiting(fd, *args):
-        if not locked_fds:
-            out.unlink()  # as the failed creator does, under its lock
-        locked_fds.append(fd)
-        real(fd, *args)
-
-    monkeypatch.setattr(sink, "_wait_for_lock", removed_while_waiting)
-    sink.append_rows(out, [ROW])
-    assert len(locked_fds) == 2
-    assert parse_csv(out.read_text()) == [dict(zip(HEADER, ROW, strict=True))]
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["removed", "moved-away"])
+def test_a_writer_that_locked_a_file_no_longer_at_its_path_starts_over(tmp_path, how):
+    """The creator of a file whose first write failed removes it (or someone moves the file
+    away): a writer that had opened it meanwhile must append to the file now at the path."""
+    out, moved = tmp_path / "runs.csv", tmp_path / "runs-old.csv"
+    if how == "moved-away":
+        out.write_bytes(EXISTING)
+    writer = _paused_writer(out, "opened", tmp_path)  # opened, not yet locked
+    if how == "removed":
+        out.unlink()
+    else:
+        out.rename(moved)  # still linked, under another name
+        out.write_bytes(EXISTING)
+    release(tmp_path, "opened")
+    assert writer.wait(timeout=30) == 0
+    first = (HEADER_LINE + "\n").encode() if how == "removed" else EXISTING
+    assert out.read_bytes() == first + ROW_LINE.replace(b"sweep/0", b"first")
+    if how == "moved-away":
+        assert moved.read_bytes() == EXISTING
 
 
 # ------------------------------------------------------------------------------ faults
@@ -456,7 +480,8 @@ def test_symlink_to_a_missing_file_is_a_clear_error(tmp_path):
 BOM = b"\xef\xbb\xbf"
 ROW_LINE = (",".join(ROW) + "\n").encode()
 KEY_TEXT = "2026-08-11T17:11:17Z, Aurora, sweep/0, 1, 12"
-DOUBLE_COUNT = "; not appending a double count (pass --allow-duplicate to add it anyway)"
+DOUBLE_COUNT = ("; not appending a double count (pass --skip-existing to skip it, "
+                "--allow-duplicate to add it anyway)")
 
 
 def _refusal(out: Path, rows: list[list[str]] | None = None, **kwargs) -> str:
@@ -527,27 +552,29 @@ def test_a_foreign_first_line_is_refused_by_its_exact_text(tmp_path, first, why)
     assert out.read_bytes() == first + EXISTING
 
 
-@pytest.mark.parametrize("nth", [1, 2], ids=["header", "earlier-runs"])
-def test_a_read_error_is_named_and_nothing_written(tmp_path, monkeypatch, nth):
+@pytest.mark.parametrize("which", ["header", "earlier-runs"])
+def test_a_read_error_is_named_and_nothing_written(tmp_path, monkeypatch, which):
     out = tmp_path / "runs.csv"
-    out.write_bytes(EXISTING)
-    real, calls = sink._reader, []
+    out.write_bytes(EXISTING + ROW_LINE)
+    real = os.pread
 
-    def failing(fd):
-        calls.append(fd)
-        if len(calls) == nth:
+    def failing(fd, size, offset):
+        # the header is read from offset 0; a run found in the file, at its line's offset
+        if (offset == 0) == (which == "header"):
             raise OSError(errno.EIO, os.strerror(errno.EIO))
-        return real(fd)
+        return real(fd, size, offset)
 
-    monkeypatch.setattr(sink, "_reader", failing)
+    monkeypatch.setattr(os, "pread", failing)
     assert _refusal(out) == f"{out}: cannot read results file: Input/output error"
-    assert out.read_bytes() == EXISTING
+    assert out.read_bytes() == EXISTING + ROW_LINE
 
 
 def test_duplicates_are_refused_by_their_exact_text(tmp_path):
     out = tmp_path / "runs.csv"
-    assert _refusal(out, [ROW, ROW]) == (
-        f"rows 1 and 2 of this export are the same run ({KEY_TEXT}){DOUBLE_COUNT}")
+    for skip in (False, True):
+        assert _refusal(out, [ROW, ROW], skip_existing=skip) == (
+            f"rows 1 and 2 of this export are the same run ({KEY_TEXT}); not appending a "
+            "double count")
     assert not out.exists()
     sink.append_rows(out, [ROW])
     before = out.read_bytes()
@@ -576,17 +603,17 @@ def _lockf_fails(monkeypatch, err: int) -> None:
     monkeypatch.setattr(sink.fcntl, "lockf", lockf)
 
 
-def test_the_lock_is_polled_5_ms_doubling_to_250_ms_for_the_default_60_s(tmp_path, monkeypatch):
+def test_the_lock_is_polled_5_ms_doubling_to_250_ms_for_the_default_10_s(tmp_path, monkeypatch):
     out = tmp_path / "runs.csv"
     out.write_bytes(EXISTING)
     clock = _Clock()
     monkeypatch.setattr(sink, "time", clock)
     _lockf_fails(monkeypatch, errno.EAGAIN)
-    assert _refusal(out) == (f"{out}: still locked by another writer after 60 s; retry, or "
+    assert _refusal(out) == (f"{out}: still locked by another writer after 10 s; retry, or "
                              "raise --lock-timeout")
     assert clock.sleeps[:8] == [0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.25, 0.25]
     assert set(clock.sleeps[6:]) == {0.25}
-    assert 60 <= sum(clock.sleeps) < 60.25  # the first poll past the deadline gives up
+    assert 10 <= sum(clock.sleeps) < 10.25  # the first poll past the deadline gives up
     # A timeout of 0: one try, no pause.
     clock.sleeps.clear()
     assert _refusal(out, lock_timeout_sec=0) == (
@@ -662,25 +689,6 @@ def test_create_permission_is_judged_by_effective_ids_for_write_and_search(tmp_p
     assert asked == [(tmp_path, os.W_OK | os.X_OK, True)]
 
 
-def test_a_writer_whose_file_was_moved_away_appends_to_the_new_one(tmp_path, monkeypatch):
-    out, moved = tmp_path / "runs.csv", tmp_path / "runs-old.csv"
-    out.write_bytes(EXISTING)
-    real, waits = sink._wait_for_lock, []
-
-    def replaced_while_waiting(fd, *args):
-        if not waits:
-            out.rename(moved)  # still linked, under another name
-            out.write_bytes(EXISTING)
-        waits.append(fd)
-        real(fd, *args)
-
-    monkeypatch.setattr(sink, "_wait_for_lock", replaced_while_waiting)
-    sink.append_rows(out, [ROW])
-    assert len(waits) == 2
-    assert moved.read_bytes() == EXISTING
-    assert out.read_bytes() == EXISTING + ROW_LINE
-
-
 def test_bytes_another_program_appended_meanwhile_are_kept(tmp_path, monkeypatch):
     """The file is open for appending: a program that ignores the lock (a shell's >>)
     and appends between our seek to the end and our write loses nothing."""
@@ -696,3 +704,191 @@ def test_bytes_another_program_appended_meanwhile_are_kept(tmp_path, monkeypatch
     monkeypatch.setattr(sink, "write_all", someone_appends_first)
     sink.append_rows(out, [ROW])
     assert out.read_bytes() == EXISTING + b"# by hand\n" + ROW_LINE
+
+
+# ------------------------------------------- a file changed under the append, not through the lock
+
+
+def _replace_with_copy(out: Path) -> None:
+    """What editors and ``sed -i`` do: a new file with the content, renamed over the old."""
+    new = out.with_name(out.name + ".new")
+    new.write_bytes(out.read_bytes())
+    new.rename(out)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", ["rows", "rows-synced"], ids=["before-write", "after-write"])
+@pytest.mark.parametrize("change", ["replaced", "truncated", "removed"])
+def test_a_file_changed_under_the_append_still_gets_the_row_once(tmp_path, point, change):
+    """Replaced (the copy made before or after the row was written), truncated or removed by
+    a program that ignores the lock: the row ends up once in the file at the path, whole."""
+    out = tmp_path / "runs.csv"
+    out.write_bytes(EXISTING)
+    writer = _paused_writer(out, point, tmp_path)
+    if change == "replaced":
+        _replace_with_copy(out)
+    elif change == "truncated":
+        os.truncate(out, 0)
+    else:
+        out.unlink()
+    release(tmp_path, point)
+    assert writer.wait(timeout=30) == 0
+    mine = ROW_LINE.replace(b"sweep/0", b"first")
+    kept = EXISTING if change == "replaced" else (HEADER_LINE + "\n").encode()
+    assert out.read_bytes() == kept + mine
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{point}.go", f"{point}.reached",
+                                                          "runs.csv"]
+
+
+def test_a_file_that_keeps_changing_is_given_up_with_nothing_appended(tmp_path, monkeypatch):
+    out = tmp_path / "runs.csv"
+    out.write_bytes(EXISTING)
+    real = sink.write_all
+
+    def someone_replaces_it_first(fd, data):
+        _replace_with_copy(out)  # a program that ignores the lock, every time
+        real(fd, data)
+
+    monkeypatch.setattr(sink, "write_all", someone_replaces_it_first)
+    assert _refusal(out) == (f"{out}: replaced, truncated or removed 10 times during this "
+                             "append by a program that does not take its lock; nothing appended")
+    assert out.read_bytes() == EXISTING
+
+
+# ------------------------------------------------------------------ paths that name no file
+
+
+@pytest.mark.parametrize("path, message", [
+    ("-", "--append -: rows go to stdout without --append; to append to a file named -, "
+          "pass ./-"),
+    ("{tmp}/x.csv/", "{tmp}/x.csv/: ends with /, so it names a folder; --append needs a CSV "
+                     "file path"),
+])
+def test_a_path_that_names_no_file_is_refused(tmp_path, path, message):
+    path = path.format(tmp=tmp_path)
+    for result in (run_cli(A, "--config", "c", "--append", path), ):
+        assert error_line(result) == "error: " + message.format(tmp=tmp_path)
+    with pytest.raises(AmscError) as e:
+        sink.append_rows(path, [ROW])
+    assert str(e.value) == message.format(tmp=tmp_path)
+    assert list(tmp_path.iterdir()) == [] and not Path("-").exists()
+
+
+# ----------------------------------------------------------- what the file system refuses
+
+
+def test_a_failed_cut_back_says_the_file_may_end_in_a_partial_line(tmp_path, monkeypatch):
+    out = tmp_path / "runs.csv"
+    out.write_bytes(EXISTING)
+
+    def disk_full(fd, data):
+        os.write(fd, data[:5])
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def no_truncate(fd, size):
+        raise OSError(errno.EPERM, os.strerror(errno.EPERM))
+
+    monkeypatch.setattr(sink, "write_all", disk_full)
+    monkeypatch.setattr(os, "ftruncate", no_truncate)
+    assert _refusal(out) == (
+        f"{out}: cannot write results file: No space left on device; cutting the file back "
+        f"failed too (Operation not permitted): it may end in a partial line after byte "
+        f"{len(EXISTING)}; check it with: ezpz-amsc check {out}")
+    assert out.read_bytes() == EXISTING + ROW_LINE[:5]
+
+
+def _chattr(flag: str, path: Path) -> bool:
+    return subprocess.run(["chattr", flag, str(path)], capture_output=True).returncode == 0
+
+
+def test_an_append_only_file_takes_rows(tmp_path):
+    """chattr +a: only O_APPEND writes are allowed, which is all an append needs."""
+    out = tmp_path / "runs.csv"
+    out.write_bytes(EXISTING)
+    if not _chattr("+a", out):
+        pytest.skip("chattr +a is not supported here (needs root and ext4-like file system)")
+    try:
+        r = run_cli(A, "--config", "c", "--append", out, "-q")
+        assert (r.exit_code, r.stderr) == (0, "")
+        assert [x["config"] for x in parse_csv(out.read_text())] == ["old", "c"]
+    finally:
+        _chattr("-a", out)
+
+
+def test_an_immutable_file_is_named_as_such(tmp_path):
+    out = tmp_path / "runs.csv"
+    out.write_bytes(EXISTING)
+    if not _chattr("+i", out):
+        pytest.skip("chattr +i is not supported here")
+    try:
+        line = error_line(run_cli(A, "--config", "c", "--append", out))
+    finally:
+        _chattr("-i", out)
+    assert line == (f"error: {out}: cannot open results file: operation not permitted (an "
+                    "immutable file? see lsattr)")
+
+
+def test_a_new_file_on_a_read_only_file_system_says_so(tmp_path, monkeypatch):
+    real = os.statvfs
+
+    class ReadOnly:
+        f_flag = os.ST_RDONLY
+
+    monkeypatch.setattr(sink.os, "access", lambda *a, **k: False)  # as access() says there
+    monkeypatch.setattr(os, "statvfs", lambda p: ReadOnly() if Path(p) == tmp_path else real(p))
+    with pytest.raises(AmscError) as e:
+        sink.check_can_create(tmp_path / "new" / "runs.csv")
+    assert str(e.value) == f"{tmp_path}: cannot create new there: read-only file system"
+
+
+# ------------------------------------------------------------- cells and lines past the cap
+
+
+def test_a_field_past_the_csv_limit_blocks_no_append_and_check_names_its_line(tmp_path):
+    """Regression: one field over 128 KiB made every later append fail with a traceback."""
+    out = tmp_path / "runs.csv"
+    huge = ",".join(["2026-01-01T00:00:00Z", "X" * 200_000, *ROW[2:]]) + "\n"
+    longer = ",".join(["2026-01-02T00:00:00Z", "Y" * 300_000, *ROW[2:]]) + "\n"
+    out.write_bytes(EXISTING + huge.encode() + longer.encode())
+    sink.append_rows(out, [ROW])
+    sink.append_rows(out, [[*ROW[:2], "sweep/1", *ROW[3:]]])
+    assert out.read_bytes().endswith(ROW_LINE + ROW_LINE.replace(b"sweep/0", b"sweep/1"))
+    assert "already at line 5" in _refusal(out)
+    r = run_group("check", out, "-q")
+    assert r.stderr.splitlines() == [
+        f"{out}:3: field larger than field limit (131072); read on from the next line",
+        f"{out}:4: line longer than 229,418 bytes; not read",
+        f"error: {out}: 2 problems in 5 rows"]
+
+
+SWARM = r"""
+import os, sys, time
+from ezpz_amsc.errors import AmscError
+from ezpz_amsc.results.append import append_rows
+target, go, i, bad = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "bad"
+row = ["2026-08-11T17:11:17Z", "Aurora", f"sweep/{i}", "1", "12", "pass", "1.000"] + [""] * 7
+while not os.path.exists(go):
+    time.sleep(0.001)
+try:
+    append_rows(target, [row, row] if bad else [row], lock_timeout_sec=60)
+except AmscError as e:
+    sys.exit(3 if bad and "same run" in str(e) else 1)
+"""
+
+
+@pytest.mark.slow
+def test_writers_that_fail_take_back_their_folders_without_failing_the_others(tmp_path):
+    """Regression (9 of 163 valid appends failed): writers whose batch is refused made the
+    new folders, and removed them while the others were creating the file in them."""
+    target, go = tmp_path / "a" / "b" / "c" / "runs.csv", tmp_path / "go"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    procs = [(i % 2 == 0, subprocess.Popen(
+        [sys.executable, "-c", SWARM, str(target), str(go), str(i),
+         "bad" if i % 2 == 0 else "good"], env=env)) for i in range(16)]
+    time.sleep(1)
+    go.touch()
+    codes = [(bad, p.wait(timeout=120)) for bad, p in procs]
+    assert [c for bad, c in codes if not bad] == [0] * 8
+    assert [c for bad, c in codes if bad] == [3] * 8
+    rows = parse_csv(target.read_text())
+    assert sorted(r["config"] for r in rows) == sorted(f"sweep/{i}" for i in range(1, 16, 2))

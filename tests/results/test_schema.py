@@ -23,7 +23,17 @@ from helpers import (
     write_run_info,
 )
 
-from ezpz_amsc.results.schema import HEADER, build_row, dashboard_problems, fmt
+from ezpz_amsc.results.schema import (
+    HEADER,
+    MAX_CELL_CHARS,
+    MAX_ROW_BYTES,
+    build_row,
+    dashboard_problems,
+    fmt,
+    formula_like,
+    render_csv,
+    unsafe_cells,
+)
 
 GOOD = RUNS / "fsdp_tp-2rank"
 LAUNCH_ROW = expected_row(LAUNCH)
@@ -208,3 +218,48 @@ def test_a_run_index_says_where_a_run_was_first_seen():
     assert index.first(key, "b.csv:7") == "a.csv:2"
     assert index.first(key, "b.csv:9") == "a.csv:2"  # always the first place, not the last
     assert index.first(("x",), 3) is None
+
+
+# ------------------------------------------------------------------ cells a file must not hold
+
+
+@pytest.mark.parametrize("text", [
+    "=1+1", "+SUM(A1:A9)", "@SUM(1)", "-x", "-", "+", "\t1", "\r1", "\tx", "-2+3+cmd|' /C calc'!A0",
+    "-1+HYPERLINK(\"x\")", "+1e", "-1e+", "-1.5e3x", "- 1", "-1 ", "--1", "+-1",
+    "-.", "-nan", "-inf", "+1_000",
+])
+def test_a_cell_starting_like_a_formula_that_is_no_number_is_one(text):
+    assert formula_like(text) is True
+
+
+@pytest.mark.parametrize("text", [
+    "-1", "+1", "-0.5", "+.5", "-5.", "-1e5", "+1.5E-3", "-12345678901234567890", "x-1", "a=b",
+    "", "1+1", " =1", "Aurora", "agpt-2b/bs1",
+])
+def test_a_number_or_a_cell_not_starting_like_a_formula_is_none(text):
+    assert formula_like(text) is False
+
+
+def test_unsafe_cells_names_each_column_once():
+    row = dict.fromkeys(HEADER, "")
+    row |= {"system": "=HYPERLINK(\"x\")", "config": "c" * 4097, "error": "x" * 4096,
+            "mfu": "-1.5"}
+    assert unsafe_cells(row) == [
+        "system '=HYPERLINK(\"x\")' would run as a formula when the CSV is opened in a "
+        "spreadsheet (it starts with =, +, -, @, a tab or a carriage return and is not a "
+        "number)",
+        "config is 4,097 characters long (at most 4,096)"]
+
+
+def test_a_formula_cell_is_shown_by_its_first_40_characters():
+    row = dict.fromkeys(HEADER, "") | {"error": "=" + "x" * 60}
+    assert unsafe_cells(row) == [
+        f"error {'=' + 'x' * 39!r} would run as a formula when the CSV is opened in a spreadsheet "
+        "(it starts with =, +, -, @, a tab or a carriage return and is not a number)"]
+
+
+def test_the_row_cap_holds_any_row_of_capped_cells():
+    worst = ["\"" * MAX_CELL_CHARS] * len(HEADER)  # every quote doubled, every cell quoted
+    assert len(render_csv([worst], header=False).encode()) <= MAX_ROW_BYTES
+    wide = ["\U0001F600" * MAX_CELL_CHARS] * len(HEADER)  # 4 bytes a character
+    assert len(render_csv([wide], header=False).encode()) <= MAX_ROW_BYTES

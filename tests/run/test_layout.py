@@ -4,7 +4,6 @@ and a tree of 100,000 files."""
 
 from __future__ import annotations
 
-import builtins
 import errno
 import json
 import os
@@ -108,13 +107,13 @@ def test_only_the_chosen_rank_file_is_read_among_200(tmp_path, monkeypatch):
     for r in range(200):
         write_jsonl(run / f"metrics-{r}.jsonl", [step(i, rank=r, dt=1.0) for i in range(1, 4)])
     opened: list[str] = []
-    real_open = builtins.open
+    real_open = os.open
 
-    def counting_open(file, *a, **kw):
+    def counting_open(file, *a, **kw):  # every file is read through os.open (fs/read.py)
         opened.append(str(file))
         return real_open(file, *a, **kw)
 
-    monkeypatch.setattr(builtins, "open", counting_open)
+    monkeypatch.setattr(os, "open", counting_open)
     row = one_row(run_cli(run, "--config", "c"))
     rank_files = [p for p in opened if "metrics-" in p]
     # rank 0's is read; the first, middle and last other ranks' only at their end (their

@@ -545,7 +545,8 @@ def test_unprintable_machine_is_ignored_and_system_asked_for(tmp_path, machine):
     assert "ignored MACHINE=" in result.stderr
 
 
-@pytest.mark.parametrize("machine", ["=HYPERLINK(\"x\")", "@SUM(1)", "-cmd", "+1"])
+@pytest.mark.parametrize("machine", ["=HYPERLINK(\"x\")", "@SUM(1)", "-cmd", "+cmd",
+                                     "-2+3+cmd|' /C calc'!A0", "-1+HYPERLINK(\"x\")", "+1e"])
 def test_formula_like_machine_asks_for_system(tmp_path, machine):
     run = launch(tmp_path)
     edit_dist(run, MACHINE=machine)
@@ -553,6 +554,26 @@ def test_formula_like_machine_asks_for_system(tmp_path, machine):
         f"error: MACHINE={machine!r} from run_info.json would run as a formula when the CSV is "
         "opened in a spreadsheet; pass --system NAME")
     assert one_row(run_cli(run, "--config", "c", "--system", "Aurora"))["system"] == "Aurora"
+
+
+@pytest.mark.parametrize("key", ["MACHINE", "HOSTNAME"])
+def test_a_system_name_longer_than_a_cell_asks_for_system(tmp_path, key):
+    """Regression: a 131,072-character MACHINE was exported, and then blocked every append."""
+    run = launch(tmp_path)
+    value = "A" * 200_000
+    edit_dist(run, **({"MACHINE": value} if key == "MACHINE" else
+                      {"MACHINE": None, "HOSTNAME": value}))
+    assert error_line(run_cli(run, "--config", "c")) == (
+        f"error: {key} from run_info.json is 200,000 characters long, not a system name; "
+        "pass --system NAME")
+    assert one_row(run_cli(run, "--config", "c", "--system", "Aurora"))["system"] == "Aurora"
+
+
+@pytest.mark.parametrize("machine", ["A" * 4096, "-5", "+1.5"])
+def test_a_system_name_at_the_cap_or_a_number_is_kept(tmp_path, machine):
+    run = launch(tmp_path)
+    edit_dist(run, MACHINE=machine)
+    assert one_row(run_cli(run, "--config", "c"))["system"] == machine
 
 
 # ------------------------------------------------------------ files that cannot answer

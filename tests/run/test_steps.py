@@ -6,7 +6,6 @@ The skim of other ranks' lines in a shared file has its own file, test_skim.py.
 
 from __future__ import annotations
 
-import builtins
 import errno
 import io
 import json
@@ -385,7 +384,7 @@ def test_unreadable_metrics_file(tmp_path, monkeypatch):
 def test_read_error_midway_through_metrics(tmp_path, monkeypatch):
     run = good_run(tmp_path / "run")
     target = run / "metrics-0.jsonl"
-    real_open = builtins.open
+    real_open = steps_mod.open_regular
 
     class Flaky(io.BufferedReader):
         def readline(self, *a):
@@ -393,12 +392,10 @@ def test_read_error_midway_through_metrics(tmp_path, monkeypatch):
                 raise OSError(errno.EIO, os.strerror(errno.EIO))
             return super().readline(*a)
 
-    def fake(file, *args, **kwargs):
-        if isinstance(file, (str, os.PathLike)) and Path(file) == target:
-            return Flaky(io.FileIO(file, "rb"))
-        return real_open(file, *args, **kwargs)
+    def fake(file):  # the one opener of files that are read (fs/read.py)
+        return Flaky(io.FileIO(file, "rb")) if Path(file) == target else real_open(file)
 
-    monkeypatch.setattr(builtins, "open", fake)
+    monkeypatch.setattr(steps_mod, "open_regular", fake)
     line = error_line(run_cli(run, "--config", "c"))
     assert line == f"error: {target}: cannot read metrics file: Input/output error"
 
@@ -497,7 +494,9 @@ print(json.dumps("_hashlib" in sys.modules))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("extra, loaded", [([], False), (["--provenance", "records"], True)])
+@pytest.mark.parametrize("extra, loaded", [
+    ([], False), (["--append", "r.csv"], False),
+    (["--append", "r.csv", "--provenance", "records"], True)])
 def test_only_a_provenance_export_loads_openssl(tmp_path, extra, loaded):
     # hashlib brings OpenSSL (~3.8 MB resident) into every process that imports it
     import subprocess
@@ -508,7 +507,10 @@ def test_only_a_provenance_export_loads_openssl(tmp_path, extra, loaded):
     env = {k: v for k, v in os.environ.items() if k != "MUTATE_COV_DIR"}
     p = subprocess.run([sys.executable, "-c", _MODULES_AFTER_EXPORT, run, "--config", "c", *extra],
                        capture_output=True, text=True, cwd=tmp_path, check=True, env=env)
-    assert p.stdout.splitlines()[0].startswith("timestamp,")
+    if extra:
+        assert (tmp_path / "r.csv").read_text().startswith("timestamp,")
+    else:
+        assert p.stdout.startswith("timestamp,")
     assert json.loads(p.stdout.splitlines()[-1]) is loaded
 
 
@@ -788,3 +790,27 @@ def test_values_of_keys_reads_one_rank_in_a_window(tmp_path):
     got = values_of_keys(p, 0, (b"ckpt",), lambda k: k.endswith("_s"), (10.0, 13.0))
     assert got == {"train/ckpt_s": [2.0, 3.0]}
     assert values_of_keys(tmp_path / "gone.jsonl", 0, (b"ckpt",), bool, (0.0, 1.0)) == {}
+
+
+@pytest.mark.slow
+def test_the_fallback_past_50000_empty_rank_files_opens_each_once(tmp_path, monkeypatch):
+    """Regression: when rank 0's file is empty, each rank tried copied the list of files
+    tried so far (quadratic: 51 s at 100,000 ranks). Every file up to the first that holds
+    steps is opened, once each, in rank order, and the details say so."""
+    run = tmp_path / "run"
+    n = 50_000
+    write_run_info(run, GPUS_PER_NODE="12", world_size=str(n), WORLD_SIZE_IN_USE=str(n),
+                   NUM_NODES="8334")
+    for r in range(n - 1):
+        os.close(os.open(run / f"metrics-{r}.jsonl", os.O_CREAT | os.O_WRONLY, 0o644))
+    write_jsonl(run / f"metrics-{n - 1}.jsonl",
+                [step(i, rank=n - 1, dt=0.5, tps=10.0) for i in (1, 2, 3)])
+    opened = []
+    real = steps_mod.open_regular
+    monkeypatch.setattr(steps_mod, "open_regular", lambda p: (opened.append(p), real(p))[1])
+    res = export_run(run, ExportOptions(config="c"))
+    assert (res.row["steps"], res.details.rank) == ("3", n - 1)
+    assert opened == [run / f"metrics-{r}.jsonl" for r in range(n)]
+    assert res.details.files_read == [str(p) for p in opened]
+    assert res.details.rank_files_not_read == 0
+    assert f"rank 0 logged no step; used rank {n - 1}" in res.notes

@@ -1,0 +1,145 @@
+"""Reading a results file's records: numbered, capped, and never a traceback.
+
+The one reader of results files' rows for ``check``, the run index and the
+append's duplicate check. A results file is edited by hand and shared, so it
+can hold anything: a line of megabytes, a field past the csv module's limit, a
+quoted field running over many lines, bytes that are not UTF-8, CR or CRLF line
+ends. Each record comes out with the byte offset and number of its first line;
+a line longer than :data:`~ezpz_amsc.results.schema.MAX_ROW_BYTES` is skipped
+unread (reported, never held in memory), and a record the csv module cannot
+read is reported, after which reading goes on at the next line.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from ezpz_amsc.results.schema import MAX_ROW_BYTES
+
+_BOM = "\ufeff"
+
+
+@dataclass
+class Record:
+    """One record of a results file: its cells, or why it could not be read."""
+
+    offset: int  # byte offset of its first line
+    line: int  # number of its first line, from 1
+    last_line: int  # number of its last line (a quoted field can span lines)
+    cells: list[str] | None  # None: not read (see ``problem``)
+    problem: str | None = None
+
+
+def read_records(f: BinaryIO, offset: int = 0, line: int = 1) -> Iterator[Record]:
+    """The records of ``f`` from byte ``offset``, which starts line number ``line``.
+
+    ``f`` (binary, seekable) is seeked to ``offset`` and read to its end. Cells
+    are decoded as UTF-8, with bytes that are not kept as lone surrogates
+    (``surrogateescape``), so that a line of another encoding is still
+    numbered and can be reported.
+    """
+    f.seek(offset)
+    return _records(_Lines(f, offset, line))
+
+
+class _Lines:
+    """Physical lines (ended by LF, CRLF or CR) with their offsets, each at most the cap.
+
+    A line past the cap is drained unread and ends the current pass, so that
+    the csv reader stops; the caller reports it and starts a new pass.
+    """
+
+    def __init__(self, f: BinaryIO, offset: int, line: int) -> None:
+        self.f, self.offset, self.line = f, offset, line - 1
+        self.started: list[tuple[int, int]] = []  # (offset, line) of the current record's lines
+        self.long: tuple[int, int] | None = None  # a line past the cap, just skipped
+        self.eof = False
+
+    def __iter__(self) -> Iterator[str]:
+        readline, started = self.f.readline, self.started
+        cap = MAX_ROW_BYTES + 2  # a line of the cap and its line end (CRLF)
+        while True:
+            raw = readline(cap)
+            if not raw:
+                self.eof = True
+                return
+            if b"\r" in raw:  # CRLF, or old Mac line ends (a bare CR): maybe several lines
+                raw = self._first_of(raw, cap)
+            start = self.offset
+            self.line += 1
+            self.offset += len(raw)
+            end = 2 if raw.endswith(b"\r\n") else 1 if raw.endswith((b"\n", b"\r")) else 0
+            if len(raw) - end > MAX_ROW_BYTES:
+                if not end:
+                    self._drain(cap)
+                self.long = (start, self.line)
+                return
+            started.append((start, self.line))
+            yield raw.decode("utf-8", "surrogateescape")
+
+    def _first_of(self, raw: bytes, cap: int) -> bytes:
+        """The first line of ``raw``, the rest put back to be read again; a CR that ends
+        ``raw`` at the cap takes the LF after it, if one follows."""
+        first = raw.splitlines(keepends=True)[0]
+        if len(first) < len(raw):
+            self.f.seek(len(first) - len(raw), os.SEEK_CUR)
+        elif len(raw) == cap and raw.endswith(b"\r"):
+            nxt = self.f.read(1)
+            if nxt == b"\n":
+                return raw + nxt
+            if nxt:
+                self.f.seek(-1, os.SEEK_CUR)
+        return first
+
+    def _drain(self, cap: int) -> None:
+        """Read on to the end of a long line, a cap's worth at a time."""
+        readline = self.f.readline
+        while True:
+            rest = readline(cap)
+            cr = rest.find(b"\r")
+            if cr != -1 and rest[cr + 1:cr + 2] != b"\n":  # a bare CR ends it: put the rest back
+                self.f.seek(cr + 1 - len(rest), os.SEEK_CUR)
+                self.offset += cr + 1
+                return
+            self.offset += len(rest)
+            if not rest or rest.endswith(b"\n"):
+                return
+
+
+def _records(lines: _Lines) -> Iterator[Record]:
+    started = lines.started
+    while not lines.eof:
+        reader = csv.reader(lines)
+        try:
+            for cells in reader:
+                (start, first), last = started[0], started[-1][1]
+                started.clear()
+                if not start and cells and cells[0].startswith(_BOM):
+                    cells[0] = cells[0][1:]  # a UTF-8 BOM, decoded as U+FEFF
+                yield Record(start, first, last, cells)
+        except csv.Error as e:
+            start, first = lines.started[0] if lines.started else (lines.offset, lines.line)
+            yield Record(start, first, lines.line, None, f"{e}; read on from the next line")
+        lines.started.clear()
+        if lines.long is not None:
+            start, number = lines.long
+            lines.long = None
+            lines.eof = False
+            yield Record(start, number, number, None,
+                         f"line longer than {MAX_ROW_BYTES:,} bytes; not read")
+
+
+def record_at(fd: int, offset: int) -> list[str] | None:
+    """The cells of the record starting at byte ``offset`` of the open file ``fd``.
+
+    Read with ``pread``: the descriptor's own offset (an append's) is not moved.
+    None when no readable record starts there.
+    """
+    data = os.pread(fd, MAX_ROW_BYTES + 1, offset)
+    first = next(read_records(io.BytesIO(data)), None)
+    return first.cells if first is not None else None

@@ -1,0 +1,136 @@
+"""Reading a results file's records (results/rows.py): each with its byte offset and line
+numbers, whatever the line ends; lines past the cap and fields past the csv module's limit
+reported, and the reading going on after them."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+
+import pytest
+
+from ezpz_amsc.results.rows import Record, read_records, record_at
+from ezpz_amsc.results.schema import MAX_ROW_BYTES
+
+LIMIT = csv.field_size_limit()
+
+
+def _line_of(n: int, fill: bytes = b"x") -> bytes:
+    """``n`` bytes of fields, each under the csv module's field limit."""
+    cell = fill * 50_000 + b","
+    return (cell * (n // len(cell) + 1))[:n]
+
+
+def _read(data: bytes, offset: int = 0, line: int = 1) -> list[tuple]:
+    return [(r.offset, r.line, r.last_line, r.cells, r.problem)
+            for r in read_records(io.BytesIO(data), offset, line)]
+
+
+@pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r"], ids=["LF", "CRLF", "CR"])
+def test_offsets_and_line_numbers_whatever_the_line_ends(end):
+    data = end.join([b"h,x", b"a,1", b"b,2", b""])
+    n = len(end)
+    assert _read(data) == [(0, 1, 1, ["h", "x"], None), (3 + n, 2, 2, ["a", "1"], None),
+                           (6 + 2 * n, 3, 3, ["b", "2"], None)]
+
+
+def test_a_bare_cr_inside_a_line_ends_a_line_and_a_crlf_does_not_end_two():
+    assert _read(b"a\rb,1\r\nc\n") == [(0, 1, 1, ["a"], None), (2, 2, 2, ["b", "1"], None),
+                                     (7, 3, 3, ["c"], None)]
+    assert _read(b"x\ry\n") == [(0, 1, 1, ["x"], None), (2, 2, 2, ["y"], None)]
+
+
+def test_reading_starts_at_an_offset_with_the_line_number_given():
+    data = b"h\na,1\nb,2\n"
+    assert _read(data, 2, 2) == [(2, 2, 2, ["a", "1"], None), (6, 3, 3, ["b", "2"], None)]
+    assert _read(data, 6, 40) == [(6, 40, 40, ["b", "2"], None)]
+
+
+def test_a_quoted_field_over_several_lines_is_one_record_numbered_by_both_ends():
+    data = b'h\n"a\nb\nc",1\nd,2\n'
+    assert _read(data) == [(0, 1, 1, ["h"], None), (2, 2, 4, ["a\nb\nc", "1"], None),
+                           (12, 5, 5, ["d", "2"], None)]
+
+
+def test_a_bom_is_taken_off_the_first_cell_of_the_file_only():
+    bom = "\ufeff".encode()
+    data = bom + b"h,x\n" + bom + b"a,1\n"
+    assert _read(data) == [(0, 1, 1, ["h", "x"], None), (7, 2, 2, ["\ufeffa", "1"], None)]
+    assert _read(b"\n" + bom + b"a\n") == [(0, 1, 1, [], None), (1, 2, 2, ["\ufeffa"], None)]
+
+
+def test_bytes_that_are_not_utf8_are_kept_as_lone_surrogates():
+    assert _read(b"a\xff,1\n") == [(0, 1, 1, ["a\udcff", "1"], None)]
+
+
+@pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r"], ids=["LF", "CRLF", "CR"])
+def test_a_line_of_the_cap_is_read_and_one_byte_longer_is_not(end):
+    at_cap = _line_of(MAX_ROW_BYTES) + end  # the cap counts the bytes before the line end
+    over = _line_of(MAX_ROW_BYTES + 1, b"y") + end
+    got = _read(at_cap + over + b"z" + end)
+    assert [(o, n, m, None if c is None else len(",".join(c)), p) for o, n, m, c, p in got] == [
+        (0, 1, 1, MAX_ROW_BYTES, None),
+        (len(at_cap), 2, 2, None, f"line longer than {MAX_ROW_BYTES:,} bytes; not read"),
+        (len(at_cap) + len(over), 3, 3, 1, None)]
+
+
+def test_a_last_line_of_the_cap_without_a_line_end_is_read():
+    got = _read(b"h\n" + _line_of(MAX_ROW_BYTES))
+    assert [(o, n, c is not None and len(",".join(c)), p) for o, n, _, c, p in got] == [
+        (0, 1, 1, None), (2, 2, MAX_ROW_BYTES, None)]
+    got = _read(b"h\n" + _line_of(MAX_ROW_BYTES + 1))
+    assert got[1][3:] == (None, f"line longer than {MAX_ROW_BYTES:,} bytes; not read")
+
+
+def test_a_line_many_caps_long_is_passed_over_and_the_next_read():
+    long = b"x" * (3 * MAX_ROW_BYTES + 5) + b"\n"
+    assert _read(b"a\n" + long + b"b\n" + long) == [
+        (0, 1, 1, ["a"], None),
+        (2, 2, 2, None, f"line longer than {MAX_ROW_BYTES:,} bytes; not read"),
+        (2 + len(long), 3, 3, ["b"], None),
+        (4 + len(long), 4, 4, None, f"line longer than {MAX_ROW_BYTES:,} bytes; not read")]
+
+
+def test_a_field_past_the_csv_limit_is_reported_and_reading_goes_on():
+    big = b"a," + b"x" * (LIMIT + 1) + b"\n"
+    assert _read(big + b"b,1\n") == [
+        (0, 1, 1, None, f"field larger than field limit ({LIMIT}); read on from the next line"),
+        (len(big), 2, 2, ["b", "1"], None)]
+
+
+def test_a_quoted_field_that_never_ends_is_reported_where_it_started():
+    data = b'h\n"a\n' + b"x" * 100_000 + b"\n" + b"y" * 100_000 + b"\nz\n"
+    got = _read(data)
+    assert got[0] == (0, 1, 1, ["h"], None)
+    assert got[1] == (2, 2, 4, None,
+                      f"field larger than field limit ({LIMIT}); read on from the next line")
+    assert got[2:] == [(len(data) - 2, 5, 5, ["z"], None)]
+
+
+def test_record_at_reads_the_record_at_an_offset_without_moving_the_file(tmp_path):
+    p = tmp_path / "r.csv"
+    p.write_bytes(b"h\na,1\nb,2\n" + b"x" * (MAX_ROW_BYTES + 1) + b"\n")
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        os.lseek(fd, 3, os.SEEK_SET)
+        assert record_at(fd, 2) == ["a", "1"]
+        assert record_at(fd, 6) == ["b", "2"]
+        assert record_at(fd, 10) is None  # past the cap
+        assert record_at(fd, 10 + MAX_ROW_BYTES + 2) is None  # at the end
+        assert os.lseek(fd, 0, os.SEEK_CUR) == 3
+    finally:
+        os.close(fd)
+
+
+def test_a_record_is_its_fields():
+    r = Record(1, 2, 3, ["a"])
+    assert (r.offset, r.line, r.last_line, r.cells, r.problem) == (1, 2, 3, ["a"], None)
+
+
+@pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r"], ids=["LF", "CRLF", "CR"])
+def test_a_long_last_line_with_its_line_end_is_the_last_record(end):
+    data = b"h" + end + _line_of(MAX_ROW_BYTES + 1) + end
+    assert _read(data) == [
+        (0, 1, 1, ["h"], None),
+        (1 + len(end), 2, 2, None, f"line longer than {MAX_ROW_BYTES:,} bytes; not read")]
