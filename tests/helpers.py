@@ -50,6 +50,10 @@ EXPECTED = {
 MFU_NOTE = ("mfu is 0.0 on every step (ezpz writes 0.0 when it does not know the device's "
             "peak FLOPS); left empty")
 
+# minimal and diffusion log no tokens/s: the note their rows earn.
+NO_THROUGHPUT_NOTE = ("no throughput series logged (looked for train/tps, train/tokens_per_sec, "
+                      "train/tps_per_gpu); both throughput cells are empty")
+
 LAUNCH = "fsdp_tp-1rank-launch"  # 1 rank, train/tps and train/tps_per_gpu, 30 steps
 
 DIST_CPU_1RANK = {

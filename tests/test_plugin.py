@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 import pytest
-from helpers import REPO, error_line, one_row, parse_csv, run_cli, runner
+from helpers import NO_THROUGHPUT_NOTE, REPO, error_line, one_row, parse_csv, run_cli, runner
 from host_loader import REPLACEABLE, BrokenCommand, load_plugins, run_finalize_hooks
 
 from ezpz_amsc.cli.group import cli as amsc_group
@@ -295,8 +295,12 @@ def test_host_finalize_hooks_reach_ours_past_a_broken_one(broken_site, fixture_r
     assert [r["config"] for r in parse_csv((run / "amsc.csv").read_text())] == ["minimal/hooked"]
     assert [r.getMessage() for r in caplog.records] == [
         "finalize hook broken failed: plugin exploded on import",
+        f"ezpz-amsc: note: {NO_THROUGHPUT_NOTE}",
         "ezpz-amsc: note: mfu is 0.0 on every step (ezpz writes 0.0 when it does not know the "
-        "device's peak FLOPS); left empty"]
+        "device's peak FLOPS); left empty",
+        # INFO would not show with the root at WARNING: the where line is a warning then
+        f"ezpz-amsc: wrote the 'minimal/hooked' row for {run} to {run / 'amsc.csv'}, its "
+        f"provenance record to {run / 'amsc.json'}"]
 
 
 @pytest.mark.parametrize("target, reason", [

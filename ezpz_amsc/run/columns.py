@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ezpz_amsc.errors import AmscError, plural
 from ezpz_amsc.results.schema import build_row, dashboard_problems, fmt, format_timestamp
+from ezpz_amsc.run.steps import SERIES_KEYS
 
 if TYPE_CHECKING:
     from ezpz_amsc.run.crosschecks import Context
@@ -98,6 +99,11 @@ def _metric_values(ctx: Context, notes: list[str]) -> dict[str, Any]:
         tpg = tps / gpus
         notes.append(f"throughput_tokens_per_sec_per_gpu derived as global / "
                      f"{plural(gpus, 'gpu')} (no per-GPU throughput logged)")
+    elif not (st["tps"].present or st["tps_per_gpu"].present) and ctx.opts.status == "pass":
+        # A throughput benchmark's row without its rate: say so, not only by empty cells.
+        looked = ", ".join(SERIES_KEYS["tps"] + SERIES_KEYS["tps_per_gpu"])
+        notes.append(f"no throughput series logged (looked for {looked}); both throughput "
+                     "cells are empty")
     mfu = st["mfu"].value
     if st["mfu"].all_zero:
         mfu = None

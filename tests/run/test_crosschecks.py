@@ -25,6 +25,7 @@ from helpers import (
     FIXTURE_NAMES,
     LAUNCH,
     MFU_NOTE,
+    NO_THROUGHPUT_NOTE,
     PPN_6,
     RUNS,
     aurora_run,
@@ -162,7 +163,8 @@ def test_allocation_ngpus_that_nothing_checks_is_noted(tmp_path):
     assert list(one_row(r).values()) == EXPECTED["diffusion-1rank"].split(",")
     assert notes_of(r) == [
         "gpus 1 is the allocation's NGPUS: no world size was recorded and no per-GPU "
-        "throughput was logged to check it; pass --gpus N if fewer ranks ran", MFU_NOTE]
+        "throughput was logged to check it; pass --gpus N if fewer ranks ran",
+        NO_THROUGHPUT_NOTE, MFU_NOTE]
 
 
 def test_ratio_that_is_not_a_whole_rank_count_is_noted(tmp_path):
@@ -319,7 +321,8 @@ def test_intervals_without_elapsed_time_say_nothing_of_step_time(tmp_path):
     r = run_cli(run, "--config", "c")
     row = one_row(r)
     assert (row["steps"], row["wall_time_sec"]) == ("11", "16.500")
-    assert notes_of(r) == []  # 7.5 s of step time in the 2 s intervals: 0.75 of 10 s
+    # 7.5 s of step time in the 2 s intervals: 0.75 of 10 s
+    assert notes_of(r) == [NO_THROUGHPUT_NOTE]
 
 
 @pytest.mark.parametrize(("steps", "summed", "ratio", "span"), [
@@ -390,7 +393,7 @@ def test_step_time_rules_at_their_edges(tmp_path, gaps, steps, dts, extra, wall,
     r = run_cli(_clocked(tmp_path / "run", gaps, steps, dts), "--config", "c", *extra)
     row = one_row(r)
     assert (row["steps"], row["wall_time_sec"]) == (str(len(steps)), wall)
-    assert notes_of(r) == notes
+    assert notes_of(r) == [*notes, NO_THROUGHPUT_NOTE]
 
 
 # ---------------------------------------------------------------- attempts and resumes
@@ -639,7 +642,7 @@ def test_epoch_level_history_counts_epochs(tmp_path):
     assert row["final_loss"] == f"{3.0 - 0.5:.6f}"
     assert row["throughput_tokens_per_sec"] == "" and row["mfu"] == ""
     assert notes_of(r) == ["records are epochs (epoch is the only counter): steps counts epochs, "
-                        "and restarts are detected on the epoch number"]
+                        "and restarts are detected on the epoch number", NO_THROUGHPUT_NOTE]
     write_jsonl(run / "metrics-0.jsonl", recs[:3] + [
         {**x, "timestamp": x["timestamp"] + 600} for x in recs])
     line = error_line(run_cli(run, "--config", "c"))
@@ -679,7 +682,8 @@ def test_other_ranks_in_the_file_used_are_named(tmp_path, others, listed):
     assert (row["gpus"], row["steps"], row["wall_time_sec"]) == ("2", "5", "2.500")
     assert notes_of(r) == [
         "rank 0 logged no step; used rank 1",
-        f"metrics-1.jsonl also holds {listed} (files named by local rank?); used rank 1's only"]
+        f"metrics-1.jsonl also holds {listed} (files named by local rank?); used rank 1's only",
+        NO_THROUGHPUT_NOTE]
 
 
 # ---------------------------------------------------------------- throughput keys
@@ -702,7 +706,7 @@ def test_bare_tokens_per_sec_is_not_training_throughput(tmp_path):
     assert notes_of(r) == [
         "ignored bare tokens_per_sec: not training throughput (bare tokens_per_sec is ezpz's "
         "inference rate, per rank); only train/tps, train/tps_per_gpu and train/tokens_per_sec "
-        "are", MFU_NOTE]
+        "are", NO_THROUGHPUT_NOTE, MFU_NOTE]
 
 
 def test_every_bare_throughput_key_is_named(tmp_path):
@@ -714,7 +718,7 @@ def test_every_bare_throughput_key_is_named(tmp_path):
     assert notes_of(r) == [
         "ignored bare tokens_per_sec, tps: not training throughput (bare tokens_per_sec is "
         "ezpz's inference rate, per rank); only train/tps, train/tps_per_gpu and "
-        "train/tokens_per_sec are"]
+        "train/tokens_per_sec are", NO_THROUGHPUT_NOTE]
 
 
 # ---------------------------------------------------------------- impossible values
@@ -1038,7 +1042,8 @@ def test_skewed_step_after_a_missing_first_timestamp_is_named(tmp_path):
     assert one_row(r)["timestamp"] == format_timestamp(t0 + 3)
     assert notes_of(r) == [
         f"step 2's timestamp {format_timestamp(t0 + 3602)} is later than step 3's; the row's "
-        f"timestamp is step 3's ({format_timestamp(t0 + 3)}); pass --timestamp to set it"]
+        f"timestamp is step 3's ({format_timestamp(t0 + 3)}); pass --timestamp to set it",
+        NO_THROUGHPUT_NOTE]
 
 
 def test_row_timestamp_from_a_step_without_number(tmp_path):
@@ -1067,4 +1072,5 @@ def test_every_10_steps_plus_the_last_one(tmp_path):
     row = one_row(r)
     assert row["wall_time_sec"] == f"{sum(x['metrics']['train/dt'] for x in kept):.3f}"
     assert notes_of(r) == ["wall_time_sec covers 5 of ~40 steps (logged every 10 steps, steps "
-                        "0..39); pass --wall-time-sec", MFU_NOTE]  # and no step-time note
+                        "0..39); pass --wall-time-sec", NO_THROUGHPUT_NOTE,
+                        MFU_NOTE]  # and no step-time note
