@@ -204,7 +204,7 @@ def finalize_hook(history: Any, outdir: str | os.PathLike[str] | None, *,
                 msg += " (when exporting by hand: ezpz-amsc RUN_DIR --config LABEL ...)"
         else:
             msg = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
-        msg = " ".join(msg.splitlines())
+        msg = " ".join(line.strip() for line in msg.splitlines())  # wrapped details: one line
         # The directory once: not again when the message starts with it (or a file in it).
         named = path is None or about(path, msg) == msg
         log.warning("ezpz-amsc: no row written%s: %s", "" if named else f" for {path}", msg)

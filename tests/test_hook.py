@@ -175,7 +175,9 @@ FAILURES = [
      "EZPZ_AMSC_APPEND='~no-such-user-x/r.csv': cannot expand ~no-such-user-x: no such user"),
     ({}, "append-under-a-file", "exists and is not a folder"),
     ({}, "append-is-a-dir", "is a directory"),
-    ({}, "append-other-header", "existing header differs"),
+    ({}, "append-other-header", "existing header differs from this tool's (lacks timestamp, "
+     "system, config, nodes and 10 more; has date, machine, score); refusing to append — write "
+     "to a new file the file's:  date,machine,score this tool's: timestamp,system,config,"),
     ({}, "row-file-is-a-dir", "amsc.csv: is a directory; cannot write a file there"),
     ({}, "no-provenance", "cannot tell"),
     ({}, RuntimeError("exploded inside export"), "RuntimeError: exploded inside export"),

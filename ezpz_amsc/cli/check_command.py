@@ -53,8 +53,21 @@ def check_file(path: str, quiet: bool = False, provenance: str | None = None) ->
         click.echo(p, err=True)
     with_records = f" and {plural(records, 'record')}" if provenance else ""
     if problems:
-        raise AmscError(f"{path}: {plural(len(problems), 'problem')} in {plural(rows, 'row')}"
-                        f"{with_records}")
+        raise AmscError(f"{path}: {_problems_text(problems, rows, with_records)}")
     click.echo(f"{path}: {plural(rows, 'row')}, all readable by the dashboard"
                + (f"; {plural(records, 'record')} in {provenance}, one per row"
                   if provenance else ""))
+
+
+def _problems_text(problems: list[str], rows: int, with_records: str) -> str:
+    """``3 problems in 10 rows``; a header problem is named apart (it is in no row)."""
+    from ezpz_amsc.errors import plural
+    from ezpz_amsc.results.validate import HEADER_PROBLEM
+
+    in_rows = f"in {plural(rows, 'row')}{with_records}"
+    if f":1: {HEADER_PROBLEM} (" not in problems[0]:
+        return f"{plural(len(problems), 'problem')} {in_rows}"
+    if len(problems) == 1:
+        return f"the header differs from this tool's (no other problem {in_rows})"
+    more = plural(len(problems) - 1, "problem")
+    return f"the header differs from this tool's, and {more} {in_rows}"

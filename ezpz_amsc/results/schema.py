@@ -28,6 +28,10 @@ STATUSES = ("pass", "fail")
 # The identity of a run on the dashboard: a second row with these is a double count.
 KEY_COLUMNS = ("timestamp", "system", "config", "nodes", "gpus")
 KEY_INDEX = tuple(HEADER.index(c) for c in KEY_COLUMNS)
+# ezpz's compute_mfu returns 0.0 when it does not know the device's peak FLOPS
+# (every CPU run), and ezpz's own exporter writes that 0.0 into the mfu cell: an
+# mfu of zero is "unknown", never a measurement.
+MFU_ZERO_MEANS = "ezpz writes 0.0 when it does not know the device's peak FLOPS"
 # A cell starting like this runs as a formula when the CSV is opened in a
 # spreadsheet; "-" followed by a digit is a negative number and stays.
 _FORMULA = re.compile(r"[=+@]|-[^0-9]")
@@ -67,6 +71,33 @@ class RunIndex:
 
     def __contains__(self, key: object) -> bool:
         return key in self._first
+
+
+def header_difference(found: Sequence[str]) -> str:
+    """How a results file's header differs from :data:`HEADER`, in a few words.
+
+    ``lacks mfu, error``, ``has extra``, both, or ``the same columns in another order``.
+    """
+    def listed(names: list[str]) -> str:
+        shown = ", ".join(n if len(n) <= 40 else f"{n[:37]}..." for n in names[:4])
+        return shown if len(names) <= 4 else f"{shown} and {len(names) - 4} more"
+
+    missing = [c for c in HEADER if c not in found]
+    extra = list(dict.fromkeys(c for c in found if c not in HEADER))
+    parts = [f"lacks {listed(missing)}"] if missing else []
+    parts += [f"has {listed(extra)}"] if extra else []
+    if parts:
+        return "; ".join(parts)
+    return ("the same columns in another order" if len(found) == len(HEADER)
+            else "a column named twice")
+
+
+def zero_mfu(row: Mapping[str, str]) -> bool:
+    """True when the row's mfu cell is a number equal to 0: "unknown" (:data:`MFU_ZERO_MEANS`)."""
+    try:
+        return float(row.get("mfu", "")) == 0
+    except ValueError:  # empty (not measured), or not a number (its own problem)
+        return False
 
 
 def formula_like(text: str) -> bool:

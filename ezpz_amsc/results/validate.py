@@ -12,11 +12,24 @@ from pathlib import Path
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.fs.access import describe, group_name
-from ezpz_amsc.results.schema import HEADER, REQUIRED, RunIndex, dashboard_problems, run_key
+from ezpz_amsc.results.schema import (
+    HEADER,
+    MFU_ZERO_MEANS,
+    REQUIRED,
+    RunIndex,
+    dashboard_problems,
+    header_difference,
+    run_key,
+    zero_mfu,
+)
 
 # Bytes that are not UTF-8, as the surrogateescape decoder keeps them: such a line is
 # reported by number and the reading goes on (a strict decoder would stop the whole file).
 _NOT_UTF8 = re.compile("[\udc80-\udcff]")
+HEADER_PROBLEM = "header differs from this tool's"  # read by name: a problem, not a refusal
+# Still read by the report (as an unknown mfu), but a problem: the dashboard would publish 0.
+ZERO_MFU_PROBLEM = (f"mfu {{!r}} is zero, which is not a measurement ({MFU_ZERO_MEANS}, e.g. "
+                    "on CPU); empty the cell (not measured)")
 
 
 def check_results_file(
@@ -32,7 +45,7 @@ def check_results_file(
     """
     p = Path(path)
     if p.is_dir():
-        raise AmscError(f"{p}: is a directory; --check needs a results CSV")
+        raise AmscError(f"{p}: is a directory; check needs a results CSV file{_csv_in(p)}")
     try:
         f = open(p, newline="", encoding="utf-8-sig", errors="surrogateescape")  # noqa: SIM115
     except FileNotFoundError:
@@ -52,7 +65,7 @@ def check_results_file(
                 what = "column" if len(missing) == 1 else "columns"
                 raise AmscError(f"{p}: header lacks required {what} {', '.join(missing)}")
             if tuple(header) != HEADER:
-                problems.append(f"{p}:1: header differs from this tool's (order or columns)")
+                problems.append(f"{p}:1: {HEADER_PROBLEM} ({header_difference(header)})")
             index = {c: header.index(c) for c in HEADER if c in header}
             seen = RunIndex()
             for cells in reader:
@@ -74,11 +87,23 @@ def check_results_file(
                 if first is not None:
                     found.append(f"{p}:{line}: same run as line {first}")
                 problems.extend(found)
+                if zero_mfu(row):  # readable, but it would publish a made-up number
+                    problems.append(f"{p}:{line}: {ZERO_MFU_PROBLEM.format(row['mfu'])}")
                 if on_row is not None and not found:
                     on_row(line, row)
         except csv.Error as e:
             problems.append(f"{p}:{reader.line_num}: {e}; the rest of the file was not read")
     return rows, problems
+
+
+def _csv_in(folder: Path) -> str:
+    """``, e.g. FOLDER/runs.csv`` when the folder holds a CSV file (the first by name)."""
+    try:
+        names = sorted(e.name for e in os.scandir(folder)
+                       if e.name.endswith(".csv") and e.is_file())
+    except OSError:
+        return ""
+    return f", e.g. {folder / names[0]}" if names else ""
 
 
 def sharing_notes(path: str | os.PathLike[str]) -> list[str]:

@@ -11,7 +11,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ezpz_amsc.errors import AmscError, plural
-from ezpz_amsc.results.schema import build_row, dashboard_problems, fmt, format_timestamp
+from ezpz_amsc.results.schema import (
+    MFU_ZERO_MEANS,
+    build_row,
+    dashboard_problems,
+    fmt,
+    format_timestamp,
+)
 from ezpz_amsc.run.steps import SERIES_KEYS
 
 if TYPE_CHECKING:
@@ -107,8 +113,7 @@ def _metric_values(ctx: Context, notes: list[str]) -> dict[str, Any]:
     mfu = st["mfu"].value
     if st["mfu"].all_zero:
         mfu = None
-        notes.append("mfu is 0.0 on every step (ezpz writes 0.0 when it does not know the "
-                     "device's peak FLOPS); left empty")
+        notes.append(f"mfu is 0.0 on every step ({MFU_ZERO_MEANS}); left empty")
     kept = warmup_kept_note(ctx.opts.warmup, red)
     if kept:
         notes.append(kept)

@@ -96,9 +96,36 @@ def test_check_reads_a_header_without_the_optional_columns(tmp_path):
     p = _write(tmp_path, header, "2026-11-29T22:18:43Z,localhost,c,1,2,pass,4.034,3930.349,"
                "1965.174,7.989204,30")
     r = run_cli("--check", p, "-q")  # -q: no notes on who else may append
-    assert r.stderr == (f"{p}:1: header differs from this tool's (order or columns)\n"
-                        f"error: {p}: 1 problem in 1 row\n")
+    assert r.stderr == (f"{p}:1: header differs from this tool's (lacks mfu, tflops, error)\n"
+                        f"error: {p}: the header differs from this tool's (no other problem "
+                        "in 1 row)\n")
+    # The header is named apart from the rows' problems.
+    q = _write(tmp_path, header, *["2026-11-29T22:18:43Z,localhost,c,1,2,pass,4.034,3930.349,"
+                                   "1965.174,7.989204,30"] * 2, name="twice.csv")
+    assert run_cli("--check", q, "-q").stderr.splitlines()[-1] == (
+        f"error: {q}: the header differs from this tool's, and 1 problem in 2 rows")
     assert r.exit_code == 1 and r.stdout == ""
+
+
+@pytest.mark.parametrize("mfu", ["0.0", "0", "0.000", "-0.0"])
+def test_check_flags_a_zero_mfu_as_not_a_measurement(tmp_path, mfu):
+    """ezpz's built-in exporter writes 0.0 for "peak FLOPS unknown": a made-up number."""
+    cells = GOOD_ROW.split(",")
+    cells[HEADER.index("mfu")] = mfu
+    p = _write(tmp_path, HEADER_LINE, GOOD_ROW.replace("22:18:43", "22:18:44"), ",".join(cells))
+    r = run_cli("--check", p, "-q")
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert r.stderr.splitlines() == [
+        f"{p}:3: mfu {mfu!r} is zero, which is not a measurement (ezpz writes 0.0 when it does "
+        "not know the device's peak FLOPS, e.g. on CPU); empty the cell (not measured)",
+        f"error: {p}: 1 problem in 2 rows"]
+
+
+@pytest.mark.parametrize("mfu", ["0.001", "", "12.5"])
+def test_check_takes_a_measured_or_empty_mfu(tmp_path, mfu):
+    cells = GOOD_ROW.split(",")
+    cells[HEADER.index("mfu")] = mfu
+    assert run_cli("--check", _write(tmp_path, HEADER_LINE, ",".join(cells)), "-q").exit_code == 0
 
 
 def test_check_duplicate_rows(tmp_path):
@@ -121,7 +148,11 @@ def test_check_refuses_what_is_no_readable_results_file(tmp_path, monkeypatch):
     folder.mkdir()
     empty.write_text("")
     assert error_line(run_group("check", folder)) == (
-        f"error: {folder}: is a directory; --check needs a results CSV")
+        f"error: {folder}: is a directory; check needs a results CSV file")
+    (folder / "b.csv").touch()
+    (folder / "a.csv").mkdir()  # a folder named like one is not offered
+    assert error_line(run_group("check", folder)) == (
+        f"error: {folder}: is a directory; check needs a results CSV file, e.g. {folder}/b.csv")
     assert error_line(run_group("check", empty)) == f"error: {empty}: empty file, no header"
     assert error_line(run_group("check", tmp_path / "gone.csv")) == (
         f"error: {tmp_path / 'gone.csv'}: no such file")
@@ -315,11 +346,12 @@ def test_check_with_records_reads_a_column_the_file_lacks_as_empty(published):
     result = run_group("check", results, "--provenance", folder, "-q")
     assert (result.exit_code, result.stdout) == (1, "")
     assert result.stderr.splitlines() == [
-        f"{results}:1: header differs from this tool's (order or columns)",
+        f"{results}:1: header differs from this tool's (lacks mfu, tflops, final_loss, error)",
         *(f"{results}:{i}: differs from its record {by_stamp[row['timestamp']]}: "
           f"tflops '' in the file, {row['tflops']!r} in the record; "
           f"final_loss '' in the file, {row['final_loss']!r} in the record"
           for i, row in enumerate(rows, start=2)),
-        f"error: {results}: 6 problems in 5 rows and 5 records",
+        f"error: {results}: the header differs from this tool's, and 5 problems in 5 rows and "
+        "5 records",
     ]
     assert all(row["tflops"] and row["final_loss"] and not row["mfu"] for row in rows)

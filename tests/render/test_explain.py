@@ -39,7 +39,7 @@ from ezpz_amsc.render.explain import (
     sparkline,
     spread,
 )
-from ezpz_amsc.render.terminal import WIDTH, Paint, number, use_colour, wrap
+from ezpz_amsc.render.terminal import WIDTH, Paint, number, use_colour, wrap, wrap_at_commas
 from ezpz_amsc.run.details import Trend
 
 ANSI = "\x1b["
@@ -609,6 +609,18 @@ def test_wrap_keeps_long_and_hyphenated_words_whole():
     assert wrap(f"a {word} b", "  ", "    ") == ["  a", f"    {word}", "    b"]
     lines = wrap("y " * 33 + "--wall-time-sec-given", "", "")
     assert lines == [("y " * 33).rstrip(), "--wall-time-sec-given"]
+
+
+def test_wrap_at_commas_breaks_after_commas_only():
+    assert wrap_at_commas("  h: ", "a,b,c") == ["  h: a,b,c"]
+    words = ",".join(["x" * 30] * 4)  # 123 characters
+    assert wrap_at_commas("  h: ", words) == [
+        "  h: " + ",".join(["x" * 30] * 2) + ",", "     " + ",".join(["x" * 30] * 2)]
+    long = "y" * 90
+    # A name longer than a line stays whole, beside the label and on a line of its own.
+    assert wrap_at_commas("  h: ", f"{long},{long},z") == [
+        f"  h: {long},", f"     {long},", "     z"]
+    assert wrap_at_commas("", "a") == ["a"]
 
 
 def test_colour_off_when_the_stream_cannot_say():

@@ -108,7 +108,7 @@ scaling report: 1 file, 26 rows: 25 measured, 1 failed
   over repeats
   flags (!): eff above 1.05 or below 0.70, spread above 10%, tokens/s/gpu x gpus
   off tokens/s by over 2%, several gpus counts at one node count, mfu from some
-  repeats only, a single node count
+  repeats only, mfu 0.0 (unknown), a single node count
 
 agpt-2b/bs1/seq2048/tp1 on aurora
   nodes  gpus  repeats     tokens/s  tokens/s/gpu    eff  mfu %  spread
@@ -378,6 +378,74 @@ def test_mfu_from_some_repeats_only(tmp_path):
         "mfu logged by 2 of 3 repeats; its median is over those only"]
 
 
+ZERO_MFU = ("mfu '0.000' is zero, which is not a measurement (ezpz writes 0.0 when it does not "
+            "know the device's peak FLOPS, e.g. on CPU); empty the cell (not measured)")
+
+
+def test_zero_mfu_is_unknown_and_flagged(tmp_path):
+    """ezpz's built-in exporter writes mfu 0.0 for "unknown": never a median of 0.0."""
+    p = (Sweep().add("a", 1, 4, 1000, mfu=0.0).add("a", 1, 4, 1000, mfu=40.0)
+         .add("a", 2, 8, 900, mfu=0.0).write(tmp_path / "s.csv"))
+    rep = _report_of(p)
+    (g,) = rep["groups"]
+    one, two = g["points"]
+    assert (one["mfu_pct"], one["mfu_repeats"], two["mfu_pct"], two["mfu_repeats"]) == (
+        40.0, 1, None, 0)
+    assert rep["rows"]["measured"] == 3  # read, with the mfu unknown
+    assert [(f["kind"], f["nodes"], f["reason"]) for f in g["flags"]] == [
+        ("zero_mfu", None, "mfu 0.0 in 2 rows, read as unknown (ezpz writes 0.0 when it does "
+                           "not know the device's peak FLOPS): empty those cells"),
+        ("partial_mfu", 1, "mfu logged by 1 of 2 repeats; its median is over those only")]
+    assert rep["problems"] == [f"{p}:2: {ZERO_MFU}", f"{p}:4: {ZERO_MFU}"]
+    text = render_text(rep)
+    assert text.split("\n\n")[1] == (
+        "agpt-2b/bs1/seq2048/tp1 on a\n"
+        "  nodes  gpus  repeats  tokens/s  tokens/s/gpu    eff  mfu %  spread\n"
+        "!     1     4        2   4,000.0       1,000.0  1.000   40.0    0.0%\n"
+        "      2     8        1   7,200.0         900.0  0.900      -       -\n"
+        "! mfu 0.0 in 2 rows, read as unknown (ezpz writes 0.0 when it does not know the\n"
+        "!     device's peak FLOPS): empty those cells\n"
+        "! 1 node: mfu logged by 1 of 2 repeats; its median is over those only\n")
+    result = run_report(p)
+    assert result.stderr.splitlines() == [f"note: {p}:2: {ZERO_MFU}", f"note: {p}:4: {ZERO_MFU}"]
+
+
+def test_systems_differing_in_case_are_one_system(tmp_path):
+    """A hand-made row with --system aurora beside exported Aurora rows: one machine."""
+    p = (Sweep().add("Aurora", 1, 12, 1000).add("Aurora", 2, 24, 990).add("aurora", 4, 48, 980)
+         .add("AURORA", 4, 48, None, status="fail", error="OOM").add("perlmutter", 4, 16, 2000)
+         .write(tmp_path / "s.csv"))
+    rep = _report_of(p)
+    assert [(g["system"], [pt["nodes"] for pt in g["points"]]) for g in rep["groups"]] == [
+        ("Aurora", [1, 2, 4]), ("perlmutter", [4])]
+    assert rep["merged_systems"] == [
+        {"system": "Aurora", "spellings": {"Aurora": 2, "AURORA": 1, "aurora": 1}}]
+    assert [f["system"] for f in rep["failed"]] == ["Aurora"]
+    (cross,) = rep["cross_machine"]
+    assert [(r["nodes"], r["system"]) for r in cross["rows"]] == [(4, "Aurora"), (4, "perlmutter")]
+    assert ("\n  one system named in different cases: Aurora (2 rows), AURORA (1 row), aurora\n"
+            "      (1 row); shown as Aurora\n\nagpt-2b/bs1/seq2048/tp1 on Aurora\n"
+            ) in render_text(rep)
+
+
+def test_a_tie_between_spellings_is_named_by_the_first_sorted(tmp_path):
+    p = Sweep().add("sunspot", 1, 12, 1000).add("SunSpot", 2, 24, 990).write(tmp_path / "s.csv")
+    rep = _report_of(p)
+    assert [g["system"] for g in rep["groups"]] == ["SunSpot"]
+    assert rep["merged_systems"] == [{"system": "SunSpot",
+                                      "spellings": {"SunSpot": 1, "sunspot": 1}}]
+    assert _report_of(Sweep().add("a", 1, 4, 1000).write(tmp_path / "one.csv"))[
+        "merged_systems"] == []
+
+
+def test_the_same_run_in_another_case_is_counted_once(tmp_path):
+    a = Sweep().add("Aurora", 1, 12, 1000).write(tmp_path / "a.csv")
+    b = Sweep().add("aurora", 1, 12, 1000).write(tmp_path / "b.csv")
+    rep = _report_of(a, b)
+    assert rep["problems"] == [f"{b}:2: same run as {a}:2"]
+    assert rep["groups"][0]["points"][0]["repeats"] == 1
+
+
 # --- input that is not clean ------------------------------------------------------------------
 
 
@@ -436,7 +504,8 @@ def test_header_in_another_order_is_read_by_name(tmp_path):
             w.writerow(dict(zip(HEADER, row, strict=True)))
     r = run_report(p)
     assert r.exit_code == 0
-    assert r.stderr == f"note: {p}:1: header differs from this tool's (order or columns)\n"
+    assert r.stderr == (f"note: {p}:1: header differs from this tool's (the same columns in "
+                        "another order)\n")
     assert _without_sources(_report_of(p)) == _without_sources(
         _report_of(scaling_sweep().write(tmp_path / "clean.csv")))
 
@@ -869,7 +938,7 @@ def test_a_results_file_without_the_optional_columns_is_reported(tmp_path, monke
                  "2026-08-11T09:00:01Z,aurora,c,2,24,fail,1,,,,,\n")
     r = run_report(p, "--format", "json")
     assert r.exit_code == 0
-    assert r.stderr == f"note: {p}:1: header differs from this tool's (order or columns)\n"
+    assert r.stderr == f"note: {p}:1: header differs from this tool's (lacks mfu, error)\n"
     rep = json.loads(r.stdout)
     (point,) = rep["groups"][0]["points"]
     assert (point["tokens_per_sec"], point["mfu_pct"], point["mfu_repeats"]) == (1200.0, None, 0)
