@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ezpz_amsc.errors import AmscError, plural
 from ezpz_amsc.options import ExportOptions  # re-exported: its home moved to options.py
+from ezpz_amsc.results.schema import typed_row
 from ezpz_amsc.run.columns import resolve_columns
 from ezpz_amsc.run.crosschecks import Context, run_checks, unfinished_evidence
 from ezpz_amsc.run.details import (
@@ -55,13 +56,15 @@ class ExportResult:
     read: FilesRead | None = None  # only when export_run was asked to hash
 
     def to_data(self) -> dict[str, Any]:
-        """``{"row": ..., "details": ...}``: JSON-ready, the one serialisation of a result.
+        """``{"row": ..., "values": ..., "details": ...}``: JSON-ready, the one serialisation
+        of a result.
 
-        ``row`` holds the exact CSV cell strings; ``details`` the fields of
-        :class:`Details` in their order, then the notes. ``--format json`` and
-        provenance records both print this.
+        ``row`` holds the exact CSV cell strings; ``values`` the same cells typed
+        (numbers as numbers, an empty cell as null), for ``jq`` filters and sums;
+        ``details`` the fields of :class:`Details` in their order, then the notes.
+        ``--format json`` prints this; provenance records take ``row`` and ``details``.
         """
-        return {"row": dict(self.row),
+        return {"row": dict(self.row), "values": typed_row(self.row),
                 "details": {**as_data(self.details), "notes": list(self.notes)}}
 
 

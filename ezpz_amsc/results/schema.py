@@ -22,6 +22,7 @@ HEADER: tuple[str, ...] = (
 )
 REQUIRED = HEADER[:7]  # the dashboard refuses a row without these
 INT_COLUMNS = ("nodes", "gpus")
+COUNT_COLUMNS = (*INT_COLUMNS, "steps")  # whole numbers (the dashboard reads steps as float)
 TEXT_COLUMNS = ("timestamp", "system", "config", "status", "error")
 TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 STATUSES = ("pass", "fail")
@@ -155,6 +156,20 @@ def build_row(values: Mapping[str, object]) -> dict[str, str]:
     if unknown:
         raise KeyError(f"not in the schema: {sorted(unknown)}")
     return {k: "" if values.get(k) is None else str(values[k]) for k in HEADER}
+
+
+def typed_row(row: Mapping[str, str]) -> dict[str, str | int | float | None]:
+    """A row's cells as JSON values: counts as int, measurements as float, text as text,
+    an empty cell as None. Every cell of a written row parses (:func:`dashboard_problems`)."""
+    out: dict[str, str | int | float | None] = {}
+    for col, text in row.items():
+        if col in TEXT_COLUMNS:
+            out[col] = text
+        elif not text:
+            out[col] = None
+        else:
+            out[col] = int(text) if col in COUNT_COLUMNS else float(text)
+    return out
 
 
 def dashboard_problems(cells: Sequence[str] | Mapping[str, str]) -> list[str]:

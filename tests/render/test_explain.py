@@ -715,6 +715,25 @@ def test_json_matches_csv_row(name):
     assert all(p.endswith(".jsonl") for p in d["files_read"])
 
 
+def test_json_values_are_the_row_typed():
+    res = run_cli(RUNS / "fsdp_tp-1rank-launch", RUNS / "minimal-1rank", "--config", "c",
+                  "--format", "json")
+    launch, minimal = _json(res.stdout)
+    assert list(launch) == ["row", "values", "details"]
+    assert launch["values"] == {
+        "timestamp": "2026-11-29T22:19:13Z", "system": "localhost", "config": "c", "nodes": 1,
+        "gpus": 1, "status": "pass", "wall_time_sec": 1.148, "throughput_tokens_per_sec": 7443.215,
+        "throughput_tokens_per_sec_per_gpu": 7443.215, "mfu": None, "tflops": 0.053,
+        "final_loss": 7.871284, "steps": 30, "error": ""}
+    assert minimal["values"] == {  # an empty cell is null, never 0
+        "timestamp": "2026-11-29T22:21:30Z", "system": "localhost", "config": "c", "nodes": 1,
+        "gpus": 1, "status": "pass", "wall_time_sec": 0.027, "throughput_tokens_per_sec": None,
+        "throughput_tokens_per_sec_per_gpu": None, "mfu": None, "tflops": 0.022,
+        "final_loss": 338.0, "steps": 34, "error": ""}
+    # Typed in the JSON text itself: jq compares numbers, not strings ("30" > "4" is false).
+    assert '"gpus": 1, "status"' in res.stdout and '"steps": 30, "error"' in res.stdout
+
+
 def test_json_details_carry_series_and_trend():
     res = run_cli(RUNS / "fsdp_tp-2rank", "--config", "c", "--format", "json")
     (obj,) = _json(res.stdout)
