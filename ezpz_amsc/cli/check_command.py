@@ -30,7 +30,8 @@ def check(path: str, provenance: str | None, quiet: bool) -> None:
     RESULTS_CSV is read line by line: its header, the required columns, cells
     that must parse as numbers, and the same run appearing twice. Each problem
     goes to stderr as PATH:LINE: what; a clean file gets one line on stdout.
-    Notes say when other members of the file's group could not append to it.
+    A note says when other members of the file's group could not append to it
+    (only for a group with other members, or a shared folder).
     """
     check_file(path, quiet, provenance)
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ezpz_amsc.errors import AmscError
-from ezpz_amsc.fs.access import describe, group_name
+from ezpz_amsc.fs.access import describe, group_has_others, group_name
 from ezpz_amsc.results.schema import (
     HEADER,
     MFU_ZERO_MEANS,
@@ -107,13 +107,15 @@ def _csv_in(folder: Path) -> str:
 
 
 def sharing_notes(path: str | os.PathLike[str]) -> list[str]:
-    """What keeps other members of the group from appending to a results file.
+    """What keeps other members of the group from appending to a results file: one note.
 
-    Notes, not problems: a results file kept by one person is fine as it is.
-    Judged by the mode bits of the file and of its folder, each for its own
-    group; a file needs group write, its folder group search (to reach the
-    file) and group write (to create results files there). A group-writable
-    folder that is not setgid gives a file a teammate creates there the
+    Said only where it can matter: the file's (or its folder's) group has
+    members besides its owner, or the folder is group-writable or setgid (set
+    up for sharing). A file one person keeps in a personal group and folder is
+    fine as it is, whatever the umask made of it. Judged by the mode bits of
+    the file and of its folder, each for its own group: a file needs group
+    write, its folder group search (to reach the file), group write (to create
+    results files there) and setgid, or a file a teammate creates there gets the
     teammate's own primary group, which the others may not be in.
     """
     p = Path(path)
@@ -122,19 +124,30 @@ def sharing_notes(path: str | os.PathLike[str]) -> list[str]:
         st, folder_st = os.stat(p), os.stat(folder)
     except OSError:
         return []
-    notes = []
+    shared_folder = folder_st.st_mode & (stat.S_IWGRP | stat.S_ISGID)
+    if not (shared_folder or group_has_others(st.st_gid, st.st_uid)
+            or group_has_others(folder_st.st_gid, folder_st.st_uid)):
+        return []
+    why, fixes = [], []
     if not st.st_mode & stat.S_IWGRP:
-        notes.append(f"{p}: other members of group {group_name(st.st_gid)} cannot append to it "
-                     f"({describe(st)}); to share it: chmod g+w {p}")
-    group = group_name(folder_st.st_gid)
+        why.append(f"other members of group {group_name(st.st_gid)} cannot append to it "
+                   f"({describe(st)})")
+        fixes.append(f"chmod g+w {p}")
+    group, bits = group_name(folder_st.st_gid), ""
     if not folder_st.st_mode & stat.S_IXGRP:
-        notes.append(f"{folder}: other members of group {group} cannot reach the files in it "
-                     f"({describe(folder_st)}); to share it: chmod g+rwx {folder}")
+        why.append(f"other members of group {group} cannot reach the files in {folder} "
+                   f"({describe(folder_st)})")
+        bits = "rwx"
     elif not folder_st.st_mode & stat.S_IWGRP:
-        notes.append(f"{folder}: other members of group {group} cannot create results files "
-                     f"in it ({describe(folder_st)}); to share it: chmod g+w {folder}")
-    elif not folder_st.st_mode & stat.S_ISGID:
-        notes.append(f"{folder}: not setgid ({describe(folder_st)}): a results file a teammate "
-                     f"creates in it gets the teammate's own group, not {group}; "
-                     f"to fix: chmod g+s {folder}")
-    return notes
+        why.append(f"other members of group {group} cannot create results files in {folder} "
+                   f"({describe(folder_st)})")
+        bits = "w"
+    if not folder_st.st_mode & stat.S_ISGID:
+        if not bits:
+            why.append(f"{folder} is not setgid ({describe(folder_st)}): a results file a "
+                       f"teammate creates in it gets the teammate's own group, not {group}")
+        bits += "s"
+    if not why:
+        return []
+    fixes += [f"chmod g+{bits} {folder}"] if bits else []
+    return [f"{p}: {'; '.join(why)}; to share it: {' && '.join(fixes)}"]

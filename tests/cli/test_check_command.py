@@ -224,14 +224,45 @@ def _described(p: Path) -> str:
             f"mode {stat.S_IMODE(st.st_mode):04o}")
 
 
-def test_check_is_quiet_about_a_file_the_group_can_append_to(tmp_path):
+@pytest.fixture
+def teammates(monkeypatch):
+    """Every group lists a member besides the file's owner: a group others share."""
+    real = grp.getgrgid
+
+    def with_member(gid):
+        g = real(gid)
+        return grp.struct_group((g.gr_name, g.gr_passwd, g.gr_gid, [*g.gr_mem, "teammate"]))
+
+    monkeypatch.setattr("ezpz_amsc.fs.access.grp.getgrgid", with_member)
+
+
+@pytest.fixture
+def personal_group(monkeypatch):
+    """The file's group is its owner's own, listing nobody else (a user private group)."""
+    real = grp.getgrgid
+
+    def personal(gid):
+        g = real(gid)
+        return grp.struct_group((pwd.getpwuid(os.geteuid()).pw_name, g.gr_passwd, g.gr_gid, []))
+
+    monkeypatch.setattr("ezpz_amsc.fs.access.grp.getgrgid", personal)
+
+
+def test_check_is_quiet_about_a_file_the_group_can_append_to(tmp_path, teammates):
     folder, out = _shared(tmp_path, 0o664, 0o2775)
     r = run_cli("--check", out)
     assert r.exit_code == 0 and r.stderr == ""
     assert r.stdout == f"{out}: 1 row, all readable by the dashboard\n"
 
 
-def test_check_notes_a_file_and_folder_the_group_cannot_write(tmp_path):
+def test_check_is_quiet_about_a_personal_file_in_a_personal_folder(tmp_path, personal_group):
+    """umask 022 in your own folder, your own group: nobody else could append anyway."""
+    folder, out = _shared(tmp_path, 0o644, 0o755)
+    r = run_cli("--check", out)
+    assert (r.exit_code, r.stderr) == (0, "")
+
+
+def test_check_notes_once_what_keeps_the_group_out(tmp_path, teammates):
     folder, out = _shared(tmp_path, 0o644, 0o755)
     group = grp.getgrgid(os.stat(out).st_gid).gr_name
     r = run_cli("--check", out)
@@ -239,26 +270,37 @@ def test_check_notes_a_file_and_folder_the_group_cannot_write(tmp_path):
     assert r.stdout == f"{out}: 1 row, all readable by the dashboard\n"
     assert r.stderr.splitlines() == [
         f"note: {out}: other members of group {group} cannot append to it ({_described(out)}); "
-        f"to share it: chmod g+w {out}",
-        f"note: {folder}: other members of group {group} cannot create results files in it "
-        f"({_described(folder)}); to share it: chmod g+w {folder}",
-    ]
+        f"other members of group {group} cannot create results files in {folder} "
+        f"({_described(folder)}); to share it: chmod g+w {out} && chmod g+ws {folder}"]
     assert run_cli("--check", out, "-q").stderr == ""
 
 
-@pytest.mark.parametrize("folder_mode,fragment", [
-    (0o700, "cannot reach the files in it"),
-    (0o750, "cannot create results files in it"),
-    (0o775, "not setgid"),
-    (0o1775, "not setgid"),
+def test_a_shared_folder_matters_even_for_a_personal_group(tmp_path, personal_group):
+    folder, out = _shared(tmp_path, 0o644, 0o2775)
+    (note,) = run_cli("--check", out).stderr.splitlines()
+    group = grp.getgrgid(os.stat(out).st_gid).gr_name
+    assert note == (f"note: {out}: other members of group {group} cannot append to it "
+                    f"({_described(out)}); to share it: chmod g+w {out}")
+
+
+@pytest.mark.parametrize("folder_mode,fragment,fix", [
+    (0o700, "other members of group {group} cannot reach the files in {folder}", "g+rwxs"),
+    (0o2700, "other members of group {group} cannot reach the files in {folder}", "g+rwx"),
+    (0o2750, "other members of group {group} cannot create results files in {folder}", "g+w"),
+    (0o750, "other members of group {group} cannot create results files in {folder}", "g+ws"),
+    (0o775, "{folder} is not setgid", "g+s"),
+    (0o1775, "{folder} is not setgid", "g+s"),
 ])
-def test_check_notes_what_keeps_the_group_out_of_the_folder(tmp_path, folder_mode, fragment):
+def test_check_notes_what_keeps_the_group_out_of_the_folder(tmp_path, teammates, folder_mode,
+                                                           fragment, fix):
     folder, out = _shared(tmp_path, 0o664, folder_mode)
+    group = grp.getgrgid(os.stat(folder).st_gid).gr_name
     r = run_cli("--check", out)
     assert r.exit_code == 0
     (note,) = r.stderr.splitlines()
-    assert note.startswith(f"note: {folder}: ") and fragment in note
-    assert f"mode {folder_mode:04o}" in note
+    assert note.startswith(f"note: {out}: {fragment.format(group=group, folder=folder)} "
+                           f"({_described(folder)})")
+    assert note.endswith(f"; to share it: chmod {fix} {folder}")
 
 
 def test_no_sharing_notes_for_a_file_that_is_gone(tmp_path):
