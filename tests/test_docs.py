@@ -36,6 +36,25 @@ def _commands(group: click.Group) -> list[tuple[str, click.Command]]:
             if (cmd := group.get_command(ctx, name)) is not None]
 
 
+# The page's last section: how to turn on tab completion (tests/cli/test_cli.py runs the
+# bash line the way bash does).
+COMPLETION = """## Shell completion
+
+Tab completion of command names, options, choices and paths (folders for
+`RUN_DIR`, files for `RESULTS_CSV`). Add one line to your shell's start-up file:
+
+```sh
+eval "$(_EZPZ_AMSC_COMPLETE=bash_source ezpz-amsc)"    # bash: ~/.bashrc
+eval "$(_EZPZ_AMSC_COMPLETE=zsh_source ezpz-amsc)"     # zsh: ~/.zshrc
+_EZPZ_AMSC_COMPLETE=fish_source ezpz-amsc | source     # fish: ~/.config/fish/config.fish
+```
+
+In bash, the first word offers the command names that match what you typed,
+and folders when none does (`ezpz-amsc out<TAB>` completes `outputs/`). Each
+TAB runs `ezpz-amsc` once, which imports neither numpy nor ezpz.
+"""
+
+
 def render() -> str:
     """The reference page: the group's --help, then each subcommand's, in listing order."""
     parts = ["# Command-line reference\n",
@@ -44,6 +63,7 @@ def render() -> str:
         result = run_group(*argv, "--help", prog=PROG)
         assert result.exit_code == 0, result.output
         parts.append(f"## `{' '.join([PROG, *argv])}`\n\n```text\n{result.stdout}```\n")
+    parts.append(COMPLETION)
     return "\n".join(parts)
 
 

@@ -256,6 +256,17 @@ def test_readme_set_up_commands_are_what_ci_and_the_quick_start_run():
     assert install_and_export.group(1) == quick_start[0]
 
 
+def test_readme_examples_write_only_into_ignored_folders():
+    """Run in a checkout, the README's examples leave no untracked files behind."""
+    ignored = {line.strip().strip("/") for line in
+               (REPO / ".gitignore").read_text(encoding="utf-8").splitlines()
+               if line.strip() and not line.startswith("#")}
+    written = [target for block in console_blocks(REPO / "README.md") for cmd in commands(block)
+               for target in re.findall(r"--(?:append|provenance) (\S+)", cmd.text)]
+    assert written, "the README's examples write no results file any more: update this test"
+    assert [t for t in written if Path(t).parts[0] not in ignored] == []
+
+
 def _slug(heading: str) -> str:
     """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
     text = re.sub(r"[^\w\- ]", "", heading.strip().lower())

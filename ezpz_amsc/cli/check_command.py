@@ -13,7 +13,7 @@ from ezpz_amsc.errors import AmscError
 @command(
     "check",
     short_help="Validate a results CSV the way the dashboard reads it.",
-    usages=("RESULTS_CSV [--provenance DIR]",),
+    usages=("RESULTS_CSV [--provenance DIR] [--format text|json]",),
     examples=(("results/amsc.csv", "every row readable, no run twice?"),
               ("results/amsc.csv --provenance records/", "and a record for every row?")),
     exit_codes=(("0", "the file is clean (and every row matches its record)"),
@@ -24,7 +24,11 @@ from ezpz_amsc.errors import AmscError
 @provenance_option("Also match the rows with the provenance records in DIR: rows without a "
                    "record, records without a row, records whose row differs from the line.")
 @quiet_option
-def check(path: str, provenance: str | None, quiet: bool) -> None:
+@click.option("--format", "out_format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True,
+              help="json: one object on stdout (rows, records, problems, notes, clean), also "
+                   "when there are problems; stderr as with text.")
+def check(path: str, provenance: str | None, quiet: bool, out_format: str = "text") -> None:
     """Validate a results CSV the way the dashboard reads it.
 
     RESULTS_CSV is read line by line: its header, the required columns, cells
@@ -33,10 +37,11 @@ def check(path: str, provenance: str | None, quiet: bool) -> None:
     A note says when other members of the file's group could not append to it
     (only for a group with other members, or a shared folder).
     """
-    check_file(path, quiet, provenance)
+    check_file(path, quiet, provenance, out_format)
 
 
-def check_file(path: str, quiet: bool = False, provenance: str | None = None) -> None:
+def check_file(path: str, quiet: bool = False, provenance: str | None = None,
+               out_format: str = "text") -> None:
     from ezpz_amsc.errors import plural
     from ezpz_amsc.records.pairing import record_problems
     from ezpz_amsc.results.validate import check_results_file, sharing_notes
@@ -48,16 +53,25 @@ def check_file(path: str, quiet: bool = False, provenance: str | None = None) ->
     if provenance:
         records, more = record_problems(path, cells, provenance)
         problems += more
-    for note in [] if quiet else sharing_notes(path):
+    notes = sharing_notes(path)
+    for note in [] if quiet else notes:
         click.echo(f"note: {note}", err=True)
     for p in problems:
         click.echo(p, err=True)
+    if out_format == "json":  # the data on stdout, whatever the verdict
+        import json
+
+        click.echo(json.dumps({"file": path, "rows": rows,
+                               "records": records if provenance else None,
+                               "provenance": provenance, "clean": not problems,
+                               "problems": problems, "notes": notes}, ensure_ascii=False))
     with_records = f" and {plural(records, 'record')}" if provenance else ""
     if problems:
         raise AmscError(f"{path}: {_problems_text(problems, rows, with_records)}")
-    click.echo(f"{path}: {plural(rows, 'row')}, all readable by the dashboard"
-               + (f"; {plural(records, 'record')} in {provenance}, one per row"
-                  if provenance else ""))
+    if out_format == "text":
+        click.echo(f"{path}: {plural(rows, 'row')}, all readable by the dashboard"
+                   + (f"; {plural(records, 'record')} in {provenance}, one per row"
+                      if provenance else ""))
 
 
 def _problems_text(problems: list[str], rows: int, with_records: str) -> str:

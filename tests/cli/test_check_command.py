@@ -7,6 +7,7 @@ import csv
 import errno
 import grp
 import io
+import json
 import os
 import pwd
 import stat
@@ -174,6 +175,34 @@ def test_check_stops_at_a_cell_csv_cannot_read_and_says_so(tmp_path):
         f"{p}:3: field larger than field limit ({limit}); the rest of the file was not read",
         f"error: {p}: 1 problem in 1 row",
     ]
+
+
+def test_check_as_json(tmp_path, results_files):
+    clean, bad = results_files
+    r = run_group("check", clean, "--format", "json", "-q")
+    assert (r.exit_code, r.stderr) == (0, "")
+    assert json.loads(r.stdout) == {"file": str(clean), "rows": 1, "records": None,
+                                    "provenance": None, "clean": True, "problems": [],
+                                    "notes": []}
+    r = run_group("check", bad, "--format", "json", "-q")
+    assert r.exit_code == 1  # the data on stdout; the verdict as with text
+    assert json.loads(r.stdout) == {"file": str(bad), "rows": 2, "records": None,
+                                    "provenance": None, "clean": False,
+                                    "problems": [f"{bad}:3: same run as line 2"], "notes": []}
+    assert r.stderr.splitlines() == [f"{bad}:3: same run as line 2",
+                                     f"error: {bad}: 1 problem in 2 rows"]
+
+
+def test_check_as_json_with_records_and_a_note(published, teammates):
+    results, folder = published
+    os.chmod(results, 0o644)
+    r = run_group("check", results, "--provenance", folder, "--format", "json", "-q")
+    assert (r.exit_code, r.stderr) == (0, "")  # -q: the note is in the data only
+    data = json.loads(r.stdout)
+    assert {k: data[k] for k in ("rows", "records", "provenance", "clean")} == {
+        "rows": 5, "records": 5, "provenance": str(folder), "clean": True}
+    (note,) = data["notes"]
+    assert note.startswith(f"{results}: other members of group ")
 
 
 def test_check_takes_no_run_dir(tmp_path):
