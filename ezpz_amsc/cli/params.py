@@ -58,6 +58,7 @@ RUN_DIR = PathText("dir")
 RESULTS_CSV = PathText("file")
 RECORDS_DIR = PathText("dir")
 RECORD_JSON = PathText("file")
+PLOT_FILE = PathText("file")
 
 
 def _apply(decorators: Sequence[Callable[[Any], Any]]) -> Callable[[Any], Any]:

@@ -11,7 +11,7 @@ import sys
 import click
 
 from ezpz_amsc.cli.edge import command
-from ezpz_amsc.cli.params import RESULTS_CSV, quiet_option
+from ezpz_amsc.cli.params import PLOT_FILE, RESULTS_CSV, quiet_option
 
 
 @command(
@@ -29,8 +29,8 @@ from ezpz_amsc.cli.params import RESULTS_CSV, quiet_option
 @click.option("--format", "out_format", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="text: tables for a terminal; json: the same report as "
                                       "data.")
-@click.option("--plot", "plot_path", metavar="FILE",
-              help="Also draw tokens/s/gpu against nodes to FILE (.png or .svg; needs "
+@click.option("--plot", "plot_path", metavar="FILE", type=PLOT_FILE,
+              help="Also draw tokens/s/gpu against nodes to FILE (.png, .svg or .pdf; needs "
                    "matplotlib, the 'plot' extra).")
 @quiet_option
 def report_command(paths: tuple[str, ...], out_format: str, plot_path: str | None,
@@ -55,7 +55,7 @@ def report_command(paths: tuple[str, ...], out_format: str, plot_path: str | Non
     if plot_path is not None:
         from ezpz_amsc.report.plot import write_plot
 
-        notes += write_plot(report, plot_path)
+        notes += [*write_plot(report, plot_path), f"wrote {plot_path}"]
     if out_format == "json":
         sys.stdout.write(to_json(report))
     else:

@@ -255,6 +255,8 @@ def _point(nodes: int, gpus: int, runs: list[Run]) -> dict[str, Any]:
         "mfu_repeats": len(mfu),
         "spread_pct": None if spread is None else round(spread, 1),
         "tokens_per_sec_min": min(tps), "tokens_per_sec_max": max(tps),
+        "tokens_per_sec_per_gpu_min": min(r.tps_per_gpu for r in runs),
+        "tokens_per_sec_per_gpu_max": max(r.tps_per_gpu for r in runs),
         "flagged": False,
         "sources": [r.source for r in runs],
     }

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -190,7 +191,12 @@ def test_synthetic_sweep_numbers_and_flags_as_data(tmp_path):
         "nodes": 8, "gpus": 96, "repeats": 1, "tokens_per_sec": 1152000.0,
         "tokens_per_sec_per_gpu": 12000.0, "efficiency": 1.2, "mfu_pct": 48.0,
         "mfu_repeats": 1, "spread_pct": None, "tokens_per_sec_min": 1152000.0,
-        "tokens_per_sec_max": 1152000.0, "flagged": True, "sources": [f"{tmp_path}/sweep.csv:10"]}
+        "tokens_per_sec_max": 1152000.0, "tokens_per_sec_per_gpu_min": 12000.0,
+        "tokens_per_sec_per_gpu_max": 12000.0, "flagged": True,
+        "sources": [f"{tmp_path}/sweep.csv:10"]}
+    thirty_two = aurora["points"][5]  # repeats 9000 and 10500 tokens/s/gpu
+    assert (thirty_two["tokens_per_sec_per_gpu_min"], thirty_two["tokens_per_sec_per_gpu_max"],
+            thirty_two["tokens_per_sec_min"]) == (9000.0, 10500.0, 3456000.0)
     assert [(f["kind"], f["nodes"], f["gpus"]) for f in aurora["flags"]] == [
         ("superlinear", 8, 96), ("spread", 32, 384), ("low_efficiency", 64, 768)]
     assert [p["efficiency"] for p in perlmutter["points"]] == [
@@ -634,8 +640,9 @@ def test_plot_png_written_whole_and_report_unchanged(tmp_path):
     p = scaling_sweep().write(tmp_path / "sweep.csv")
     png = tmp_path / "scaling.png"
     r = run_report(p, "--plot", png)
-    assert r.exit_code == 0 and r.stderr == ""
+    assert r.exit_code == 0 and r.stderr == f"note: wrote {png}\n"
     assert r.stdout == run_report(p).stdout
+    assert run_report(p, "--plot", png, "-q").stderr == ""
     data = png.read_bytes()
     assert data.startswith(PNG_SIGNATURE) and len(data) > 10_000
     assert sorted(f.name for f in tmp_path.iterdir()) == ["scaling.png", "sweep.csv"]
@@ -662,7 +669,7 @@ def test_plot_svg_has_the_labels_legend_and_flags(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["s.png", "s.svg"])
+@pytest.mark.parametrize("name", ["s.png", "s.svg", "s.pdf"])
 def test_the_same_report_draws_the_same_bytes(tmp_path, name):
     pytest.importorskip("matplotlib")
     p = scaling_sweep().write(tmp_path / "sweep.csv")
@@ -687,10 +694,78 @@ def test_plot_without_matplotlib_is_one_error_naming_the_extra(tmp_path, monkeyp
 
 def test_plot_suffix_is_checked_before_anything_is_read(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    r = run_report(tmp_path / "missing.csv", "--plot", tmp_path / "s.pdf")
+    r = run_report(tmp_path / "missing.csv", "--plot", tmp_path / "s.jpg")
     assert r.exit_code == 2
-    assert error_line(r) == (f"error: --plot {tmp_path}/s.pdf: the file name must end in .png "
-                             "or .svg")
+    assert error_line(r) == (f"error: --plot {tmp_path}/s.jpg: the file name must end in .png, "
+                             ".svg or .pdf")
+    assert error_line(run_report(tmp_path / "missing.csv", "--plot", "")) == (
+        "error: invalid value for '--plot': empty path (is the variable that should hold it "
+        "unset?)")
+
+
+@pytest.mark.slow
+def test_plot_pdf(tmp_path):
+    pytest.importorskip("matplotlib")
+    p = scaling_sweep().write(tmp_path / "sweep.csv")
+    pdf = tmp_path / "scaling.PDF"  # the suffix in any case
+    r = run_report(p, "--plot", pdf)
+    assert (r.exit_code, r.stderr) == (0, f"note: wrote {pdf}\n")
+    data = pdf.read_bytes()
+    assert data.startswith(b"%PDF-") and b"CreationDate" not in data
+
+
+def _axes_of(*sweep_rows) -> list:
+    """The panels --plot draws for a sweep of ``(system, nodes, gpus, tokens/s/gpu)`` rows."""
+    pytest.importorskip("matplotlib")
+    from ezpz_amsc.report.plot import _figure
+
+    s = Sweep()
+    for system, nodes, gpus, tpg in sweep_rows:
+        s.add(system, nodes, gpus, tpg)
+    path = s.write(Path(tempfile.mkdtemp()) / "s.csv")
+    return [ax for ax in _figure(_report_of(path)["groups"]).axes if ax.get_visible()]
+
+
+def _drawn(ax) -> dict[str, list[tuple[float, float]]]:
+    """Each labelled line's points (the systems' lines; not the ideal, not the flag rings)."""
+    return {ln.get_label(): list(zip(ln.get_xdata(), ln.get_ydata(), strict=True))
+            for ln in ax.get_lines() if not ln.get_label().startswith("_")}
+
+
+def test_plot_never_joins_two_gpus_counts_at_one_node_count():
+    (ax,) = _axes_of(("a", 1, 4, 1000), ("a", 1, 8, 600), ("a", 2, 8, 990), ("a", 2, 16, 580),
+                     ("b", 1, 4, 2000), ("b", 2, 8, 1900))
+    assert _drawn(ax) == {"a (4 gpus/node)": [(1, 1000.0), (2, 990.0)],
+                          "a (8 gpus/node)": [(1, 600.0), (2, 580.0)],
+                          "b": [(1, 2000.0), (2, 1900.0)]}
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend[:3] == ["a (4 gpus/node)", "a (8 gpus/node)", "b"]
+    (one,) = _axes_of(("c", 1, 1, 7000), ("c", 1, 2, 2000))
+    assert _drawn(one) == {"c (1 gpu/node)": [(1, 7000.0)], "c (2 gpus/node)": [(1, 2000.0)]}
+
+
+def test_plot_names_an_ideal_only_where_it_draws_one():
+    (multi,) = _axes_of(("a", 1, 4, 1000), ("a", 4, 16, 900))
+    dashed = [ln for ln in multi.get_lines() if ln.get_linestyle() == "--"]
+    assert [list(zip(ln.get_xdata(), ln.get_ydata(), strict=True)) for ln in dashed] == [
+        [(1, 1000.0), (4, 1000.0)]]
+    assert "ideal: flat at the smallest node count" in [
+        t.get_text() for t in multi.get_legend().get_texts()]
+    (single,) = _axes_of(("a", 2, 8, 1000), ("b", 2, 8, 900))
+    assert [ln for ln in single.get_lines() if ln.get_linestyle() == "--"] == []
+    assert [t.get_text() for t in single.get_legend().get_texts()] == ["a", "b"]
+
+
+def test_plot_shows_the_spread_of_repeats():
+    (ax,) = _axes_of(("a", 1, 4, 1000), ("a", 1, 4, 900), ("a", 1, 4, 1040), ("a", 2, 8, 950))
+    (bars,) = ax.containers  # one bar, at the only point with repeats
+    (segments,) = [c.get_segments() for c in bars.lines[2]]
+    assert [[tuple(pt) for pt in seg] for seg in segments] == [[(1, 900.0), (1, 1040.0)]]
+    assert "bar: lowest to highest of the repeats" in [
+        t.get_text() for t in ax.get_legend().get_texts()]
+    (none,) = _axes_of(("a", 1, 4, 1000), ("a", 2, 8, 950))
+    assert none.containers == [] and "bar: lowest to highest of the repeats" not in [
+        t.get_text() for t in none.get_legend().get_texts()]
 
 
 @pytest.mark.slow
@@ -768,7 +843,8 @@ def test_a_glyph_the_font_lacks_is_one_note(tmp_path):
     r = run_report(p, "--plot", tmp_path / "s.png")
     assert r.exit_code == 0
     assert r.stderr == (f"note: {tmp_path}/s.png: some characters of the labels have no glyph "
-                        "in matplotlib's font; they are drawn as boxes\n")
+                        "in matplotlib's font; they are drawn as boxes\n"
+                        f"note: wrote {tmp_path}/s.png\n")
 
 
 def test_plot_with_nothing_to_plot(tmp_path):
