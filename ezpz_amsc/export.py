@@ -26,7 +26,7 @@ from ezpz_amsc.run.details import (
     Trend,
     as_data,
 )
-from ezpz_amsc.run.layout import RunFiles, find_run_files, where_the_run_is
+from ezpz_amsc.run.layout import RunFiles, finalized_beside, find_run_files, where_the_run_is
 from ezpz_amsc.run.placement import load_provenance, resolve_placement
 from ezpz_amsc.run.steps import Digest, Steps, read_steps
 
@@ -79,7 +79,12 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions, *,
     files = find_files(run_dir, opts)
     # Provenance before the (possibly long) read: a missing flag fails fast.
     prov = load_provenance(files)
-    placement = resolve_placement(prov, opts.system, opts.nodes, opts.gpus)
+    try:
+        placement = resolve_placement(prov, opts.system, opts.nodes, opts.gpus)
+    except AmscError as e:  # the flags it names are second best to the run's own folder
+        if files.finalized_elsewhere is None:
+            raise
+        raise AmscError(f"{e.format_message()}; but {files.finalized_elsewhere}") from None
     digests: dict[Path, Digest] | None = {} if hash_files else None
     steps = read_run_steps(files, opts, digests)
     red = reduce_run(steps, files, opts)
@@ -140,6 +145,12 @@ def find_files(run_dir: str | os.PathLike[str], opts: ExportOptions) -> RunFiles
     the folder that is probably the run when there is one; a failed run needs no steps."""
     files = find_run_files(run_dir)
     if files.metrics is not None:
+        if not (files.run_info or files.config or files.reports):
+            # Other ranks' files in the folder ezpz announced, the run finalized next door.
+            files.finalized_elsewhere = finalized_beside(files.root)
+            if files.finalized_elsewhere:
+                files.notes.append(f"no run_info.json or report here; "
+                                   f"{files.finalized_elsewhere}")
         return files
     elsewhere = where_the_run_is(files.root)
     if opts.status == "fail":

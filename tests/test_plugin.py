@@ -16,6 +16,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import click
+import host_loader
 import pytest
 from helpers import NO_THROUGHPUT_NOTE, REPO, error_line, one_row, parse_csv, run_cli, runner
 from host_loader import REPLACEABLE, BrokenCommand, load_plugins, run_finalize_hooks
@@ -47,6 +48,14 @@ def _host(group: str = "ezpz.commands", replaceable: frozenset[str] = REPLACEABL
 
     load_plugins(main, group, replaceable)
     return main
+
+
+@pytest.fixture(autouse=True)
+def _fresh_process():
+    """Each test a new process, as far as the loader's once-per-process warning goes."""
+    host_loader._WARNED.clear()
+    yield
+    host_loader._WARNED.clear()
 
 
 def _ezpz(group: str = "ezpz.commands", replaceable: frozenset[str] = REPLACEABLE) -> click.Group:
@@ -317,9 +326,15 @@ def test_a_broken_replacement_keeps_the_builtin_with_one_warning(tmp_path, monke
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     host = _ezpz(TEST_GROUP)
     assert capsys.readouterr().err.splitlines() == [
-        f"warning: plugin 'export-amsc' failed to load, keeping the built-in command: {reason}"]
+        f"ezpz: warning: plugin 'export-amsc' failed to load, keeping the built-in command: "
+        f"{reason}"]
     assert _invoke(host, "export-amsc", "x").stdout == "built-in export-amsc\n"
     assert _listed(_invoke(host, "--help").stdout).count("export-amsc") == 1
+    # Loaded again in the same process (a second import path, a second CLI object): the
+    # built-in stays, and the warning is not repeated.
+    again = _ezpz(TEST_GROUP)
+    assert capsys.readouterr().err == ""
+    assert _invoke(again, "export-amsc", "x").stdout == "built-in export-amsc\n"
 
 
 def test_a_plugin_named_like_a_fixed_builtin_is_never_imported(tmp_path, monkeypatch, capsys):
