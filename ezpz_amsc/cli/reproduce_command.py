@@ -13,7 +13,7 @@ from ezpz_amsc.errors import AmscError, about
 @command(
     "reproduce",
     short_help="Re-export provenance records' runs: is each row still the same?",
-    usages=("RECORD.json... [--run-dir DIR] [-q] [--format text|json]",),
+    usages=("RECORD.json... [--run-dir DIR] [-q] [--format json]",),
     examples=(("results/records/*.json", "every recorded row, re-exported"),
               ("rec.json --run-dir /archive/run", "a run that moved since it was recorded"),
               ("results/records/*.json --run-dir /archive", "runs moved into one folder"),

@@ -217,6 +217,14 @@ def test_help_fits_100_columns_on_a_wide_terminal(prog):
             assert "\nExit codes:\n  0  " in p.stdout
 
 
+@pytest.mark.parametrize("page", [[], ["export"], ["check"], ["report"], ["reproduce"],
+                                  ["help"], ["version"]])
+def test_every_help_page_fits_an_80_column_terminal(page):
+    result = runner().invoke(cli, [*page, "--help"], prog_name="ezpz-amsc", terminal_width=80)
+    assert result.exit_code == 0
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+
+
 def test_group_help_shows_both_modes_and_examples():
     page = run_group("--help").stdout
     assert page.splitlines()[:len(USAGE)] == USAGE
