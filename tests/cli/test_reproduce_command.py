@@ -106,12 +106,19 @@ def test_reproduce_when_a_source_file_is_gone_or_new(fixture_run, tmp_path):
     ]
 
 
-@pytest.mark.slow
-def test_reproduce_many_records_and_broken_ones(fixture_run, tmp_path):
+@pytest.fixture
+def recorded(fixture_run, tmp_path) -> tuple[list[Path], list[Path]]:
+    """Every shipped run appended with a provenance record: the runs, the records."""
     runs = five_runs(fixture_run)
     folder = tmp_path / "records"
     assert export_with_records(runs, tmp_path / "res.csv", folder, "-q").exit_code == 0
-    paths = records_in(folder)
+    return runs, records_in(folder)
+
+
+@pytest.mark.slow
+def test_reproduce_many_records_and_broken_ones(recorded, tmp_path):
+    runs, paths = recorded
+    folder = tmp_path / "records"
     bad = tmp_path / "bad.json"
     bad.write_text('{"schema": 1}')
     result = run_group("reproduce", *paths, bad)
@@ -145,12 +152,9 @@ def test_reproduce_many_records_and_broken_ones(fixture_run, tmp_path):
 
 
 @pytest.mark.slow
-def test_reproduce_runs_moved_into_one_folder(fixture_run, tmp_path):
+def test_reproduce_runs_moved_into_one_folder(recorded, tmp_path):
     """--run-dir with several records: the folder holding the runs under their names."""
-    runs = five_runs(fixture_run)
-    folder = tmp_path / "records"
-    assert export_with_records(runs, tmp_path / "res.csv", folder, "-q").exit_code == 0
-    paths = records_in(folder)
+    runs, paths = recorded
     archive = tmp_path / "archive"
     archive.mkdir()
     for run in runs:
