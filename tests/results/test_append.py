@@ -383,6 +383,14 @@ def _tree(root: Path) -> dict[str, bytes | None]:
 @pytest.mark.parametrize("existing", [True, False], ids=["existing", "new"])
 def test_append_fault_leaves_results_as_they_were(tmp_path, monkeypatch, fault, call, err,
                                                   message, existing):
+    old_umask = os.umask(0o022)  # the modes the messages name, whatever the suite's umask
+    try:
+        _append_fault(tmp_path, monkeypatch, call, err, message, existing)
+    finally:
+        os.umask(old_umask)
+
+
+def _append_fault(tmp_path, monkeypatch, call, err, message, existing):
     run = good_run(tmp_path / "run")
     out = tmp_path / "out"
     target = out / "deeper" / "results.csv"
