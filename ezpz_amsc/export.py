@@ -82,9 +82,9 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions, *,
     try:
         placement = resolve_placement(prov, opts.system, opts.nodes, opts.gpus)
     except AmscError as e:  # the flags it names are second best to the run's own folder
-        if files.finalized_elsewhere is None:
-            raise
-        raise AmscError(f"{e.format_message()}; but {files.finalized_elsewhere}") from None
+        if files.finalized_elsewhere is not None:
+            e.message = f"{e.message}; but {files.finalized_elsewhere}"
+        raise
     digests: dict[Path, Digest] | None = {} if hash_files else None
     steps = read_run_steps(files, opts, digests)
     red = reduce_run(steps, files, opts)

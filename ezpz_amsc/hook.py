@@ -167,7 +167,7 @@ def _env_path(name: str) -> str | None:
         raise _Skip(f"{name} is set but empty (is the variable that should hold it unset?); "
                     "set it to a path, or unset it")
     try:
-        return expand_home(raw)
+        return expand_home(raw.strip())
     except ValueError as e:
         raise _Skip(f"{name}={raw!r}: {e}") from None
 

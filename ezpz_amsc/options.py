@@ -189,8 +189,8 @@ def check_timestamp(text: str) -> None:
 
 
 def expand_home(text: str) -> str:
-    """A path with a leading ``~`` or ``~user`` expanded, as the shell does before ``=``-less
-    words; ``ValueError`` when that user is unknown (never a literal ``~`` folder)."""
+    """A path with a leading ``~`` or ``~user`` expanded, as the shell expands a word of its
+    own; ``ValueError`` when that user is unknown (never a literal ``~`` folder)."""
     if not text.startswith("~"):
         return text
     expanded = os.path.expanduser(text)
