@@ -10,6 +10,7 @@ import inspect
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -106,7 +107,7 @@ def test_appends_to_a_results_file(fixture_run, tmp_path, monkeypatch, warnings_
 
 
 def test_the_same_history_and_run_is_exported_once(fixture_run, tmp_path, monkeypatch,
-                                                   warnings_seen):
+                                                   warnings_seen, caplog):
     """A host that calls the hook and an install()ed wrapper must not double the row."""
     run = fixture_run(RUN)
     results = tmp_path / "all.csv"
@@ -114,8 +115,10 @@ def test_the_same_history_and_run_is_exported_once(fixture_run, tmp_path, monkey
     monkeypatch.setenv("EZPZ_AMSC_APPEND", str(results))
     history = Bare()
     finalize_hook(history, run)
-    finalize_hook(history, run)  # remembered on the history: silently skipped
+    finalize_hook(history, run)  # remembered on the history: skipped, said at INFO
     assert warnings_seen() == [MFU_WARNING]  # the notes of the one export
+    assert caplog.records[-1].getMessage() == (
+        f"ezpz-amsc: {run} already exported by this history; not writing it twice")
     # Another History exporting the same run: the results file's duplicate check refuses it.
     finalize_hook(Bare(), run)
     assert len(parse_csv(results.read_text())) == 1
@@ -146,6 +149,40 @@ def test_silent_no_op_off_rank_0_or_without_a_config(fixture_run, monkeypatch, w
     finalize_hook(history, run)
     assert sorted(p.relative_to(run) for p in run.rglob("*")) == before
     assert warnings_seen() == []
+
+
+@pytest.mark.parametrize("env, outdir, line", [
+    ({"RANK": "zero"}, "RUN", "ezpz-amsc: no row written for RUN: RANK='zero' is not a rank"),
+    ({"EZPZ_AMSC_APPEND": " "}, "RUN", "ezpz-amsc: no row written for RUN: EZPZ_AMSC_APPEND is "
+     "set but empty (is the variable that should hold it unset?); set it to a path, or unset it"),
+    ({"EZPZ_AMSC_PROVENANCE": "~no-such-user-x"}, "RUN", "ezpz-amsc: no row written for RUN: "
+     "EZPZ_AMSC_PROVENANCE='~no-such-user-x': cannot expand ~no-such-user-x: no such user"),
+    ({}, None, "ezpz-amsc: no row written: finalize was given no outdir and the history object "
+     "has neither _jsonl_path nor _report_dir"),
+], ids=["rank", "empty-append", "unknown-user", "no-outdir"])
+def test_a_reason_not_to_export_is_its_exact_line(fixture_run, monkeypatch, warnings_seen, env,
+                                                  outdir, line):
+    run = fixture_run(RUN)
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    finalize_hook(Bare(), run if outdir else None)
+    assert warnings_seen() == [line.replace("RUN", str(run))]
+
+
+def test_the_historys_own_rank_attribute_is_ezpzs_private_one(fixture_run, monkeypatch,
+                                                              warnings_seen):
+    """ezpz's History keeps its rank in ``_rank``: rank 3 there exports nothing."""
+    run = fixture_run(RUN)
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+    monkeypatch.setenv("RANK", "0")  # the history's own rank wins over the launcher's
+    history = Bare()
+    history._rank = 3
+    finalize_hook(history, run)
+    assert not (run / "amsc.csv").exists() and warnings_seen() == []
+    history._rank = 0
+    finalize_hook(history, run)
+    assert (run / "amsc.csv").is_file()
 
 
 def _boom(exc):
@@ -304,6 +341,7 @@ def _at(history: Bare, jsonl: str | None, report: str | None) -> Bare:
     (None, "o/s/metrics-0.jsonl", None, "o/s"),
     (None, None, "o/s", "o/s"),
     (None, "a/m.jsonl", "b", "b"),                       # unrelated: where run_info.json is
+    ("", "o/s/metrics-0.jsonl", "o/s", "o/s"),           # an empty outdir is none
 ])
 def test_run_dir_is_the_one_finalize_wrote(outdir, jsonl, report, expected):
     assert run_dir_of(_at(Bare(), jsonl, report), outdir) == Path(expected)
@@ -333,8 +371,9 @@ def test_hook_on_a_retried_job_exports_the_last_attempt(tmp_path, monkeypatch, c
     assert parse_csv((run / "amsc.csv").read_text()) == [expected]
     messages = [r.getMessage() for r in caplog.records]
     assert [m for m in messages if "no row written" in m] == []
-    assert ("ezpz-amsc: note: the records hold 2 attempts (a retried job); exported the last, "
-            "the one this finalize ended (--attempt last)") in messages
+    notes = [m for m in messages if m.startswith("ezpz-amsc: note: ")]
+    assert notes[0] == ("ezpz-amsc: note: the records hold 2 attempts (a retried job); exported "
+                        "the last, the one this finalize ended (--attempt last)")
     # The run's provenance record says how the row was made, so that it can be reproduced.
     record = json.loads((run / "amsc.json").read_text())
     assert record["options"]["attempt"] == "last"
@@ -644,6 +683,25 @@ def test_append_path_from_the_environment_expands_home(fixture_run, tmp_path, mo
     monkeypatch.setenv("EZPZ_AMSC_APPEND", "~/results/r.csv")
     finalize_hook(Bare(), fixture_run(RUN))
     assert len(parse_csv((tmp_path / "results" / "r.csv").read_text())) == 1
+
+
+def test_wrapped_finalize_reads_outdir_off_the_call(fixture_run, tmp_path, monkeypatch):
+    """A finalize that leaves no _jsonl_path or _report_dir: only the call names the folder."""
+    src = fixture_run(RUN)
+
+    class Plain:
+        def update(self, metrics):  # pragma: no cover - never called
+            pass
+
+        def finalize(self, outdir=None, plot=True):
+            shutil.copytree(src, outdir)
+
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+    wrap_finalize(Plain)
+    Plain().finalize(tmp_path / "out", plot=False)
+    assert len(parse_csv((tmp_path / "out" / "amsc.csv").read_text())) == 1
+    Plain().finalize(outdir=tmp_path / "out2")
+    assert (tmp_path / "out2" / "amsc.csv").is_file()
 
 
 def test_wrapping_twice_wraps_once(History, fixture_run, tmp_path, monkeypatch):

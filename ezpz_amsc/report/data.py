@@ -75,7 +75,7 @@ class Run:
     tps: float
     tps_per_gpu: float
     mfu_pct: float | None  # None when not measured, or 0.0 (read as unknown)
-    mfu_zero: bool = False  # the cell held 0.0: ezpz's "peak FLOPS unknown"
+    mfu_zero: bool  # the cell held 0.0: ezpz's "peak FLOPS unknown"
 
 
 PointKey = tuple[str, str, int, int]  # config, system (case folded), nodes, gpus

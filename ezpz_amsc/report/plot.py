@@ -19,7 +19,7 @@ from ezpz_amsc.render.terminal import printable
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
 # No date, tool stamps as they are: the same report draws the same bytes.
 _METADATA: dict[str, dict[str, Any] | None] = {
-    "png": None, "svg": {"Date": None}, "pdf": {"CreationDate": None, "ModDate": None}}
+    "png": None, "svg": {"Date": None}, "pdf": {"CreationDate": None}}
 FLAG_COLOUR = "tab:red"
 _SHORT = {"superlinear": "superlinear", "low_efficiency": "low eff", "spread": "spread",
           "gpus_mismatch": "gpus?", "partial_mfu": "mfu", "mixed_gpus": "gpus?"}

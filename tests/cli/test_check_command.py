@@ -154,6 +154,17 @@ def test_check_refuses_what_is_no_readable_results_file(tmp_path, monkeypatch):
     (folder / "a.csv").mkdir()  # a folder named like one is not offered
     assert error_line(run_group("check", folder)) == (
         f"error: {folder}: is a directory; check needs a results CSV file, e.g. {folder}/b.csv")
+    real_scandir = os.scandir
+
+    def unlistable(path):
+        if Path(path) == folder:
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr("ezpz_amsc.results.validate.os.scandir", unlistable)
+    assert error_line(run_group("check", folder)) == (  # no example when it cannot be listed
+        f"error: {folder}: is a directory; check needs a results CSV file")
+    monkeypatch.undo()
     assert error_line(run_group("check", empty)) == f"error: {empty}: empty file, no header"
     assert error_line(run_group("check", tmp_path / "gone.csv")) == (
         f"error: {tmp_path / 'gone.csv'}: no such file")

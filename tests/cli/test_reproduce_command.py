@@ -20,6 +20,7 @@ from helpers import (
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.records.record import load_record, options_from_record
+from ezpz_amsc.records.reproduce import reproduce
 
 pytestmark = pytest.mark.usefixtures("clean_hook_env")
 
@@ -175,6 +176,19 @@ def test_reproduce_runs_moved_into_one_folder(recorded, tmp_path):
         "several records, --run-dir is the folder that holds the moved runs, each under its "
         "recorded name",
         "error: 1 of 5 records could not be re-exported"]
+
+
+def test_reproduce_a_moved_run_from_python_and_a_wrong_run_dir(fixture_run, tmp_path):
+    run = fixture_run("minimal-1rank")
+    folder = tmp_path / "records"
+    assert run_cli(run, "--config", "c", "--provenance", folder, "-q").exit_code == 0
+    (path,) = records_in(folder)
+    moved = tmp_path / "moved-run"
+    shutil.move(run, moved)
+    assert reproduce(path, moved).identical  # one record: the run directory itself
+    assert error_line(run_group("reproduce", path, "--run-dir", tmp_path / "nope")) == (
+        f"error: {path}: run directory {tmp_path / 'nope'} does not exist here; pass the run "
+        "directory")
 
 
 def test_reproduce_as_json_lines(fixture_run, tmp_path):

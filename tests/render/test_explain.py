@@ -621,6 +621,9 @@ def test_wrap_at_commas_breaks_after_commas_only():
     assert wrap_at_commas("  h: ", f"{long},{long},z") == [
         f"  h: {long},", f"     {long},", "     z"]
     assert wrap_at_commas("", "a") == ["a"]
+    exact = "  h: " + "z" * 70 + ",abcd"  # 80 columns: fits
+    assert wrap_at_commas("  h: ", exact[5:]) == [exact]
+    assert wrap_at_commas("  h: ", exact[5:] + "e") == ["  h: " + "z" * 70 + ",", "     abcde"]
 
 
 def test_colour_off_when_the_stream_cannot_say():

@@ -444,6 +444,13 @@ def test_a_tie_between_spellings_is_named_by_the_first_sorted(tmp_path):
         "merged_systems"] == []
 
 
+def test_runs_that_differ_only_by_config_are_two_runs(tmp_path):
+    a = Sweep().add("Aurora", 1, 12, 1000, config="x").write(tmp_path / "a.csv")
+    b = Sweep().add("aurora", 1, 12, 900, config="y").write(tmp_path / "b.csv")
+    rep = _report_of(a, b)
+    assert rep["problems"] == [] and rep["rows"]["measured"] == 2
+
+
 def test_the_same_run_in_another_case_is_counted_once(tmp_path):
     a = Sweep().add("Aurora", 1, 12, 1000).write(tmp_path / "a.csv")
     b = Sweep().add("aurora", 1, 12, 1000).write(tmp_path / "b.csv")
@@ -742,6 +749,14 @@ def test_plot_never_joins_two_gpus_counts_at_one_node_count():
     assert legend[:3] == ["a (4 gpus/node)", "a (8 gpus/node)", "b"]
     (one,) = _axes_of(("c", 1, 1, 7000), ("c", 1, 2, 2000))
     assert _drawn(one) == {"c (1 gpu/node)": [(1, 7000.0)], "c (2 gpus/node)": [(1, 2000.0)]}
+    (later,) = _axes_of(("d", 2, 8, 700), ("d", 2, 24, 500), ("d", 4, 16, 690))
+    assert list(_drawn(later)) == ["d (4 gpus/node)", "d (12 gpus/node)"]
+
+
+def test_plot_gives_each_series_of_a_system_its_own_marker():
+    (ax,) = _axes_of(*[("a", 1, k, 1000 - k) for k in (1, 2, 3, 4, 5, 6)])
+    markers = [ln.get_marker() for ln in ax.get_lines() if not ln.get_label().startswith("_")]
+    assert markers == ["o", "s", "^", "D", "v", "o"]
 
 
 def test_plot_names_an_ideal_only_where_it_draws_one():
@@ -749,6 +764,7 @@ def test_plot_names_an_ideal_only_where_it_draws_one():
     dashed = [ln for ln in multi.get_lines() if ln.get_linestyle() == "--"]
     assert [list(zip(ln.get_xdata(), ln.get_ydata(), strict=True)) for ln in dashed] == [
         [(1, 1000.0), (4, 1000.0)]]
+    assert [ln.get_linewidth() for ln in dashed] == [1]  # thinner than the measured line
     assert "ideal: flat at the smallest node count" in [
         t.get_text() for t in multi.get_legend().get_texts()]
     (single,) = _axes_of(("a", 2, 8, 1000), ("b", 2, 8, 900))
@@ -757,10 +773,20 @@ def test_plot_names_an_ideal_only_where_it_draws_one():
 
 
 def test_plot_shows_the_spread_of_repeats():
-    (ax,) = _axes_of(("a", 1, 4, 1000), ("a", 1, 4, 900), ("a", 1, 4, 1040), ("a", 2, 8, 950))
-    (bars,) = ax.containers  # one bar, at the only point with repeats
+    (ax,) = _axes_of(("a", 1, 4, 1000), ("a", 1, 4, 900), ("a", 1, 4, 1040), ("a", 2, 8, 950),
+                     ("a", 4, 16, 900), ("a", 4, 16, 940))
+    (bars,) = ax.containers  # the points with two repeats or more
     (segments,) = [c.get_segments() for c in bars.lines[2]]
-    assert [[tuple(pt) for pt in seg] for seg in segments] == [[(1, 900.0), (1, 1040.0)]]
+    assert [[tuple(pt) for pt in seg] for seg in segments] == [[(1, 900.0), (1, 1040.0)],
+                                                               [(4, 900.0), (4, 940.0)]]
+    # Drawn to be seen: above the red ring of a flagged point (zorder 3), with caps.
+    (stems,) = bars.lines[2]
+    assert (stems.get_zorder(), list(stems.get_linewidths())) == (4, [1.5])
+    assert [c.get_markersize() for c in bars.lines[1]] == [8, 8]  # capsize 4: 8 points wide
+    assert all(c.get_zorder() == 4 for c in bars.lines[1])
+    (key,) = [h for h in ax.get_legend().legend_handles
+              if h.get_label() == "bar: lowest to highest of the repeats"]
+    assert (key.get_marker(), key.get_markersize()) == ("|", 10)
     assert "bar: lowest to highest of the repeats" in [
         t.get_text() for t in ax.get_legend().get_texts()]
     (none,) = _axes_of(("a", 1, 4, 1000), ("a", 2, 8, 950))

@@ -557,8 +557,12 @@ OURS = ("  this tool's: timestamp,system,config,nodes,gpus,status,wall_time_sec,
                           "system, config, nodes and 10 more; has " + "h" * 37 + "...); "
                           "refusing to append \u2014 write to a new file\n  the file's:  "
                           + "h" * 1000 + "... (1500 characters)\n" + OURS),
+    (b"g" * 1000 + b"\n", "existing header differs from this tool's (lacks timestamp, "
+                          "system, config, nodes and 10 more; has " + "g" * 37 + "...); "
+                          "refusing to append \u2014 write to a new file\n  the file's:  "
+                          + "g" * 1000 + "\n" + OURS),
 ], ids=["not-utf8", "not-csv", "1MiB", "longer", "X", "header-X", "quoted", "long",
-        "too-long-to-show"])
+        "too-long-to-show", "longest-shown"])
 def test_a_foreign_first_line_is_refused_by_its_exact_text(tmp_path, first, why):
     out = tmp_path / "runs.csv"
     out.write_bytes(first + EXISTING)

@@ -23,7 +23,14 @@ from helpers import (
     write_run_info,
 )
 
-from ezpz_amsc.results.schema import HEADER, build_row, dashboard_problems, fmt
+from ezpz_amsc.results.schema import (
+    HEADER,
+    build_row,
+    dashboard_problems,
+    fmt,
+    header_difference,
+    zero_mfu,
+)
 
 GOOD = RUNS / "fsdp_tp-2rank"
 LAUNCH_ROW = expected_row(LAUNCH)
@@ -207,3 +214,27 @@ def test_a_run_index_says_where_a_run_was_first_seen():
     assert index.first(key, "b.csv:7") == "a.csv:2"
     assert index.first(key, "b.csv:9") == "a.csv:2"  # always the first place, not the last
     assert index.first(("x",), 3) is None
+
+
+# ------------------------------------------------------------- how a header differs
+
+
+@pytest.mark.parametrize("found, said", [
+    (tuple(reversed(HEADER)), "the same columns in another order"),
+    ((*HEADER[:-1], "mfu"), "lacks error"),
+    ((*HEADER, "mfu"), "a column named twice"),
+    ((*HEADER, "a", "b", "c", "d"), "has a, b, c, d"),
+    ((*HEADER, "a", "b", "c", "d", "e"), "has a, b, c, d and 1 more"),
+    ((*HEADER, "x" * 40), "has " + "x" * 40),
+    ((*HEADER, "y" * 41), "has " + "y" * 37 + "..."),
+    (("z",) + HEADER[1:], "lacks timestamp; has z"),
+])
+def test_header_difference_says_what_differs(found, said):
+    assert header_difference(list(found)) == said
+
+
+@pytest.mark.parametrize("mfu, zero", [("0", True), ("0.000", True), ("-0.0", True),
+                                       ("0.001", False), ("", False), ("n/a", False)])
+def test_zero_mfu_is_a_number_equal_to_zero(mfu, zero):
+    assert zero_mfu({"mfu": mfu}) is zero
+    assert zero_mfu({}) is False  # a file without the column

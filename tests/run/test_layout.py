@@ -333,6 +333,15 @@ def test_a_rank_fragment_folder_names_the_folder_finalize_wrote(tmp_path):
     assert finalized_beside(landed) is None  # it has run_info.json itself
 
 
+@pytest.mark.parametrize("provenance", ["config.json", "report-train.md"])
+def test_a_folder_with_its_own_provenance_is_no_fragment(tmp_path, provenance):
+    announced, (landed,) = _diffusion_outputs(tmp_path, "2026-11-29-222215")
+    _rank_1_fragment(announced, landed)
+    (announced / provenance).write_text("{}" if provenance.endswith(".json") else "# r\n")
+    r = run_cli(announced, "--config", "c", "--system", "S", "--nodes", "1", "--gpus", "2")
+    assert not any("probably put" in n for n in notes_of(r))
+
+
 def test_a_fragment_without_a_finalized_folder_beside_it_looks_unfinished(tmp_path):
     announced, (landed,) = _diffusion_outputs(tmp_path, "2026-11-29-222215")
     _rank_1_fragment(announced, landed)
