@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
                 run_once(cmd)
         size_mb = sweep.stat().st_size / 1e6
     print(f"{a.rows:,} rows ({size_mb:.1f} MB), {a.repeats} runs each\n")
-    print("| command | median s | ratio to --check | peak RSS MB |")
+    print("| command | median s | ratio to --check (median per run) | peak RSS MB |")
     print("|---|--:|--:|--:|")
     for cmd in cmds:
         ratio = statistics.median(t / c for t, c in zip(cmd.wall_sec, check.wall_sec,

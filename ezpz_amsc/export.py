@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ezpz_amsc.errors import AmscError, plural
 from ezpz_amsc.options import ExportOptions  # re-exported: its home moved to options.py
+from ezpz_amsc.results.schema import typed_row
 from ezpz_amsc.run.columns import resolve_columns
 from ezpz_amsc.run.crosschecks import Context, run_checks, unfinished_evidence
 from ezpz_amsc.run.details import (
@@ -26,7 +27,7 @@ from ezpz_amsc.run.details import (
     Trend,
     as_data,
 )
-from ezpz_amsc.run.layout import RunFiles, find_run_files, where_the_run_is
+from ezpz_amsc.run.layout import RunFiles, finalized_beside, find_run_files, where_the_run_is
 from ezpz_amsc.run.placement import load_provenance, resolve_placement
 from ezpz_amsc.run.steps import Digest, Steps, read_steps
 
@@ -56,13 +57,15 @@ class ExportResult:
     read: FilesRead | None = None  # only when export_run was asked to hash
 
     def to_data(self) -> dict[str, Any]:
-        """``{"row": ..., "details": ...}``: JSON-ready, the one serialisation of a result.
+        """``{"row": ..., "values": ..., "details": ...}``: JSON-ready, the one serialisation
+        of a result.
 
-        ``row`` holds the exact CSV cell strings; ``details`` the fields of
-        :class:`Details` in their order, then the notes. ``--format json`` and
-        provenance records both print this.
+        ``row`` holds the exact CSV cell strings; ``values`` the same cells typed
+        (numbers as numbers, an empty cell as null), for ``jq`` filters and sums;
+        ``details`` the fields of :class:`Details` in their order, then the notes.
+        ``--format json`` prints this; provenance records take ``row`` and ``details``.
         """
-        return {"row": dict(self.row),
+        return {"row": dict(self.row), "values": typed_row(self.row),
                 "details": {**as_data(self.details), "notes": list(self.notes)}}
 
 
@@ -77,7 +80,12 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions, *,
     files = find_files(run_dir, opts)
     # Provenance before the (possibly long) read: a missing flag fails fast.
     prov = load_provenance(files)
-    placement = resolve_placement(prov, opts.system, opts.nodes, opts.gpus)
+    try:
+        placement = resolve_placement(prov, opts.system, opts.nodes, opts.gpus)
+    except AmscError as e:  # the flags it names are second best to the run's own folder
+        if files.finalized_elsewhere is not None:
+            e.message = f"{e.message}; but {files.finalized_elsewhere}"
+        raise
     digests: dict[Path, Digest] | None = {} if hash_files else None
     steps = read_run_steps(files, opts, digests)
     red = reduce_run(steps, files, opts)
@@ -142,6 +150,12 @@ def find_files(run_dir: str | os.PathLike[str], opts: ExportOptions) -> RunFiles
     the folder that is probably the run when there is one; a failed run needs no steps."""
     files = find_run_files(run_dir)
     if files.metrics is not None:
+        if not (files.run_info or files.config or files.reports):
+            # Other ranks' files in the folder ezpz announced, the run finalized next door.
+            files.finalized_elsewhere = finalized_beside(files.root)
+            if files.finalized_elsewhere:
+                files.notes.append(f"no run_info.json or report here; "
+                                   f"{files.finalized_elsewhere}")
         return files
     elsewhere = where_the_run_is(files.root)
     if opts.status == "fail":

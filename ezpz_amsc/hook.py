@@ -15,16 +15,26 @@ would keep a job alive that was told to stop.
 
 Environment (read when the hook runs, so a job script can ``export`` them):
 
-- ``EZPZ_AMSC_CONFIG``: the config label; unset or empty → the hook does nothing.
-- ``EZPZ_AMSC_APPEND``: results CSV to append to (same rules as ``--append``);
-  unset → ``<run dir>/amsc.csv`` holding the header and this run's row, and
-  ``<run dir>/amsc.json``, its provenance record.
+- ``EZPZ_AMSC_CONFIG``: the config label. Unset or empty: the ``ezpz.finalize``
+  entry point does nothing (nobody configured it); after :func:`install` (a
+  row was asked for) one warning says why there is no row and what to set.
+- ``EZPZ_AMSC_APPEND``: results CSV to append to (same rules as ``--append``:
+  ``~`` expanded, set but empty refused); unset → ``<run dir>/amsc.csv``
+  holding the header and this run's row, and ``<run dir>/amsc.json``, its
+  provenance record.
 - ``EZPZ_AMSC_PROVENANCE``: with ``EZPZ_AMSC_APPEND``, the folder that gets
   the row's provenance record (same rules as ``--provenance``).
 - ``EZPZ_AMSC_STATUS``: ``pass`` (default) or ``fail``.
 - ``EZPZ_AMSC_WALL_TIME_SEC``: the scheduler's wall time, seconds.
 - ``EZPZ_AMSC_LOCK_TIMEOUT``: seconds to wait for the results file's lock
   (default: ``--lock-timeout``'s); past it the row is not written.
+
+Where the lines go: the ``ezpz_amsc`` logger propagates to the root logger.
+ezpz configures that one when ``ezpz.history`` is imported (its terminal handler
+writes to stdout), so in a training job the lines show where ezpz's own do;
+without any logging set up, Python prints the warnings on stderr. The one line
+that says where the row went is INFO where an INFO line is shown, else WARNING,
+so that it is never lost.
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ from ezpz_amsc.options import (
     ENV_PROVENANCE,
     ExportOptions,
     PublishOptions,
+    expand_home,
     lock_timeout_from_env,
 )
 
@@ -57,6 +68,11 @@ _WRAPPED_ATTR = "_ezpz_amsc_wrapped"
 
 class _Skip(Exception):
     """A reason not to export, worded for the warning line."""
+
+
+_NO_CONFIG = (f"{ENV_CONFIG} is {{how}} in this process, so the row has no config label; "
+              f"export {ENV_CONFIG}=LABEL in the job script (and check that the launcher "
+              "passes it on to the ranks), or export by hand: ezpz-amsc RUN_DIR --config LABEL")
 
 
 def _rank(history: Any) -> int:
@@ -115,6 +131,8 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
     opts = ExportOptions.from_env()
     if opts is None:  # the variable was unset while the hook ran
         return
+    target, records = _env_path(ENV_APPEND), _env_path(ENV_PROVENANCE)
+    lock_timeout = lock_timeout_from_env()  # a bad value is refused before the export
     try:
         result = export_run(run_dir, opts, hash_files=True)
     except SeveralAttempts as e:  # a retried job: this hook ends the attempt that wrote last
@@ -132,14 +150,17 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
         result = export_run(run_dir, opts, hash_files=True)
         result.notes.insert(0, f"no step was logged: timestamp {opts.timestamp} and "
                                f"wall_time_sec {opts.wall_time_sec:.3f} are the job's, {how}")
-    target = os.environ.get(ENV_APPEND, "").strip()
-    records = os.environ.get(ENV_PROVENANCE, "").strip()
     notes = list(result.notes)
     if target:
-        publish([result], opts, PublishOptions(append=target, provenance=records or None,
-                                               lock_timeout=lock_timeout_from_env()))
+        publish([result], opts, PublishOptions(append=target, provenance=records,
+                                               lock_timeout=lock_timeout))
+        where = f"appended the {config!r} row for {run_dir} to {target}"
+        if records:
+            where += f", its provenance record to {records}"
     else:
-        target = str(publish_into_run_dir(result, opts, run_dir))
+        row_file = publish_into_run_dir(result, opts, run_dir)
+        where = (f"wrote the {config!r} row for {run_dir} to {row_file}, its provenance "
+                 f"record to {run_dir / RECORD_FILE}")
         if records:  # a records folder goes with a shared results file, not with amsc.csv
             notes.append(f"{ENV_PROVENANCE} is used only with {ENV_APPEND}; the record is "
                          f"{run_dir / RECORD_FILE}")
@@ -149,7 +170,9 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
     # A frozen or slotted history refuses the attribute: only the double-export guard is lost.
     with contextlib.suppress(Exception):
         setattr(history, _DONE_ATTR, (done if isinstance(done, set) else set()) | {key})
-    log.info("ezpz-amsc: wrote the %r row for %s to %s", config, run_dir, target)
+    # INFO where INFO is shown (ezpz's logging), else WARNING: the line is never lost.
+    shown = log.isEnabledFor(logging.INFO) and log.hasHandlers()
+    log.log(logging.INFO if shown else logging.WARNING, "ezpz-amsc: %s", where)
 
 
 def job_window(run_dir: Path) -> tuple[float, float, str] | None:
@@ -186,20 +209,41 @@ def process_start() -> float | None:
         return None
 
 
-def finalize_hook(history: Any, outdir: str | os.PathLike[str] | None) -> None:
+def _env_path(name: str) -> str | None:
+    """A path variable: None when unset; set but empty is refused, as ``--append ''`` is."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return None
+    if not raw.strip():
+        raise _Skip(f"{name} is set but empty (is the variable that should hold it unset?); "
+                    "set it to a path, or unset it")
+    try:
+        return expand_home(raw.strip())
+    except ValueError as e:
+        raise _Skip(f"{name}={raw!r}: {e}") from None
+
+
+def finalize_hook(history: Any, outdir: str | os.PathLike[str] | None, *,
+                  asked: bool = False) -> None:
     """The ``ezpz.finalize`` entry point: export the finished run, never raise.
 
     ``outdir`` is the directory finalize wrote, or None to read it off the
     history object. Exports only when ``EZPZ_AMSC_CONFIG`` is set, and only
-    on rank 0.
+    on rank 0. Without it, the entry point stays silent (an ambient hook
+    nobody configured); ``asked`` (the :func:`install` wrapper) logs why there
+    is no row.
     """
     config = os.environ.get(ENV_CONFIG, "")
-    if not config:
+    if not config and not asked:
         return
     path: Any = outdir
     try:
         if _rank(history) != 0:
             return
+        if not config:
+            with contextlib.suppress(_Skip):
+                path = run_dir_of(history, outdir)
+            raise _Skip(_NO_CONFIG.format(how="empty" if ENV_CONFIG in os.environ else "not set"))
         path = run_dir = run_dir_of(history, outdir)
         _export(history, run_dir, config)
     except Exception as e:  # see the module docstring for what is let through and why
@@ -211,8 +255,8 @@ def finalize_hook(history: Any, outdir: str | os.PathLike[str] | None) -> None:
                 msg += " (when exporting by hand: ezpz-amsc RUN_DIR --config LABEL ...)"
         else:
             msg = _text_of(e)
-        msg = " ".join(msg.replace("raise --lock-timeout", f"raise {ENV_LOCK_TIMEOUT}")
-                       .splitlines())
+        msg = " ".join(line.strip() for line in msg.replace(
+            "raise --lock-timeout", f"raise {ENV_LOCK_TIMEOUT}").splitlines())  # one line
         # The directory once: not again when the message starts with it (or a file in it).
         named = path is None or about(path, msg) == msg
         log.warning("ezpz-amsc: no row written%s: %s", "" if named else f" for {path}", msg)
@@ -261,7 +305,7 @@ def wrap_finalize(cls: type) -> None:
         if sig is not None:
             with contextlib.suppress(TypeError):  # the original accepted these arguments
                 outdir = sig.bind(self, *args, **kwargs).arguments.get("outdir")
-        finalize_hook(self, outdir)
+        finalize_hook(self, outdir, asked=True)
         return result
 
     setattr(finalize, _WRAPPED_ATTR, True)

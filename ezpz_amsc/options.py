@@ -201,6 +201,18 @@ def check_timestamp(text: str) -> None:
         raise OptionError("timestamp", f"{text} is before 2015 or later than now")
 
 
+def expand_home(text: str) -> str:
+    """A path with a leading ``~`` or ``~user`` expanded, as the shell expands a word of its
+    own; ``ValueError`` when that user is unknown (never a literal ``~`` folder)."""
+    if not text.startswith("~"):
+        return text
+    expanded = os.path.expanduser(text)
+    if expanded.startswith("~"):
+        head = text.split(os.sep, 1)[0]
+        raise ValueError(f"cannot expand {head}: no such user")
+    return expanded
+
+
 def check_lock_timeout(seconds: float) -> float:
     """How long ``--append`` waits for the results file's lock: 0 or more, finite."""
     if not 0 <= seconds < math.inf:

@@ -5,6 +5,7 @@ Plain helpers (the CLI runners, run builders, CSV parsing) are in ``helpers.py``
 
 from __future__ import annotations
 
+import csv
 import os
 import signal
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import HOOK_ENV, copy_run, sunspot_run
+from helpers import CSV_FIELD_LIMIT, HOOK_ENV, copy_run, sunspot_run
 from hypothesis import HealthCheck, settings
 
 # Hypothesis profiles for tests/test_fuzz_*.py (and every other @given):
@@ -49,6 +50,15 @@ def cache_in_the_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
         os.environ.pop("XDG_CACHE_HOME", None)
     else:
         os.environ["XDG_CACHE_HOME"] = old
+
+
+@pytest.fixture(autouse=True)
+def csv_field_limit_of_a_plain_process() -> Iterator[None]:
+    """frictionless raises the csv module's process-wide field limit when it is imported
+    (tests/results/test_package.py): every test reads at the limit a plain process has."""
+    old = csv.field_size_limit(CSV_FIELD_LIMIT)
+    yield
+    csv.field_size_limit(old)
 
 
 @pytest.fixture

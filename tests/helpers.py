@@ -49,9 +49,16 @@ EXPECTED = {
 # The clean runs: every cross-check passes on them silently.
 FIXTURE_NAMES = sorted(EXPECTED)
 
+# The csv module's field limit in a plain Python process (frictionless raises it on import).
+CSV_FIELD_LIMIT = 131_072
+
 # Every shipped run is a CPU run: this is the one note each of them earns.
 MFU_NOTE = ("mfu is 0.0 on every step (ezpz writes 0.0 when it does not know the device's "
             "peak FLOPS); left empty")
+
+# minimal and diffusion log no tokens/s: the note their rows earn.
+NO_THROUGHPUT_NOTE = ("no throughput series logged (looked for train/tps, train/tokens_per_sec, "
+                      "train/tps_per_gpu); both throughput cells are empty")
 
 # Real runs of the shapes that go wrong (examples/runs/README.md): the row and every note.
 NOTED: dict[str, tuple[str, list[str]]] = {
@@ -59,7 +66,7 @@ NOTED: dict[str, tuple[str, list[str]]] = {
         "2026-12-01T20:58:23Z,localhost,test/cfg,1,1,pass,1.690,,,,0.038,692.000000,6,",
         ["wall_time_sec is estimated for all the steps: the 6 logged steps' 0.366 s plus 24 "
          "steps not logged at their median 0.05519 s, ~30 steps (logged every 5 steps, steps "
-         "10..35); pass --wall-time-sec for the job's real time", MFU_NOTE]),
+         "10..35); pass --wall-time-sec for the job's real time", NO_THROUGHPUT_NOTE, MFU_NOTE]),
     "history-accum8-1rank": (
         "2026-12-01T21:06:00Z,localhost,test/cfg,1,1,pass,4.188,,,,,5.729799,25,",
         ["step times cover 3.485 s of the 30.9 s between the first and last record (11%): dt "
@@ -83,6 +90,7 @@ FILE_TIMES: dict[str, dict[str, float]] = {
     "fsdp_tp-relaunch-killed": {"run_info.json": 1796158995.3122957,
                                 "train/report-train.md": 1796159007.3641524},
 }
+
 
 LAUNCH = "fsdp_tp-1rank-launch"  # 1 rank, train/tps and train/tps_per_gpu, 30 steps
 

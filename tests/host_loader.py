@@ -14,6 +14,9 @@ import click
 # Built-in commands that an installed plugin of the same name replaces; every other
 # built-in wins a name clash. ezpz-amsc supersedes the exporter ezpz ships.
 REPLACEABLE = frozenset({"export-amsc"})
+# Plugins whose failure was reported in this process. Every training rank imports
+# ezpz.cli too (so this runs there): one line per process, naming who says it.
+_WARNED: set[str] = set()
 
 
 class BrokenCommand(click.Command):
@@ -41,10 +44,12 @@ def load_plugins(cli: click.Group, group: str = "ezpz.commands",
             if not isinstance(cmd, click.Command):
                 raise TypeError(f"{ep.value} is not a click command")
         except Exception as e:
-            if ep.name in builtins:  # keep the built-in, say why once
-                reason = " ".join(f"{type(e).__name__}: {e}".split())
-                click.echo(f"warning: plugin {ep.name!r} failed to load, keeping the "
-                           f"built-in command: {reason}", err=True)
+            if ep.name in builtins:  # keep the built-in, say why once per process
+                if ep.name not in _WARNED:
+                    _WARNED.add(ep.name)
+                    reason = " ".join(f"{type(e).__name__}: {e}".split())
+                    click.echo(f"ezpz: warning: plugin {ep.name!r} failed to load, keeping "
+                               f"the built-in command: {reason}", err=True)
                 continue
             cmd = BrokenCommand(ep.name, e)
         cli.add_command(cmd, ep.name)  # replaces a replaceable built-in of that name

@@ -25,11 +25,16 @@ rules only:
 - trailing spaces at the end of a line are ignored;
 - the output of a command piped into ``jq`` is compared as JSON values, since
   jq versions print numbers differently (1.6 prints ``1152000.0`` as ``1152000``);
-- commands run with ``umask 002`` in a setgid folder (as in a folder a team
-  shares), so ``check`` prints no notes about teammates' access, which depend
-  on the reader's umask and groups; ``COLUMNS=80``; ``LC_ALL=C.UTF-8`` (a glob
-  lists ``fsdp_tp-2rank-torchrun/`` before ``fsdp_tp-2rank/`` in every locale);
-  no colour (not a terminal);
+- every document runs twice: with ``umask 002`` in a setgid, group-writable
+  folder (a folder a team shares), and with ``umask 022`` in a plain 0755
+  folder (a personal checkout). ``check`` notes teammates' access only where it
+  can matter, and in neither session is there anything to note: the shared
+  folder gives every file group write, and the personal one is nobody else's.
+  (The personal session assumes a personal primary group, as most Linux
+  systems give each user; under a group with other members ``check`` rightly
+  notes that they could not append, so that session is skipped there.)
+  ``COLUMNS=80``; ``LC_ALL=C.UTF-8`` (a glob lists ``fsdp_tp-2rank-torchrun/``
+  before ``fsdp_tp-2rank/`` in every locale); no colour (not a terminal);
 - ``ezpz-amsc`` is the one installed beside the Python that runs the tests.
 """
 
@@ -45,6 +50,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from ezpz_amsc.fs.access import group_has_others
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -183,8 +190,8 @@ def _json_values(text: str) -> list[object]:
     return values
 
 
-def _run(cmd: Command, cwd: Path, env: dict[str, str]) -> tuple[int, str]:
-    proc = subprocess.run(["bash", "-c", f"umask 002\nset -o pipefail\n{cmd.text}"], cwd=cwd,
+def _run(cmd: Command, cwd: Path, env: dict[str, str], umask: str = "002") -> tuple[int, str]:
+    proc = subprocess.run(["bash", "-c", f"umask {umask}\nset -o pipefail\n{cmd.text}"], cwd=cwd,
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True, encoding="utf-8", timeout=300)
     return proc.returncode, proc.stdout
@@ -197,13 +204,22 @@ def _same(cmd: Command, output: str) -> bool:
     return got == [line.rstrip() for line in cmd.shown]
 
 
+# (umask, mode of the folder the session starts in)
+SESSIONS = {"team-folder": ("002", 0o2775), "personal-checkout": ("022", 0o755)}
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("session", SESSIONS)
 @pytest.mark.parametrize("doc", [d for d in DOCS if console_blocks(d)],
                          ids=lambda p: str(p.relative_to(REPO)))
-def test_console_examples_print_what_they_show(doc, tmp_path):
+def test_console_examples_print_what_they_show(doc, tmp_path, session):
+    umask, mode = SESSIONS[session]
+    if umask == "022" and group_has_others(os.getegid(), os.geteuid()):
+        pytest.skip("your primary group has other members: under umask 022 check notes that "
+                    "they could not append, which the docs (a personal group) do not show")
     root = tmp_path / "repo"
     root.mkdir()
-    root.chmod(0o2775)  # setgid, group-writable: a folder a team shares
+    root.chmod(mode)
     for name in COPIED:
         shutil.copytree(REPO / name, root / name, symlinks=True)
     env, no_jq, cwd = _env(), [], root
@@ -217,7 +233,7 @@ def test_console_examples_print_what_they_show(doc, tmp_path):
             if re.search(r"\|\s*jq\b", cmd.text) and shutil.which("jq") is None:
                 no_jq.append(where)
                 continue
-            code, output = _run(cmd, cwd, env)
+            code, output = _run(cmd, cwd, env, umask)
             shows_error = any(line.startswith("error:") for line in cmd.shown)
             assert (code != 0) == shows_error, f"{where}\nexit {code}:\n{output}"
             assert _same(cmd, output), (f"{where}\n--- shown\n" + "\n".join(cmd.shown)
@@ -238,6 +254,17 @@ def test_readme_set_up_commands_are_what_ci_and_the_quick_start_run():
     assert install_and_export, "README command 1 (install and export a shipped run) is gone"
     quick_start = [c.text for b in console_blocks(REPO / "README.md") for c in commands(b)]
     assert install_and_export.group(1) == quick_start[0]
+
+
+def test_readme_examples_write_only_into_ignored_folders():
+    """Run in a checkout, the README's examples leave no untracked files behind."""
+    ignored = {line.strip().strip("/") for line in
+               (REPO / ".gitignore").read_text(encoding="utf-8").splitlines()
+               if line.strip() and not line.startswith("#")}
+    written = [target for block in console_blocks(REPO / "README.md") for cmd in commands(block)
+               for target in re.findall(r"--(?:append|provenance) (\S+)", cmd.text)]
+    assert written, "the README's examples write no results file any more: update this test"
+    assert [t for t in written if Path(t).parts[0] not in ignored] == []
 
 
 def _slug(heading: str) -> str:

@@ -325,15 +325,19 @@ def _snapshot(root: Path) -> dict[str, str]:
 def _check_stderr(stderr: str, failed: bool) -> None:
     # By line shape, not by searching for "Traceback": user text can contain any word.
     lines = [ln for ln in stderr.splitlines() if ln.strip()]
-    if failed:  # exactly one line, no notes before it (helpers.error_line)
-        assert len(lines) == 1 and lines[0].startswith("error: "), stderr
+    if failed:  # exactly one error line, no notes before it (helpers.error_line); only a
+        # header refusal adds the two headers below it, on indented lines
+        first, *details = lines
+        assert first.startswith("error: "), stderr
+        assert not details or ("existing header differs" in first
+                               and all(ln.startswith("  ") for ln in details)), stderr
     else:
         assert all(ln.startswith("note: ") for ln in lines), stderr
 
 
 def _error_kind(stderr: str) -> str:
     """The error's gist without paths or numbers, to group hypothesis events."""
-    msg = stderr.strip().splitlines()[-1]
+    msg = stderr.strip().splitlines()[0]  # the error line (a header refusal adds lines)
     msg = msg.split(": ", 2)[-1] if "/" in msg.split(": ", 2)[1] else msg[len("error: "):]
     return " ".join(w for w in msg.split()[:6] if not any(c.isdigit() for c in w))
 

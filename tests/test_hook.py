@@ -10,6 +10,7 @@ import inspect
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 from helpers import (
     HOOK_ENV,
     MFU_NOTE,
+    NO_THROUGHPUT_NOTE,
     REPO,
     copy_run,
     hold_lock,
@@ -102,11 +104,12 @@ def test_appends_to_a_results_file(fixture_run, tmp_path, monkeypatch, warnings_
     assert text.count("timestamp,system,config") == 1
     assert [r["steps"] for r in parse_csv(text)] == [_cli_row(r)["steps"] for r in runs]
     assert not any((r / "amsc.csv").exists() for r in runs)
-    assert warnings_seen() == [MFU_WARNING, MFU_WARNING]  # one per run, at WARNING
+    # one per run, at WARNING (minimal logs no tokens/s: its row says so too)
+    assert warnings_seen() == [MFU_WARNING, f"ezpz-amsc: note: {NO_THROUGHPUT_NOTE}", MFU_WARNING]
 
 
 def test_the_same_history_and_run_is_exported_once(fixture_run, tmp_path, monkeypatch,
-                                                   warnings_seen):
+                                                   warnings_seen, caplog):
     """A host that calls the hook and an install()ed wrapper must not double the row."""
     run = fixture_run(RUN)
     results = tmp_path / "all.csv"
@@ -114,8 +117,10 @@ def test_the_same_history_and_run_is_exported_once(fixture_run, tmp_path, monkey
     monkeypatch.setenv("EZPZ_AMSC_APPEND", str(results))
     history = Bare()
     finalize_hook(history, run)
-    finalize_hook(history, run)  # remembered on the history: silently skipped
+    finalize_hook(history, run)  # remembered on the history: skipped, said at INFO
     assert warnings_seen() == [MFU_WARNING]  # the notes of the one export
+    assert caplog.records[-1].getMessage() == (
+        f"ezpz-amsc: {run} already exported by this history; not writing it twice")
     # Another History exporting the same run: the results file's duplicate check refuses it.
     finalize_hook(Bare(), run)
     assert len(parse_csv(results.read_text())) == 1
@@ -148,6 +153,40 @@ def test_silent_no_op_off_rank_0_or_without_a_config(fixture_run, monkeypatch, w
     assert warnings_seen() == []
 
 
+@pytest.mark.parametrize("env, outdir, line", [
+    ({"RANK": "zero"}, "RUN", "ezpz-amsc: no row written for RUN: RANK='zero' is not a rank"),
+    ({"EZPZ_AMSC_APPEND": " "}, "RUN", "ezpz-amsc: no row written for RUN: EZPZ_AMSC_APPEND is "
+     "set but empty (is the variable that should hold it unset?); set it to a path, or unset it"),
+    ({"EZPZ_AMSC_PROVENANCE": "~no-such-user-x"}, "RUN", "ezpz-amsc: no row written for RUN: "
+     "EZPZ_AMSC_PROVENANCE='~no-such-user-x': cannot expand ~no-such-user-x: no such user"),
+    ({}, None, "ezpz-amsc: no row written: finalize was given no outdir and the history object "
+     "has neither _jsonl_path nor _report_dir"),
+], ids=["rank", "empty-append", "unknown-user", "no-outdir"])
+def test_a_reason_not_to_export_is_its_exact_line(fixture_run, monkeypatch, warnings_seen, env,
+                                                  outdir, line):
+    run = fixture_run(RUN)
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    finalize_hook(Bare(), run if outdir else None)
+    assert warnings_seen() == [line.replace("RUN", str(run))]
+
+
+def test_the_historys_own_rank_attribute_is_ezpzs_private_one(fixture_run, monkeypatch,
+                                                              warnings_seen):
+    """ezpz's History keeps its rank in ``_rank``: rank 3 there exports nothing."""
+    run = fixture_run(RUN)
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+    monkeypatch.setenv("RANK", "0")  # the history's own rank wins over the launcher's
+    history = Bare()
+    history._rank = 3
+    finalize_hook(history, run)
+    assert not (run / "amsc.csv").exists() and warnings_seen() == []
+    history._rank = 0
+    finalize_hook(history, run)
+    assert (run / "amsc.csv").is_file()
+
+
 def _boom(exc):
     def export_run(run_dir, opts, **_):
         raise exc
@@ -167,9 +206,17 @@ FAILURES = [
     ({"EZPZ_AMSC_WALL_TIME_SEC": "1h"}, None, "EZPZ_AMSC_WALL_TIME_SEC must be a positive"),
     ({"EZPZ_AMSC_WALL_TIME_SEC": "-5"}, None, "EZPZ_AMSC_WALL_TIME_SEC must be a positive"),
     ({"EZPZ_AMSC_WALL_TIME_SEC": "nan"}, None, "EZPZ_AMSC_WALL_TIME_SEC must be a positive"),
+    ({"EZPZ_AMSC_APPEND": ""}, None, "EZPZ_AMSC_APPEND is set but empty (is the variable "
+     "that should hold it unset?); set it to a path, or unset it"),
+    ({"EZPZ_AMSC_APPEND": "  "}, None, "EZPZ_AMSC_APPEND is set but empty"),
+    ({"EZPZ_AMSC_PROVENANCE": ""}, None, "EZPZ_AMSC_PROVENANCE is set but empty"),
+    ({"EZPZ_AMSC_APPEND": "~no-such-user-x/r.csv"}, None,
+     "EZPZ_AMSC_APPEND='~no-such-user-x/r.csv': cannot expand ~no-such-user-x: no such user"),
     ({}, "append-under-a-file", "exists and is not a folder"),
     ({}, "append-is-a-dir", "is a directory"),
-    ({}, "append-other-header", "existing header differs"),
+    ({}, "append-other-header", "existing header differs from this tool's (lacks timestamp, "
+     "system, config, nodes and 10 more; has date, machine, score); refusing to append — write "
+     "to a new file the file's:  date,machine,score this tool's: timestamp,system,config,"),
     ({}, "row-file-is-a-dir", "amsc.csv: is a directory; cannot write a file there"),
     ({}, "no-provenance", "cannot tell"),
     ({}, RuntimeError("exploded inside export"), "RuntimeError: exploded inside export"),
@@ -347,6 +394,7 @@ def _at(history: Bare, jsonl: str | None, report: str | None) -> Bare:
     (None, "o/s/metrics-0.jsonl", None, "o/s"),
     (None, None, "o/s", "o/s"),
     (None, "a/m.jsonl", "b", "b"),                       # unrelated: where run_info.json is
+    ("", "o/s/metrics-0.jsonl", "o/s", "o/s"),           # an empty outdir is none
 ])
 def test_run_dir_is_the_one_finalize_wrote(outdir, jsonl, report, expected):
     assert run_dir_of(_at(Bare(), jsonl, report), outdir) == Path(expected)
@@ -376,8 +424,9 @@ def test_hook_on_a_retried_job_exports_the_last_attempt(tmp_path, monkeypatch, c
     assert parse_csv((run / "amsc.csv").read_text()) == [expected]
     messages = [r.getMessage() for r in caplog.records]
     assert [m for m in messages if "no row written" in m] == []
-    assert ("ezpz-amsc: note: the records hold 2 attempts (a retried job); exported the last, "
-            "the one this finalize ended (--attempt last)") in messages
+    notes = [m for m in messages if m.startswith("ezpz-amsc: note: ")]
+    assert notes[0] == ("ezpz-amsc: note: the records hold 2 attempts (a retried job); exported "
+                        "the last, the one this finalize ended (--attempt last)")
     # The run's provenance record says how the row was made, so that it can be reproduced.
     record = json.loads((run / "amsc.json").read_text())
     assert record["options"]["attempt"] == "last"
@@ -441,7 +490,7 @@ def test_hook_provenance_folder_without_append_is_a_note(fixture_run, monkeypatc
     monkeypatch.setenv("EZPZ_AMSC_PROVENANCE", str(tmp_path / "records"))
     finalize_hook(object(), run)
     assert (run / "amsc.json").is_file() and not (tmp_path / "records").exists()
-    assert caplog.records[-1].getMessage() == (
+    assert [r.getMessage() for r in caplog.records][-2] == (
         "ezpz-amsc: note: EZPZ_AMSC_PROVENANCE is used only with EZPZ_AMSC_APPEND; the record "
         f"is {run / 'amsc.json'}")
 
@@ -465,19 +514,78 @@ def test_hook_duplicate_record_is_one_warning_and_no_row(fixture_run, monkeypatc
     assert results.read_text() == ",".join(HEADER) + "\n"
 
 
+# ezpz's logging, as ezpz.log.get_logger sets it up when ezpz.history is imported
+# (ezpz 0.26.1, conf/hydra/job_logging/custom.yaml): handlers on the root logger only,
+# a terminal handler writing to stdout and a JSON file, root at INFO, other loggers kept.
+EZPZ_LIKE_LOGGING = """
+import logging.config
+logging.config.dictConfig({
+    "version": 1, "disable_existing_loggers": False,
+    "formatters": {"simple": {"format": "[%(name)s][%(levelname)s] - %(message)s"}},
+    "handlers": {
+        "term": {"class": "logging.StreamHandler", "stream": "ext://sys.stdout",
+                 "formatter": "simple", "level": "INFO"},
+        "json_file": {"class": "logging.FileHandler", "filename": LOG_FILE, "level": "INFO"},
+    },
+    "root": {"handlers": ["term", "json_file"], "level": "INFO"},
+})
+"""
+
+
+def _job(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``code`` in a fresh interpreter, the hook's variables replaced by ``env``."""
+    full = {k: v for k, v in os.environ.items() if k not in HOOK_ENV} | env
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=full, cwd=REPO)
+
+
 @pytest.mark.slow
 def test_hook_notes_reach_a_job_log_without_logging_setup(fixture_run):
     run = fixture_run("minimal-1rank")
-    code = ("from ezpz_amsc.hook import finalize_hook; "
-            f"finalize_hook(object(), {str(run)!r}); print('job goes on')")
-    env = {k: v for k, v in os.environ.items() if k not in HOOK_ENV} | {"EZPZ_AMSC_CONFIG": "c"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         cwd=REPO)
+    out = _job("from ezpz_amsc.hook import finalize_hook; "
+               f"finalize_hook(object(), {str(run)!r}); print('job goes on')",
+               {"EZPZ_AMSC_CONFIG": "c"})
     assert (out.returncode, out.stdout) == (0, "job goes on\n")
     assert out.stderr.splitlines() == [
+        f"ezpz-amsc: note: {NO_THROUGHPUT_NOTE}",
         "ezpz-amsc: note: mfu is 0.0 on every step (ezpz writes 0.0 when it does not know the "
-        "device's peak FLOPS); left empty"]
+        "device's peak FLOPS); left empty",
+        f"ezpz-amsc: wrote the 'c' row for {run} to {run / 'amsc.csv'}, its provenance record "
+        f"to {run / 'amsc.json'}"]
     assert (run / "amsc.json").is_file()
+
+
+@pytest.mark.slow
+def test_under_ezpz_logging_the_lines_go_where_ezpz_logs(fixture_run, tmp_path):
+    """Root handlers as ezpz sets them: stdout and the JSON log, nothing on stderr."""
+    run, log_file = fixture_run(RUN), tmp_path / "job.jsonl"
+    code = (f"LOG_FILE = {str(log_file)!r}\n{EZPZ_LIKE_LOGGING}\n"
+            "from ezpz_amsc.hook import finalize_hook\n"
+            f"finalize_hook(object(), {str(run)!r})\n"
+            f"finalize_hook(object(), {str(tmp_path / 'gone')!r})\n")
+    out = _job(code, {"EZPZ_AMSC_CONFIG": "c", "EZPZ_AMSC_APPEND": str(tmp_path / "r.csv")})
+    assert (out.returncode, out.stderr) == (0, "")
+    expected = [
+        f"[ezpz_amsc][WARNING] - {MFU_WARNING}",
+        f"[ezpz_amsc][INFO] - ezpz-amsc: appended the 'c' row for {run} to {tmp_path / 'r.csv'}",
+        f"[ezpz_amsc][WARNING] - ezpz-amsc: no row written: {tmp_path / 'gone'}: no such "
+        "directory; pass the run directory ezpz wrote"]
+    assert out.stdout.splitlines() == expected
+    assert log_file.read_text().splitlines() == [line.split(" - ", 1)[1] for line in expected]
+
+
+@pytest.mark.slow
+def test_after_install_a_missing_config_is_one_warning_on_stderr(ezpz_pkg, tmp_path):
+    ezpz_pkg("history")
+    src = str(REPO / "examples" / "runs" / RUN)
+    code = ("import sys, ezpz_amsc; assert ezpz_amsc.install()\n"
+            "from ezpz.history import History\n"
+            f"History({src!r}).finalize({str(tmp_path / 'out')!r}); print('job goes on')")
+    out = _job(code, {"PYTHONPATH": os.pathsep.join(sys.path)})
+    assert (out.returncode, out.stdout) == (0, "job goes on\n")
+    assert out.stderr.splitlines() == [
+        f"ezpz-amsc: no row written for {tmp_path / 'out'}: {NO_CONFIG.format('not set')}"]
+    assert not (tmp_path / "out" / "amsc.csv").exists()
 
 
 # --- install(): wrapping History.finalize for ezpz releases that call no hooks ---
@@ -534,6 +642,120 @@ def test_wrapped_finalize_finds_the_folder_it_chose(History, fixture_run, tmp_pa
     History(src).finalize(run_name=run_name, dataset_fname=dataset_fname)
     assert [p.relative_to(work).as_posix() for p in work.rglob("amsc.csv")] == [f"{where}/amsc.csv"]
     assert warnings_seen() == [MFU_WARNING]
+
+
+NO_CONFIG = ("EZPZ_AMSC_CONFIG is {} in this process, so the row has no config label; "
+             "export EZPZ_AMSC_CONFIG=LABEL in the job script (and check that the launcher "
+             "passes it on to the ranks), or export by hand: ezpz-amsc RUN_DIR --config LABEL")
+
+
+@pytest.mark.parametrize("config, how", [(None, "not set"), ("", "empty")])
+def test_installed_without_a_config_says_why_there_is_no_row(History, fixture_run, tmp_path,
+                                                            monkeypatch, warnings_seen, config,
+                                                            how):
+    if config is not None:
+        monkeypatch.setenv("EZPZ_AMSC_CONFIG", config)
+    wrap_finalize(History)
+    History(fixture_run(RUN)).finalize(tmp_path / "out")
+    assert warnings_seen() == [f"ezpz-amsc: no row written for {tmp_path / 'out'}: "
+                               + NO_CONFIG.format(how)]
+    assert not (tmp_path / "out" / "amsc.csv").exists()
+    # The folder finalize chose is named too; with no folder at all, the reason alone.
+    monkeypatch.chdir(tmp_path)
+    History(fixture_run("minimal-1rank")).finalize(None, "named")
+    assert warnings_seen()[-1].startswith(
+        f"ezpz-amsc: no row written for {Path('outputs/named') / StandInHistory.stamp}: ")
+    finalize_hook(Bare(), None, asked=True)
+    assert warnings_seen()[-1] == "ezpz-amsc: no row written: " + NO_CONFIG.format(how)
+
+
+def test_installed_without_a_config_is_silent_off_rank_0(History, fixture_run, tmp_path,
+                                                        monkeypatch, warnings_seen):
+    monkeypatch.chdir(tmp_path)
+    wrap_finalize(History)
+    History(fixture_run(RUN), rank=1).finalize(tmp_path / "out")
+    monkeypatch.setenv("RANK", "3")
+    finalize_hook(Bare(), tmp_path / "out", asked=True)
+    assert warnings_seen() == []
+
+
+@pytest.mark.parametrize("append, records", [(False, False), (True, False), (True, True)])
+def test_one_line_says_where_the_row_went(fixture_run, tmp_path, monkeypatch, caplog, append,
+                                          records):
+    caplog.set_level(logging.INFO, logger="ezpz_amsc")
+    run = fixture_run(RUN)
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+    if append:
+        monkeypatch.setenv("EZPZ_AMSC_APPEND", str(tmp_path / "r.csv"))
+    if records:
+        monkeypatch.setenv("EZPZ_AMSC_PROVENANCE", str(tmp_path / "recs"))
+    finalize_hook(Bare(), run)
+    infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    if not append:
+        where = f"wrote the 'c' row for {run} to {run / 'amsc.csv'}, its provenance record " \
+                f"to {run / 'amsc.json'}"
+    else:
+        where = f"appended the 'c' row for {run} to {tmp_path / 'r.csv'}" + (
+            f", its provenance record to {tmp_path / 'recs'}" if records else "")
+    assert infos == [f"ezpz-amsc: {where}"]
+
+
+@pytest.mark.parametrize("level, handler", [(logging.WARNING, True), (logging.INFO, False)],
+                         ids=["info-filtered", "no-handler"])
+def test_the_where_line_is_a_warning_where_info_would_not_show(fixture_run, monkeypatch, capsys,
+                                                               level, handler):
+    """INFO filtered out, or no handler at all (Python's last resort shows WARNING only)."""
+    run = fixture_run(RUN)
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+    seen: list[tuple[int, str]] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            seen.append((record.levelno, record.getMessage()))
+
+    logger = logging.getLogger("ezpz_amsc")
+    monkeypatch.setattr(logger, "propagate", False)  # pytest's own handlers are on the root
+    monkeypatch.setattr(logger, "level", level)
+    keep = Keep(logging.DEBUG)
+    if handler:
+        logger.addHandler(keep)
+    try:
+        finalize_hook(Bare(), run)
+    finally:
+        logger.removeHandler(keep)
+    where = (f"ezpz-amsc: wrote the 'c' row for {run} to {run / 'amsc.csv'}, its provenance "
+             f"record to {run / 'amsc.json'}")
+    if handler:
+        assert seen[-1] == (logging.WARNING, where)
+    else:
+        assert capsys.readouterr().err.splitlines()[-1] == where
+
+
+def test_append_path_from_the_environment_expands_home(fixture_run, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+    monkeypatch.setenv("EZPZ_AMSC_APPEND", "~/results/r.csv")
+    finalize_hook(Bare(), fixture_run(RUN))
+    assert len(parse_csv((tmp_path / "results" / "r.csv").read_text())) == 1
+
+
+def test_wrapped_finalize_reads_outdir_off_the_call(fixture_run, tmp_path, monkeypatch):
+    """A finalize that leaves no _jsonl_path or _report_dir: only the call names the folder."""
+    src = fixture_run(RUN)
+
+    class Plain:
+        def update(self, metrics):  # pragma: no cover - never called
+            pass
+
+        def finalize(self, outdir=None, plot=True):
+            shutil.copytree(src, outdir)
+
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+    wrap_finalize(Plain)
+    Plain().finalize(tmp_path / "out", plot=False)
+    assert len(parse_csv((tmp_path / "out" / "amsc.csv").read_text())) == 1
+    Plain().finalize(outdir=tmp_path / "out2")
+    assert (tmp_path / "out2" / "amsc.csv").is_file()
 
 
 def test_wrapping_twice_wraps_once(History, fixture_run, tmp_path, monkeypatch):

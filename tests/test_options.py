@@ -166,12 +166,12 @@ def test_cli_choices_and_defaults_are_the_options_own():
         assert params[name].default == default_of(ExportOptions, name), name
     assert params["lock_timeout"].default == default_of(PublishOptions, "lock_timeout") == 10.0
     assert default_of(ExportOptions, "warmup") == 1
-    with pytest.raises(KeyError) as err:
+    with pytest.raises(KeyError) as missing:
         default_of(ExportOptions, "config")
-    assert err.value.args == ("ExportOptions.config has no default",)
-    with pytest.raises(KeyError) as err:
+    assert missing.value.args == ("ExportOptions.config has no default",)
+    with pytest.raises(KeyError) as unknown:
         default_of(ExportOptions, "nope")
-    assert err.value.args == ("ExportOptions has no field nope",)
+    assert unknown.value.args == ("ExportOptions has no field nope",)
 
 
 def _count_validations(monkeypatch) -> list[object]:

@@ -16,8 +16,9 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import click
+import host_loader
 import pytest
-from helpers import REPO, error_line, one_row, parse_csv, run_cli, runner
+from helpers import NO_THROUGHPUT_NOTE, REPO, error_line, one_row, parse_csv, run_cli, runner
 from host_loader import REPLACEABLE, BrokenCommand, load_plugins, run_finalize_hooks
 
 from ezpz_amsc.cli.group import cli as amsc_group
@@ -47,6 +48,14 @@ def _host(group: str = "ezpz.commands", replaceable: frozenset[str] = REPLACEABL
 
     load_plugins(main, group, replaceable)
     return main
+
+
+@pytest.fixture(autouse=True)
+def _fresh_process():
+    """Each test a new process, as far as the loader's once-per-process warning goes."""
+    host_loader._WARNED.clear()
+    yield
+    host_loader._WARNED.clear()
 
 
 def _ezpz(group: str = "ezpz.commands", replaceable: frozenset[str] = REPLACEABLE) -> click.Group:
@@ -295,8 +304,12 @@ def test_host_finalize_hooks_reach_ours_past_a_broken_one(broken_site, fixture_r
     assert [r["config"] for r in parse_csv((run / "amsc.csv").read_text())] == ["minimal/hooked"]
     assert [r.getMessage() for r in caplog.records] == [
         "finalize hook broken failed: plugin exploded on import",
+        f"ezpz-amsc: note: {NO_THROUGHPUT_NOTE}",
         "ezpz-amsc: note: mfu is 0.0 on every step (ezpz writes 0.0 when it does not know the "
-        "device's peak FLOPS); left empty"]
+        "device's peak FLOPS); left empty",
+        # INFO would not show with the root at WARNING: the where line is a warning then
+        f"ezpz-amsc: wrote the 'minimal/hooked' row for {run} to {run / 'amsc.csv'}, its "
+        f"provenance record to {run / 'amsc.json'}"]
 
 
 @pytest.mark.parametrize("target, reason", [
@@ -313,9 +326,15 @@ def test_a_broken_replacement_keeps_the_builtin_with_one_warning(tmp_path, monke
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     host = _ezpz(TEST_GROUP)
     assert capsys.readouterr().err.splitlines() == [
-        f"warning: plugin 'export-amsc' failed to load, keeping the built-in command: {reason}"]
+        f"ezpz: warning: plugin 'export-amsc' failed to load, keeping the built-in command: "
+        f"{reason}"]
     assert _invoke(host, "export-amsc", "x").stdout == "built-in export-amsc\n"
     assert _listed(_invoke(host, "--help").stdout).count("export-amsc") == 1
+    # Loaded again in the same process (a second import path, a second CLI object): the
+    # built-in stays, and the warning is not repeated.
+    again = _ezpz(TEST_GROUP)
+    assert capsys.readouterr().err == ""
+    assert _invoke(again, "export-amsc", "x").stdout == "built-in export-amsc\n"
 
 
 def test_a_plugin_named_like_a_fixed_builtin_is_never_imported(tmp_path, monkeypatch, capsys):

@@ -13,7 +13,7 @@ from ezpz_amsc.errors import AmscError
 @command(
     "check",
     short_help="Validate a results CSV the way the dashboard reads it.",
-    usages=("RESULTS_CSV... [--provenance DIR]",),
+    usages=("RESULTS_CSV... [--provenance DIR] [--format text|json]",),
     examples=(("results/amsc.csv", "every row readable, no run twice?"),
               ("results/amsc.csv --provenance records/", "and a record for every row?")),
     exit_codes=(("0", "the files are clean (and every row matches its record)"),
@@ -25,27 +25,33 @@ from ezpz_amsc.errors import AmscError
                    "record, records without a row, records whose row differs from the line "
                    "(one RESULTS_CSV only).")
 @quiet_option
-def check(paths: tuple[str, ...], provenance: str | None, quiet: bool) -> None:
+@click.option("--format", "out_format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True,
+              help="json: one object per file on stdout (rows, records, problems, notes, "
+                   "clean), also when there are problems; stderr as with text.")
+def check(paths: tuple[str, ...], provenance: str | None, quiet: bool,
+          out_format: str = "text") -> None:
     """Validate a results CSV the way the dashboard reads it.
 
     RESULTS_CSV is read line by line: its header, the required columns, cells
     that must parse as numbers, each column's bounds, and the same run
     appearing twice. Each problem goes to stderr as PATH:LINE: what; a clean
     file gets one line on stdout. Notes say when other members of the file's
-    group could not append to it, and when a datapackage.json beside it gives
-    another schema. Several files are checked one by one (a pre-commit hook).
+    group could not append to it (only for a group with other members, or a
+    shared folder), and when a datapackage.json beside it gives another
+    schema. Several files are checked one by one (a pre-commit hook).
     """
     if provenance is not None and len(paths) > 1:
         raise click.UsageError("--provenance takes one RESULTS_CSV (its records are its own)")
     if len(paths) == 1:
-        check_file(paths[0], quiet, provenance)
+        check_file(paths[0], quiet, provenance, out_format)
         return
     from ezpz_amsc.errors import about, plural
 
     failed = 0
     for path in paths:
         try:
-            check_file(path, quiet)
+            check_file(path, quiet, out_format=out_format)
         except AmscError as e:
             click.echo(f"error: {about(path, e.format_message())}", err=True)
             failed += 1
@@ -53,7 +59,9 @@ def check(paths: tuple[str, ...], provenance: str | None, quiet: bool) -> None:
         raise AmscError(f"{failed} of {plural(len(paths), 'file')} not clean")
 
 
-def check_file(path: str, quiet: bool = False, provenance: str | None = None) -> None:
+
+def check_file(path: str, quiet: bool = False, provenance: str | None = None,
+               out_format: str = "text") -> None:
     from ezpz_amsc.errors import plural
     from ezpz_amsc.records.pairing import record_problems
     from ezpz_amsc.results.package import package_notes
@@ -63,22 +71,43 @@ def check_file(path: str, quiet: bool = False, provenance: str | None = None) ->
     rows, problems = check_results_file(
         path, on_cells=(lambda line, row: cells.append((line, row))) if provenance else None)
     records = 0
-    notes = [] if quiet else sharing_notes(path)
+    notes = sharing_notes(path)
     if provenance:
         from ezpz_amsc.records.folder import leftovers, sharing_note
 
         records, more = record_problems(path, cells, provenance)
         problems += more + leftovers(provenance)
-        notes += [] if quiet else [n for n in [sharing_note(provenance, path)] if n]
-    notes += [] if quiet else package_notes(path)
-    for note in notes:
+        notes += [n for n in [sharing_note(provenance, path)] if n]
+    notes += package_notes(path)
+    for note in [] if quiet else notes:
         click.echo(f"note: {note}", err=True)
     for p in problems:
         click.echo(p, err=True)
+    if out_format == "json":  # the data on stdout, whatever the verdict
+        import json
+
+        click.echo(json.dumps({"file": path, "rows": rows,
+                               "records": records if provenance else None,
+                               "provenance": provenance, "clean": not problems,
+                               "problems": problems, "notes": notes}, ensure_ascii=False))
     with_records = f" and {plural(records, 'record')}" if provenance else ""
     if problems:
-        raise AmscError(f"{path}: {plural(len(problems), 'problem')} in {plural(rows, 'row')}"
-                        f"{with_records}")
-    click.echo(f"{path}: {plural(rows, 'row')}, all readable by the dashboard"
-               + (f"; {plural(records, 'record')} in {provenance}, one per row"
-                  if provenance else ""))
+        raise AmscError(f"{path}: {_problems_text(problems, rows, with_records)}")
+    if out_format == "text":
+        click.echo(f"{path}: {plural(rows, 'row')}, all readable by the dashboard"
+                   + (f"; {plural(records, 'record')} in {provenance}, one per row"
+                      if provenance else ""))
+
+
+def _problems_text(problems: list[str], rows: int, with_records: str) -> str:
+    """``3 problems in 10 rows``; a header problem is named apart (it is in no row)."""
+    from ezpz_amsc.errors import plural
+    from ezpz_amsc.results.validate import HEADER_PROBLEM
+
+    in_rows = f"in {plural(rows, 'row')}{with_records}"
+    if f":1: {HEADER_PROBLEM} (" not in problems[0]:
+        return f"{plural(len(problems), 'problem')} {in_rows}"
+    if len(problems) == 1:
+        return f"the header differs from this tool's (no other problem {in_rows})"
+    more = plural(len(problems) - 1, "problem")
+    return f"the header differs from this tool's, and {more} {in_rows}"

@@ -9,6 +9,8 @@ one-line errors, and a usage when a command is called bare.
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -43,6 +45,8 @@ def one_line_errors() -> Iterator[None]:
         yield
     except CliError:
         raise
+    except BrokenPipeError:
+        raise stdout_closed() from None
     except AmscError as e:
         raise CliError(e.format_message(), e.exit_code) from None
     except click.ClickException as e:
@@ -52,6 +56,24 @@ def one_line_errors() -> Iterator[None]:
         # The last resort for a path no stage could look at, e.g. one below a folder
         # the user may not search: the file system's reason, on one line.
         raise CliError(os_error_text(e)) from None
+
+
+# The exit status of a command whose stdout was closed early (``... | head -1``): what a
+# shell reports for a process killed by SIGPIPE (128 + 13), as for any other CLI.
+BROKEN_PIPE_EXIT = 141
+
+
+def stdout_closed() -> click.exceptions.Exit:
+    """Quiet exit when the reader of stdout went away: no traceback, no ``error:`` line.
+
+    stdout is pointed at /dev/null first, so that the interpreter's last flush of
+    whatever is still buffered does not fail again on the way out.
+    """
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return click.exceptions.Exit(BROKEN_PIPE_EXIT)
 
 
 @contextlib.contextmanager
@@ -77,14 +99,16 @@ class AmscCommand(HelpLayout, click.Command):
     def __init__(self, *args: Any, usages: Sequence[str] = (),
                  sections: Sequence[tuple[str, Sequence[str]]] = (),
                  examples: Sequence[tuple[str, str]] = (),
-                 exit_codes: Sequence[tuple[str, str]] = EXIT_CODES, **kwargs: Any) -> None:
+                 exit_codes: Sequence[tuple[str, str]] = EXIT_CODES, bare: bool = False,
+                 **kwargs: Any) -> None:
         kwargs.setdefault("context_settings", dict(CONTEXT_SETTINGS))
         super().__init__(*args, **kwargs)
         self.usages, self.sections, self.examples = usages, sections, examples
         self.exit_codes = exit_codes
+        self.bare = bare  # a call without arguments is complete (help, version)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args and not ctx.resilient_parsing:
+        if not args and not ctx.resilient_parsing and not self.bare:
             raise bare_call(ctx, self.params)
         with one_line_errors():
             return super().parse_args(ctx, args)

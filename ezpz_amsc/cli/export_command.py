@@ -59,8 +59,8 @@ if TYPE_CHECKING:
 @click.option("--format", "out_format", type=click.Choice(["csv", "json"]), default="csv",
               show_default=True,
               help="stdout format. json: JSON Lines, one object per run with the row's exact CSV "
-                   "strings and the details (jq -s reads several as one array); --append still "
-                   "writes CSV.")
+                   "strings (row), the same cells as numbers (values) and the details (jq -s "
+                   "reads several as one array); --append still writes CSV.")
 @click.option("--explain", is_flag=True,
               help="After the row, report on stderr where its numbers came from.")
 @provenance_option("With --append: write one JSON record per row into DIR (cells, options, "

@@ -33,6 +33,8 @@ COMMANDS: dict[str, str] = {
     "describe": "ezpz_amsc.cli.describe_command:describe",
     "report": "ezpz_amsc.cli.report_command:report_command",
     "reproduce": "ezpz_amsc.cli.reproduce_command:reproduce",
+    "help": "ezpz_amsc.cli.help_command:help_command",
+    "version": "ezpz_amsc.cli.version_command:version_command",
 }
 DEFAULT_COMMAND = "export"
 
@@ -43,6 +45,8 @@ class AmscGroup(HelpLayout, click.Group):
     ``ezpz-amsc RUN_DIR --config X`` is ``ezpz-amsc export RUN_DIR --config X``.
     A run directory named like a subcommand needs ``export NAME`` or ``./NAME``;
     when a subcommand fails and a folder of its name exists, the error says so.
+    A first word that is no path and is close to a command name is a typo
+    (``exprot RUN``): refused at once, naming the command it is close to.
     """
 
     def __init__(self, *args: Any, lazy: Mapping[str, str], default: str,
@@ -67,7 +71,7 @@ class AmscGroup(HelpLayout, click.Group):
         if args and args[0] in self.list_commands(ctx):
             ctx.meta[_NAMED] = args[0]
         elif args and args[0] not in self._own_options(ctx):
-            ctx.meta[_DEFAULTED] = args[0]
+            self._refuse_a_typo(ctx, args[0])
             args = [self.default, *args]
         with one_line_errors():
             return super().parse_args(ctx, args)
@@ -82,20 +86,31 @@ class AmscGroup(HelpLayout, click.Group):
 
     def _hint(self, ctx: click.Context, e: CliError) -> str:
         """Where the default-command rule may have read the first word the wrong way."""
-        named, first = ctx.meta.get(_NAMED), ctx.meta.get(_DEFAULTED)
+        named = ctx.meta.get(_NAMED)
         if named and e.exit_code == 2 and os.path.isdir(named):
             return (f" ({named!r} was read as the {named} command; to export the folder, "
                     f"write '{ctx.command_path} {self.default} {named}' or './{named}')")
-        if first and not first.startswith("-") and not os.path.lexists(first):
-            import difflib
-
-            close = difflib.get_close_matches(first, self.list_commands(ctx), n=1, cutoff=0.75)
-            if close:
-                return f" (did you mean '{ctx.command_path} {close[0]}'?)"
         return ""
 
+    def _refuse_a_typo(self, ctx: click.Context, first: str) -> None:
+        """``exprot RUN``: no such path, and close to a command name: a mistyped command."""
+        if first.startswith("-") or os.path.lexists(first):
+            return
+        import difflib
+
+        close = difflib.get_close_matches(first, self.list_commands(ctx), n=1, cutoff=0.75)
+        if close:
+            raise CliError(f"{first!r} is no command, and no such directory here (did you mean "
+                           f"'{ctx.command_path} {close[0]}'?)", 2)
+
     def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
-        """The first word: a subcommand, or the default command's RUN_DIR or options."""
+        """The first word: a subcommand, or the default command's RUN_DIR or options.
+
+        A path item goes first: click's bash script empties the list at a ``dir``
+        or ``file`` item (to let bash complete paths itself), so placed after the
+        command names it would drop them. Before them, bash shows the names that
+        match, and paths when none does.
+        """
         items = super().shell_complete(ctx, incomplete)
         default = load_command(self.lazy[self.default])
         with default.make_context(self.default, [], parent=ctx, resilient_parsing=True) as sub:
@@ -104,15 +119,15 @@ class AmscGroup(HelpLayout, click.Group):
                           if i.value not in {x.value for x in items}]
             else:
                 arg = next(p for p in default.params if isinstance(p, click.Argument))
-                items += arg.shell_complete(sub, incomplete)
+                items = [*arg.shell_complete(sub, incomplete), *items]
         return items
 
     def _own_options(self, ctx: click.Context) -> set[str]:
         return {o for p in self.get_params(ctx) for o in (*p.opts, *p.secondary_opts)}
 
 
-# ctx.meta keys: the subcommand the user named, or the first word that made it the default
-_NAMED, _DEFAULTED = "ezpz_amsc.named_command", "ezpz_amsc.defaulted_word"
+# ctx.meta key: the subcommand the user named
+_NAMED = "ezpz_amsc.named_command"
 
 
 def load_command(target: str) -> click.Command:

@@ -22,6 +22,7 @@ from ezpz_amsc.options import (
     ExportOptions,
     PublishOptions,
     default_of,
+    expand_home,
 )
 
 
@@ -29,7 +30,9 @@ class PathText(click.ParamType):
     """A path taken as typed (the pipeline says what is wrong with it), completed by the shell.
 
     Empty is refused: it is what an unset ``"$VAR"`` in a job script gives,
-    and it must not turn into the current folder or into stdout.
+    and it must not turn into the current folder or into stdout. A leading
+    ``~`` is expanded: the shell leaves it alone after ``=`` (``--append=~/x.csv``),
+    and a folder named ``~`` is never what was meant.
     """
 
     def __init__(self, kind: str) -> None:
@@ -41,7 +44,10 @@ class PathText(click.ParamType):
         text = os.fsdecode(value) if isinstance(value, bytes) else str(value)
         if not text.strip():
             self.fail("empty path (is the variable that should hold it unset?)", param, ctx)
-        return text
+        try:
+            return expand_home(text)
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
 
     def shell_complete(self, ctx: click.Context, param: click.Parameter,
                        incomplete: str) -> list[CompletionItem]:
@@ -52,6 +58,7 @@ RUN_DIR = PathText("dir")
 RESULTS_CSV = PathText("file")
 RECORDS_DIR = PathText("dir")
 RECORD_JSON = PathText("file")
+PLOT_FILE = PathText("file")
 
 
 def _apply(decorators: Sequence[Callable[[Any], Any]]) -> Callable[[Any], Any]:

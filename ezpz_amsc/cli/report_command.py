@@ -11,13 +11,14 @@ import sys
 import click
 
 from ezpz_amsc.cli.edge import command
-from ezpz_amsc.cli.params import RESULTS_CSV, quiet_option
+from ezpz_amsc.cli.params import PLOT_FILE, RESULTS_CSV, quiet_option
 
 
 @command(
     "report",
     short_help="Report on the scaling study in results CSVs before publishing.",
-    usages=("RESULTS_CSV... [--format text|json|markdown] [--plot FILE]",),
+    usages=("RESULTS_CSV... [--format text|json|markdown]",
+            "RESULTS_CSV... [--plot FILE] [-q]"),
     examples=(("results/amsc.csv", "efficiency per node count, flags"),
               ("aurora.csv perlmutter.csv --plot scaling.png", "two machines, and a plot"),
               ("results/amsc.csv --format json", "the same report as data"),
@@ -31,8 +32,8 @@ from ezpz_amsc.cli.params import RESULTS_CSV, quiet_option
               default="text", show_default=True,
               help="text: tables for a terminal; json: the same report as data; markdown: "
                    "GitHub-flavoured tables, e.g. for a pull request.")
-@click.option("--plot", "plot_path", metavar="FILE",
-              help="Also draw tokens/s/gpu against nodes to FILE (.png or .svg; needs "
+@click.option("--plot", "plot_path", metavar="FILE", type=PLOT_FILE,
+              help="Also draw tokens/s/gpu against nodes to FILE (.png, .svg or .pdf; needs "
                    "matplotlib, the 'plot' extra).")
 @quiet_option
 def report_command(paths: tuple[str, ...], out_format: str, plot_path: str | None,
@@ -57,7 +58,7 @@ def report_command(paths: tuple[str, ...], out_format: str, plot_path: str | Non
     if plot_path is not None:
         from ezpz_amsc.report.plot import write_plot
 
-        notes += write_plot(report, plot_path)
+        notes += [*write_plot(report, plot_path), f"wrote {plot_path}"]
     if out_format == "json":
         sys.stdout.write(to_json(report))
     elif out_format == "markdown":

@@ -13,34 +13,43 @@ from ezpz_amsc.errors import AmscError, about
 @command(
     "reproduce",
     short_help="Re-export provenance records' runs: is each row still the same?",
-    usages=("RECORD.json... [--run-dir DIR]",),
+    usages=("RECORD.json... [--run-dir DIR] [-q] [--format json]",),
     examples=(("results/records/*.json", "every recorded row, re-exported"),
-              ("rec.json --run-dir /archive/run", "a run that moved since it was recorded")),
+              ("rec.json --run-dir /archive/run", "a run that moved since it was recorded"),
+              ("results/records/*.json --run-dir /archive", "runs moved into one folder"),
+              ("results/records/*.json -q", "only the rows that differ")),
     exit_codes=(("0", "every row re-exported identically"),
                 ("1", "a row differs, or a record cannot be read or re-exported"),
                 ("2", "bad command line")),
 )
 @click.argument("records", metavar="RECORD.json...", nargs=-1, required=True, type=RECORD_JSON)
 @click.option("--run-dir", type=RUN_DIR, metavar="DIR",
-              help="Where the run is now, when it moved since it was recorded (one RECORD only).")
+              help="Where the runs are now, when they moved since they were recorded: the run "
+                   "directory itself (one record), or the folder that holds the moved runs "
+                   "under their recorded names (DIR/NAME, tried first).")
 @click.option("-q", "--quiet", is_flag=True,
-              help="No progress line on stderr for a long batch (errors still shown).")
-def reproduce(records: tuple[str, ...], run_dir: str | None, quiet: bool) -> None:
+              help="Print only the records whose row differs, and no progress line on stderr "
+                   "for a long batch (errors still shown).")
+@click.option("--format", "out_format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True,
+              help="json: JSON Lines, one object per record re-exported (identical, the cells "
+                   "that differ, the source files that changed).")
+def reproduce(records: tuple[str, ...], run_dir: str | None, quiet: bool = False,
+              out_format: str = "text") -> None:
     """Re-export the run of each provenance record with the options it records.
 
     RECORD.json is a record written by 'export --provenance DIR'. The row is
     compared cell by cell with the recorded one, and the files it came from by
     sha256; the report goes to stdout. Run directories are found at the
-    recorded absolute path: for a run that was moved or copied (another
+    recorded absolute path: for runs that were moved or copied (another
     machine, an archive) pass --run-dir. Files are compared by their path inside
     the run directory, so a moved run reproduces the same.
     """
-    if run_dir is not None and len(records) > 1:
-        raise click.UsageError("--run-dir takes one RECORD.json (each record has its own run)")
-    reproduce_all(list(records), run_dir, quiet)
+    reproduce_all(list(records), run_dir, quiet, out_format)
 
 
-def reproduce_all(records: list[str], run_dir: str | None, quiet: bool = False) -> None:
+def reproduce_all(records: list[str], run_dir: str | None, quiet: bool = False,
+                  out_format: str = "text") -> None:
     """Report on every record; an :class:`AmscError` unless every row is identical."""
     import sys
 
@@ -51,22 +60,28 @@ def reproduce_all(records: list[str], run_dir: str | None, quiet: bool = False) 
     progress = Progress(len(records), "records", "reproduced", sys.stderr,
                         quiet=quiet or len(records) == 1)
     differ = failed = 0
+    several = len(records) > 1
     for n, path in enumerate(records, 1):
         try:
-            rep = reproduce(path, run_dir)
+            rep = reproduce(path, run_dir, runs_in=several)
         except AmscError as e:
-            if len(records) == 1:
+            if not several:
                 raise
             progress.clear()
             click.echo(f"error: {about(path, e.format_message())}", err=True)
             failed += 1
         else:
             progress.clear()
-            click.echo("\n".join(render(rep)))
+            if out_format == "json":
+                import json
+
+                click.echo(json.dumps(rep.to_data(), ensure_ascii=False))
+            elif not (quiet and rep.identical):
+                click.echo("\n".join(render(rep)))
             differ += not rep.identical
         progress.update(n)
     progress.clear()
-    if len(records) == 1 and differ:
+    if not several and differ:
         raise AmscError("the re-exported row differs from the record")
     if differ or failed:
         of = plural(len(records), "record")

@@ -58,6 +58,22 @@ def describe(st: os.stat_result) -> str:
             f"mode {stat.S_IMODE(st.st_mode):04o}")
 
 
+def group_has_others(gid: int, owner_uid: int) -> bool:
+    """Whether anyone but the owner may be in group ``gid``.
+
+    False only for the owner's personal group: named like the owner and listing
+    no other member (most Linux systems give each user one). A group that
+    cannot be looked up, or lists no members by name (a directory service may
+    not), counts as shared: better a note too many than a teammate locked out.
+    """
+    owner = _user_name(owner_uid)
+    try:
+        group = grp.getgrgid(gid)
+    except (KeyError, OverflowError):
+        return True
+    return group.gr_name != owner or any(member != owner for member in group.gr_mem)
+
+
 def group_name(gid: int) -> str:
     try:
         return grp.getgrgid(gid).gr_name

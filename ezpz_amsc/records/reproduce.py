@@ -34,22 +34,42 @@ class Reproduction:
     def identical(self) -> bool:
         return not self.cells
 
+    def to_data(self) -> dict[str, Any]:
+        """The comparison as JSON-ready data (``reproduce --format json``)."""
+        return {"record": str(self.record), "run_dir": self.run_dir,
+                "identical": self.identical,
+                "cells": [{"column": c, "recorded": old, "now": new}
+                          for c, old, new in self.cells],
+                "files_changed": list(self.files_changed), "files_unchanged": self.files_same,
+                "note": self.version_note}
+
 
 def reproduce(record_path: str | os.PathLike[str],
-              run_dir: str | os.PathLike[str] | None = None) -> Reproduction:
-    """Re-export the record's run with its options; :class:`AmscError` if that cannot run."""
+               run_dir: str | os.PathLike[str] | None = None, *,
+               runs_in: bool = False) -> Reproduction:
+    """Re-export the record's run with its options; :class:`AmscError` if that cannot run.
+
+    ``run_dir`` is where the run is now, when it moved: the run directory itself,
+    or the folder that holds it under its recorded name (``run_dir/NAME``, tried
+    first). With ``runs_in`` (several records, one ``--run-dir``) only the latter.
+    """
     from ezpz_amsc.export import export_run
 
     where = str(record_path)
     rec = load_record(record_path)
     opts = options_from_record(rec, where)
-    target = os.fspath(run_dir) if run_dir is not None else rec["run_dir"]
+    target = rec["run_dir"] if run_dir is None else moved_run(rec["run_dir"], run_dir, runs_in)
     if not os.path.isdir(target):
         host = (rec.get("exported") or {}).get("host")
         made = f" (recorded on {host})" if host and host != socket.gethostname() else ""
         what = "is not a directory" if os.path.exists(target) else "does not exist here"
-        hint = ("pass --run-dir DIR where the run is now" if run_dir is None else
-                "pass the run directory")
+        if run_dir is None:
+            hint = "pass --run-dir DIR where the run is now"
+        elif runs_in:  # the runs keep their names: DIR/NAME is where each must be
+            hint = ("with several records, --run-dir is the folder that holds the moved runs, "
+                    "each under its recorded name")
+        else:
+            hint = "pass the run directory"
         raise AmscError(f"{where}: run directory {target}{made} {what}; {hint}")
     try:
         now = build_record(export_run(target, opts, hash_files=True), opts)
@@ -64,6 +84,17 @@ def reproduce(record_path: str | os.PathLike[str],
         rep.version_note = (f"recorded by {TOOL} {by}, re-exported by {__version__}: a "
                             "difference may come from the tool, not the run")
     return rep
+
+
+def moved_run(recorded: str, given: str | os.PathLike[str], runs_in: bool) -> str:
+    """Where a moved run is: ``given/NAME`` (NAME: the recorded folder's name) when that
+    is a folder, or always with ``runs_in``; else ``given`` itself."""
+    inside = os.path.join(os.fspath(given), _name(recorded))
+    return inside if runs_in or os.path.isdir(inside) else os.fspath(given)
+
+
+def _name(run_dir: str) -> str:
+    return os.path.basename(os.path.normpath(run_dir))
 
 
 def _compare_files(recorded: list[dict[str, Any]], now: list[dict[str, Any]],

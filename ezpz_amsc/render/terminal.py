@@ -68,6 +68,20 @@ def wrap(text: str, first: str, rest: str, *, break_long_words: bool = False) ->
                          break_on_hyphens=False) or [first.rstrip()]
 
 
+def wrap_at_commas(label: str, text: str) -> list[str]:
+    """``label + text`` in lines of at most :data:`WIDTH`, broken after commas only, the
+    next lines aligned under ``text``: a CSV header shown whole, each column name unbroken."""
+    pieces = [f"{piece}," for piece in text.split(",")]
+    pieces[-1] = pieces[-1][:-1]
+    lines, line = [], label
+    for piece in pieces:
+        if len(line) + len(piece) > WIDTH and line != label and line.strip():
+            lines.append(line.rstrip())
+            line = " " * len(label)
+        line += piece
+    return [*lines, line.rstrip()]
+
+
 def number(x: float | None, digits: int = 6) -> str:
     """A compact human number: ``digits`` significant digits, no exponent for everyday sizes."""
     if x is None or not math.isfinite(x):

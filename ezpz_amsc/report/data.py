@@ -18,7 +18,7 @@ import functools
 import json
 import os
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +26,14 @@ from typing import Any
 
 from ezpz_amsc.errors import AmscError, plural
 from ezpz_amsc.options import MAX_COUNT
-from ezpz_amsc.results.schema import RunIndex, column, run_key
+from ezpz_amsc.results.schema import (
+    KEY_COLUMNS,
+    MFU_ZERO_MEANS,
+    RunIndex,
+    RunKey,
+    column,
+    run_key,
+)
 from ezpz_amsc.results.validate import check_results_file
 
 # Efficiency above this is superlinear. Per-GPU throughput cannot really grow
@@ -67,10 +74,11 @@ class Run:
     source: str  # PATH:LINE
     tps: float
     tps_per_gpu: float
-    mfu_pct: float | None
+    mfu_pct: float | None  # None when not measured, or 0.0 (read as unknown)
+    mfu_zero: bool  # the cell held 0.0: ezpz's "peak FLOPS unknown"
 
 
-PointKey = tuple[str, str, int, int]  # config, system, nodes, gpus
+PointKey = tuple[str, str, int, int]  # config, system (case folded), nodes, gpus
 
 
 @dataclass
@@ -83,6 +91,14 @@ class Sweep:
     measured: dict[PointKey, list[Run]] = field(default_factory=dict)
     failed: list[dict[str, Any]] = field(default_factory=list)
     without_throughput: list[dict[str, Any]] = field(default_factory=list)
+    # System names compare case-insensitively (a hand-made "aurora" beside exported
+    # "Aurora" rows is one machine): each folded name's spellings, with their rows.
+    spellings: dict[str, Counter[str]] = field(default_factory=dict)
+
+    def system_name(self, system: str) -> str:
+        """The name a system is shown by: its most common spelling (ties: the first sorted)."""
+        counts = self.spellings[system.casefold()]
+        return min(counts, key=lambda name: (-counts[name], name))
 
     @property
     def rows_used(self) -> int:
@@ -114,13 +130,20 @@ def _take(sweep: Sweep, first_seen: RunIndex, found: list[tuple[int, str]],
           path: str, line: int, row: dict[str, str]) -> None:
     """One row ``--check`` passed: a run seen in an earlier file is a problem, else file it."""
     source = f"{path}:{line}"
-    first = first_seen.first(run_key(row), source)
+    first = first_seen.first(_identity(row), source)
     if first is not None:
         found.append((line, f"{source}: same run as {first}"))
         return
     problem = _sort_row(sweep, source, row)
     if problem:
         found.append((line, f"{source}: {problem}"))
+
+
+def _identity(row: Mapping[str, str]) -> RunKey:
+    """The run identity, with the system's case folded as the report groups systems."""
+    key = run_key(row)
+    at = KEY_COLUMNS.index("system")
+    return (*key[:at], key[at].casefold(), *key[at + 1:])
 
 
 def _in_line_order(path: str, checked: list[str], found: list[tuple[int, str]]) -> list[str]:
@@ -144,6 +167,8 @@ def _sort_row(sweep: Sweep, source: str, row: Mapping[str, str]) -> str | None:
     for name, count in (("nodes", nodes), ("gpus", gpus)):
         if count > MAX_COUNT:
             return f"{name} {count} is more than {MAX_COUNT:,}; row not used"
+    system = row["system"]
+    sweep.spellings.setdefault(system.casefold(), Counter())[system] += 1
     if row["status"] == "fail":
         sweep.failed.append({**_where(source, row, nodes, gpus), "timestamp": row["timestamp"],
                              "error": row.get("error", "")})
@@ -158,11 +183,12 @@ def _sort_row(sweep: Sweep, source: str, row: Mapping[str, str]) -> str | None:
         name = TPS if tps < MIN_RATE else TPS_PER_GPU
         return (f"{name} {row[name]!r} is below {MIN_RATE} (the smallest rate a row "
                 "holds at 3 decimals); row not used")
-    key = (row["config"], row["system"], nodes, gpus)
+    key = (row["config"], system.casefold(), nodes, gpus)
     runs = sweep.measured.get(key)
     if runs is None:
         runs = sweep.measured[key] = []
-    runs.append(Run(source, tps, tps_per_gpu, _cell(row, MFU)))
+    mfu = _cell(row, MFU)
+    runs.append(Run(source, tps, tps_per_gpu, None if mfu == 0 else mfu, mfu == 0))
     return None
 
 
@@ -177,9 +203,11 @@ def build_report(sweep: Sweep) -> dict[str, Any]:
     """The whole report as plain data (what ``--format json`` prints)."""
     by_group: dict[tuple[str, str], list[tuple[int, int, list[Run]]]] = defaultdict(list)
     for (config, system, nodes, gpus), runs in sweep.measured.items():
-        by_group[(config, system)].append((nodes, gpus, runs))
+        by_group[(config, sweep.system_name(system))].append((nodes, gpus, runs))
     groups = [_group(config, system, points)
               for (config, system), points in sorted(by_group.items())]
+    named = [[{**r, "system": sweep.system_name(r["system"])} for r in pile]
+             for pile in (sweep.failed, sweep.without_throughput)]
     return {
         "files": sweep.files,
         "rows": {"read": sweep.rows_read,
@@ -191,12 +219,20 @@ def build_report(sweep: Sweep) -> dict[str, Any]:
                        "low_efficiency_below": LOW_EFFICIENCY_BELOW,
                        "spread_above_pct": SPREAD_ABOVE_PCT,
                        "gpus_mismatch_pct": GPUS_MISMATCH_PCT},
+        "merged_systems": _merged_systems(sweep),
         "groups": groups,
         "cross_machine": _cross_machine(groups),
-        "failed": sweep.failed,
-        "without_throughput": sweep.without_throughput,
+        "failed": named[0],
+        "without_throughput": named[1],
         "problems": sweep.problems,
     }
+
+
+def _merged_systems(sweep: Sweep) -> list[dict[str, Any]]:
+    """The systems named in more than one case, each with its spellings' row counts."""
+    return [{"system": sweep.system_name(next(iter(counts))),
+             "spellings": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))}
+            for _, counts in sorted(sweep.spellings.items()) if len(counts) > 1]
 
 
 def spread_pct(values: Sequence[float]) -> float | None:
@@ -219,6 +255,8 @@ def _point(nodes: int, gpus: int, runs: list[Run]) -> dict[str, Any]:
         "mfu_repeats": len(mfu),
         "spread_pct": None if spread is None else round(spread, 1),
         "tokens_per_sec_min": min(tps), "tokens_per_sec_max": max(tps),
+        "tokens_per_sec_per_gpu_min": min(r.tps_per_gpu for r in runs),
+        "tokens_per_sec_per_gpu_max": max(r.tps_per_gpu for r in runs),
         "flagged": False,
         "sources": [r.source for r in runs],
     }
@@ -230,7 +268,8 @@ def _group(config: str, system: str, points: list[tuple[int, int, list[Run]]]) -
     for p in pts:
         p["efficiency"] = round(p["tokens_per_sec_per_gpu"] / base["tokens_per_sec_per_gpu"], 3)
     runs = {(n, g): rs for n, g, rs in points}
-    flags = _group_flags(pts) + [f for p in pts for f in _point_flags(p, base, runs)]
+    flags = (_group_flags(pts) + _zero_mfu_flags(runs)
+             + [f for p in pts for f in _point_flags(p, base, runs)])
     flagged = {(f["nodes"], f["gpus"]) for f in flags}
     for p in pts:
         p["flagged"] = (p["nodes"], p["gpus"]) in flagged or (p["nodes"], None) in flagged
@@ -258,6 +297,14 @@ def _group_flags(pts: list[dict[str, Any]]) -> list[dict[str, Any]]:
             flags.append(_flag("mixed_gpus", f"recorded with {len(gpus)} different gpus "
                                f"counts ({', '.join(map(str, gpus))}): check gpus", nodes))
     return flags
+
+
+def _zero_mfu_flags(runs: Mapping[tuple[int, int], list[Run]]) -> list[dict[str, Any]]:
+    zero = sum(r.mfu_zero for rs in runs.values() for r in rs)
+    if not zero:
+        return []
+    return [_flag("zero_mfu", f"mfu 0.0 in {plural(zero, 'row')}, read as unknown "
+                              f"({MFU_ZERO_MEANS}): empty those cells")]
 
 
 def _point_flags(p: dict[str, Any], base: dict[str, Any],

@@ -16,17 +16,20 @@ from typing import Any
 from ezpz_amsc.errors import AmscError, AmscUsageError
 from ezpz_amsc.render.terminal import printable
 
-FORMATS = {".png": "png", ".svg": "svg"}
+FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
+# No date, tool stamps as they are: the same report draws the same bytes.
+_METADATA: dict[str, dict[str, Any] | None] = {
+    "png": None, "svg": {"Date": None}, "pdf": {"CreationDate": None}}
 FLAG_COLOUR = "tab:red"
 _SHORT = {"superlinear": "superlinear", "low_efficiency": "low eff", "spread": "spread",
           "gpus_mismatch": "gpus?", "partial_mfu": "mfu", "mixed_gpus": "gpus?"}
 
 
 def plot_format(path: str) -> str:
-    """``png`` or ``svg`` from the file name; anything else is a usage error."""
+    """``png``, ``svg`` or ``pdf`` from the file name; anything else is a usage error."""
     fmt = FORMATS.get(Path(path).suffix.lower())
     if fmt is None:
-        raise AmscUsageError(f"--plot {path}: the file name must end in .png or .svg")
+        raise AmscUsageError(f"--plot {path}: the file name must end in .png, .svg or .pdf")
     return fmt
 
 
@@ -56,7 +59,7 @@ def write_plot(report: Mapping[str, Any], path: str) -> list[str]:
     with (rc_context({"svg.hashsalt": "ezpz-amsc"}),
           warnings.catch_warnings(record=True) as caught):
         warnings.simplefilter("always")
-        fig.savefig(buf, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
+        fig.savefig(buf, format=fmt, metadata=_METADATA[fmt])
     # Whole or not at all: never a half-drawn file, whatever goes wrong.
     create_file(path, buf.getvalue(), replace=True, parents=False, what="plot")
     return _notes(caught, path)
@@ -88,21 +91,60 @@ def _figure(groups: list[Mapping[str, Any]]) -> Any:
     return fig
 
 
+def _series(points: list[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """The points of one system split by GPUs per node, each a weak-scaling series.
+
+    Two ``gpus`` counts at one node count are two experiments (or a wrong cell,
+    which the report flags): joined by one line they would draw a vertical
+    segment that reads as a measurement.
+    """
+    by_ratio: dict[float, list[Mapping[str, Any]]] = {}
+    for p in points:
+        by_ratio.setdefault(p["gpus"] / p["nodes"], []).append(p)
+    return [by_ratio[r] for r in sorted(by_ratio)]
+
+
+def _ratio_text(p: Mapping[str, Any]) -> str:
+    per_node = p["gpus"] / p["nodes"]
+    return f"{per_node:g} gpu{'' if per_node == 1 else 's'}/node"
+
+
 def _panel(ax: Any, config: str, groups: list[Mapping[str, Any]]) -> None:
     from matplotlib.lines import Line2D
     from matplotlib.ticker import NullFormatter, NullLocator
 
     handles = []
+    ideal = spread = False
     for i, g in enumerate(groups):
         colour = f"C{i % 10}"
-        pts = g["points"]
-        xs = [p["nodes"] for p in pts]
-        ys = [p["tokens_per_sec_per_gpu"] for p in pts]
-        (line,) = ax.plot(xs, ys, marker="o", color=colour, label=_label(g["system"]))
-        handles.append(line)
-        # Ideal weak scaling: the baseline's per-GPU rate at every node count.
-        ax.plot([xs[0], max(xs)], [ys[0], ys[0]], linestyle="--", linewidth=1, color=colour,
-                alpha=0.7)
+        series = _series(g["points"])
+        for k, pts in enumerate(series):
+            xs = [p["nodes"] for p in pts]
+            ys = [p["tokens_per_sec_per_gpu"] for p in pts]
+            label = _label(g["system"]) + (f" ({_ratio_text(pts[0])})" if len(series) > 1
+                                           else "")
+            (line,) = ax.plot(xs, ys, marker=_MARKERS[k % len(_MARKERS)], color=colour,
+                              label=label)
+            handles.append(line)
+            # Spread: the lowest and highest tokens/s/gpu of the repeats, at points with several.
+            rep = [p for p in pts if p["repeats"] > 1]
+            if rep:
+                spread = True
+                ax.errorbar([p["nodes"] for p in rep],
+                            [p["tokens_per_sec_per_gpu"] for p in rep],
+                            yerr=[[p["tokens_per_sec_per_gpu"] - p["tokens_per_sec_per_gpu_min"]
+                                   for p in rep],
+                                  [p["tokens_per_sec_per_gpu_max"] - p["tokens_per_sec_per_gpu"]
+                                   for p in rep]],
+                            fmt="none", ecolor=colour, elinewidth=1.5, capsize=4, zorder=4)
+        # Ideal weak scaling: the baseline's per-GPU rate at every node count (none to
+        # draw when the system ran one node count only).
+        xs = [p["nodes"] for p in g["points"]]
+        if max(xs) > min(xs):
+            ideal = True
+            base = g["points"][0]["tokens_per_sec_per_gpu"]
+            ax.plot([min(xs), max(xs)], [base, base], linestyle="--", linewidth=1,
+                    color=colour, alpha=0.7)
         _mark_flags(ax, g)
     ax.set_xscale("log", base=2)
     nodes = sorted({p["nodes"] for g in groups for p in g["points"]})
@@ -117,8 +159,12 @@ def _panel(ax: Any, config: str, groups: list[Mapping[str, Any]]) -> None:
     ax.set_ylabel("throughput per GPU (tokens/s)")
     ax.set_title(_label(config))
     ax.grid(True, alpha=0.3)
-    handles.append(Line2D([], [], linestyle="--", color="grey",
-                          label="ideal: flat at the smallest node count"))
+    if ideal:
+        handles.append(Line2D([], [], linestyle="--", color="grey",
+                              label="ideal: flat at the smallest node count"))
+    if spread:
+        handles.append(Line2D([], [], linestyle="none", marker="|", markersize=10,
+                              color="grey", label="bar: lowest to highest of the repeats"))
     if any(p["flagged"] for g in groups for p in g["points"]):
         handles.append(Line2D([], [], linestyle="", marker="o", markersize=11,
                               markerfacecolor="none", markeredgecolor=FLAG_COLOUR,
@@ -126,6 +172,9 @@ def _panel(ax: Any, config: str, groups: list[Mapping[str, Any]]) -> None:
     # Beside the axes, not on them: a legend must never hide a point.
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small",
               borderaxespad=0)
+
+
+_MARKERS = ("o", "s", "^", "D", "v")  # one per GPUs-per-node series of a system
 
 
 def _label(text: str) -> str:

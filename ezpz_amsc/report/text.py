@@ -129,8 +129,12 @@ def _summary_lines(report: Mapping[str, Any]) -> list[str]:
     out += _wrap(f"flags (!): eff above {t['superlinear_above']:.2f} or below "
                  f"{t['low_efficiency_below']:.2f}, spread above {t['spread_above_pct']:.0f}%, "
                  f"tokens/s/gpu x gpus off tokens/s by over {t['gpus_mismatch_pct']:.0f}%, "
-                 "several gpus counts at one node count, mfu from some repeats only, a "
-                 "single node count", indent="  ", more="")
+                 "several gpus counts at one node count, mfu from some repeats only, mfu "
+                 "0.0 (unknown), a single node count", indent="  ", more="")
+    for m in report["merged_systems"]:
+        names = ", ".join(f"{name} ({plural(n, 'row')})" for name, n in m["spellings"].items())
+        out += _wrap(printable(f"one system named in different cases: {names}; shown as "
+                               f"{m['system']}"), indent="  ")
     return out
 
 

@@ -61,14 +61,23 @@ from ezpz_amsc.fs.create import (
     write_all,
 )
 from ezpz_amsc.options import PublishOptions, default_of
+from ezpz_amsc.render.terminal import wrap_at_commas
 from ezpz_amsc.results.rows import read_records, record_at
-from ezpz_amsc.results.schema import HEADER, RunIndex, RunKey, cells_key, render_csv
+from ezpz_amsc.results.schema import (
+    HEADER,
+    RunIndex,
+    RunKey,
+    cells_key,
+    header_difference,
+    render_csv,
+)
 
 DEFAULT_LOCK_TIMEOUT_SEC: float = default_of(PublishOptions, "lock_timeout")
 # A header is a few hundred bytes: a longer first line is no results file, and
 # reading it whole could cost a line's worth of memory.
 _HEAD_MAX_BYTES = 1 << 20
 _HEAD_FIRST_BYTES = 4096  # a header fits: read more only when it does not
+_HEAD_SHOWN = 1000  # characters of a foreign header an error shows (a real one is ~200)
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -131,10 +140,14 @@ def _read_state(fd: int, path: Path) -> _FileState:
     except csv.Error as e:
         raise AmscError(f"{path}: header is not CSV ({e}); refusing to append") from None
     if tuple(found) != HEADER:
+        # Both headers whole, one under the other, so that they can be compared.
+        shown = (text if len(text) <= _HEAD_SHOWN else
+                 f"{text[:_HEAD_SHOWN]}... ({len(text)} characters)")
+        lines = [*wrap_at_commas("  the file's:  ", shown),
+                 *wrap_at_commas("  this tool's: ", ",".join(HEADER))]
         raise AmscError(
-            f"{path}: existing header differs from this tool's "
-            f"({','.join(found)[:120]!r}); refusing to append — write to a new file"
-        )
+            f"{path}: existing header differs from this tool's ({header_difference(found)}); "
+            "refusing to append — write to a new file\n" + "\n".join(lines))
     return _FileState(True, newline, last in (b"\n", b"\r"), size)
 
 

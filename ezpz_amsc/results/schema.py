@@ -23,6 +23,7 @@ HEADER: tuple[str, ...] = (
 REQUIRED = HEADER[:7]  # the dashboard refuses a row without these
 INT_COLUMNS = ("nodes", "gpus")
 MIN_COUNT = 1  # nodes and gpus: a run used at least one of each
+COUNT_COLUMNS = (*INT_COLUMNS, "steps")  # whole numbers (the dashboard reads steps as float)
 TEXT_COLUMNS = ("timestamp", "system", "config", "status", "error")
 TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 STATUSES = ("pass", "fail")
@@ -42,6 +43,10 @@ MAX_CELL_CHARS = 4096
 # UTF-8, every cell quoted with doubled quotes at worst): a longer line in a results
 # file is no row this tool wrote, and is not read whole.
 MAX_ROW_BYTES = len(HEADER) * (4 * MAX_CELL_CHARS + 3)
+# ezpz's compute_mfu returns 0.0 when it does not know the device's peak FLOPS
+# (every CPU run), and ezpz's own exporter writes that 0.0 into the mfu cell: an
+# mfu of zero is "unknown", never a measurement.
+MFU_ZERO_MEANS = "ezpz writes 0.0 when it does not know the device's peak FLOPS"
 
 RunKey = tuple[str, ...]
 
@@ -78,6 +83,33 @@ class RunIndex:
 
     def __contains__(self, key: object) -> bool:
         return key in self._first
+
+
+def header_difference(found: Sequence[str]) -> str:
+    """How a results file's header differs from :data:`HEADER`, in a few words.
+
+    ``lacks mfu, error``, ``has extra``, both, or ``the same columns in another order``.
+    """
+    def listed(names: list[str]) -> str:
+        shown = ", ".join(n if len(n) <= 40 else f"{n[:37]}..." for n in names[:4])
+        return shown if len(names) <= 4 else f"{shown} and {len(names) - 4} more"
+
+    missing = [c for c in HEADER if c not in found]
+    extra = list(dict.fromkeys(c for c in found if c not in HEADER))
+    parts = [f"lacks {listed(missing)}"] if missing else []
+    parts += [f"has {listed(extra)}"] if extra else []
+    if parts:
+        return "; ".join(parts)
+    return ("the same columns in another order" if len(found) == len(HEADER)
+            else "a column named twice")
+
+
+def zero_mfu(row: Mapping[str, str]) -> bool:
+    """True when the row's mfu cell is a number equal to 0: "unknown" (:data:`MFU_ZERO_MEANS`)."""
+    try:
+        return float(row.get("mfu", "")) == 0
+    except ValueError:  # empty (not measured), or not a number (its own problem)
+        return False
 
 
 def formula_like(text: str) -> bool:
@@ -153,6 +185,20 @@ def build_row(values: Mapping[str, object]) -> dict[str, str]:
     if unknown:
         raise KeyError(f"not in the schema: {sorted(unknown)}")
     return {k: "" if values.get(k) is None else str(values[k]) for k in HEADER}
+
+
+def typed_row(row: Mapping[str, str]) -> dict[str, str | int | float | None]:
+    """A row's cells as JSON values: counts as int, measurements as float, text as text,
+    an empty cell as None. Every cell of a written row parses (:func:`dashboard_problems`)."""
+    out: dict[str, str | int | float | None] = {}
+    for col, text in row.items():
+        if col in TEXT_COLUMNS:
+            out[col] = text
+        elif not text:
+            out[col] = None
+        else:
+            out[col] = int(text) if col in COUNT_COLUMNS else float(text)
+    return out
 
 
 def dashboard_problems(cells: Sequence[str] | Mapping[str, str]) -> list[str]:

@@ -11,22 +11,29 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ezpz_amsc.errors import AmscError
-from ezpz_amsc.fs.access import describe, group_name
+from ezpz_amsc.fs.access import describe, group_has_others, group_name
 from ezpz_amsc.fs.read import open_regular
 from ezpz_amsc.results.fields import bound_problems
 from ezpz_amsc.results.rows import read_records
 from ezpz_amsc.results.schema import (
     HEADER,
+    MFU_ZERO_MEANS,
     REQUIRED,
     RunIndex,
     dashboard_problems,
+    header_difference,
     run_key,
     unsafe_cells,
+    zero_mfu,
 )
 
 # Bytes that are not UTF-8, as the surrogateescape decoder keeps them: such a line is
 # reported by number and the reading goes on (a strict decoder would stop the whole file).
 _NOT_UTF8 = re.compile("[\udc80-\udcff]")
+HEADER_PROBLEM = "header differs from this tool's"  # read by name: a problem, not a refusal
+# Still read by the report (as an unknown mfu), but a problem: the dashboard would publish 0.
+ZERO_MFU_PROBLEM = (f"mfu {{!r}} is zero, which is not a measurement ({MFU_ZERO_MEANS}, e.g. "
+                    "on CPU); empty the cell (not measured)")
 
 
 def check_results_file(
@@ -48,7 +55,8 @@ def check_results_file(
     except FileNotFoundError:
         raise AmscError(f"{p}: no such file") from None
     except IsADirectoryError:
-        raise AmscError(f"{p}: is a directory; --check needs a results CSV") from None
+        raise AmscError(
+            f"{p}: is a directory; check needs a results CSV file{_csv_in(p)}") from None
     except PermissionError:
         if not os.path.lexists(p):  # below a folder you may not search: the CLI's edge says so
             raise
@@ -71,7 +79,7 @@ def check_results_file(
                 what = "column" if len(missing) == 1 else "columns"
                 raise AmscError(f"{p}: header lacks required {what} {', '.join(missing)}")
             if tuple(header) != HEADER:
-                problems.append(f"{p}:1: header differs from this tool's (order or columns)")
+                problems.append(f"{p}:1: {HEADER_PROBLEM} ({header_difference(header)})")
             index = {c: header.index(c) for c in HEADER if c in header}
             seen = RunIndex()
             for rec in records:
@@ -99,6 +107,8 @@ def check_results_file(
                 if first_seen is not None:
                     found.append(f"{p}:{line}: same run as line {first_seen}")
                 problems.extend(found)
+                if zero_mfu(row):  # readable, but it would publish a made-up number
+                    problems.append(f"{p}:{line}: {ZERO_MFU_PROBLEM.format(row['mfu'])}")
                 if on_row is not None and not found:
                     on_row(line, row)
         except OSError as e:
@@ -106,14 +116,26 @@ def check_results_file(
     return rows, problems
 
 
-def sharing_notes(path: str | os.PathLike[str]) -> list[str]:
-    """What keeps other members of the group from appending to a results file.
+def _csv_in(folder: Path) -> str:
+    """``, e.g. FOLDER/runs.csv`` when the folder holds a CSV file (the first by name)."""
+    try:
+        names = sorted(e.name for e in os.scandir(folder)
+                       if e.name.endswith(".csv") and e.is_file())
+    except OSError:
+        return ""
+    return f", e.g. {folder / names[0]}" if names else ""
 
-    Notes, not problems: a results file kept by one person is fine as it is.
-    Judged by the mode bits of the file and of its folder, each for its own
-    group; a file needs group write, its folder group search (to reach the
-    file) and group write (to create results files there). A group-writable
-    folder that is not setgid gives a file a teammate creates there the
+
+def sharing_notes(path: str | os.PathLike[str]) -> list[str]:
+    """What keeps other members of the group from appending to a results file: one note.
+
+    Said only where it can matter: the file's (or its folder's) group has
+    members besides its owner, or the folder is group-writable or setgid (set
+    up for sharing). A file one person keeps in a personal group and folder is
+    fine as it is, whatever the umask made of it. Judged by the mode bits of
+    the file and of its folder, each for its own group: a file needs group
+    write, its folder group search (to reach the file), group write (to create
+    results files there) and setgid, or a file a teammate creates there gets the
     teammate's own primary group, which the others may not be in.
     """
     p = Path(path)
@@ -122,19 +144,30 @@ def sharing_notes(path: str | os.PathLike[str]) -> list[str]:
         st, folder_st = os.stat(p), os.stat(folder)
     except OSError:
         return []
-    notes = []
+    shared_folder = folder_st.st_mode & (stat.S_IWGRP | stat.S_ISGID)
+    if not (shared_folder or group_has_others(st.st_gid, st.st_uid)
+            or group_has_others(folder_st.st_gid, folder_st.st_uid)):
+        return []
+    why, fixes = [], []
     if not st.st_mode & stat.S_IWGRP:
-        notes.append(f"{p}: other members of group {group_name(st.st_gid)} cannot append to it "
-                     f"({describe(st)}); to share it: chmod g+w {p}")
-    group = group_name(folder_st.st_gid)
+        why.append(f"other members of group {group_name(st.st_gid)} cannot append to it "
+                   f"({describe(st)})")
+        fixes.append(f"chmod g+w {p}")
+    group, bits = group_name(folder_st.st_gid), ""
     if not folder_st.st_mode & stat.S_IXGRP:
-        notes.append(f"{folder}: other members of group {group} cannot reach the files in it "
-                     f"({describe(folder_st)}); to share it: chmod g+rwx {folder}")
+        why.append(f"other members of group {group} cannot reach the files in {folder} "
+                   f"({describe(folder_st)})")
+        bits = "rwx"
     elif not folder_st.st_mode & stat.S_IWGRP:
-        notes.append(f"{folder}: other members of group {group} cannot create results files "
-                     f"in it ({describe(folder_st)}); to share it: chmod g+w {folder}")
-    elif not folder_st.st_mode & stat.S_ISGID:
-        notes.append(f"{folder}: not setgid ({describe(folder_st)}): a results file a teammate "
-                     f"creates in it gets the teammate's own group, not {group}; "
-                     f"to fix: chmod g+s {folder}")
-    return notes
+        why.append(f"other members of group {group} cannot create results files in {folder} "
+                   f"({describe(folder_st)})")
+        bits = "w"
+    if not folder_st.st_mode & stat.S_ISGID:
+        if not bits:
+            why.append(f"{folder} is not setgid ({describe(folder_st)}): a results file a "
+                       f"teammate creates in it gets the teammate's own group, not {group}")
+        bits += "s"
+    if not why:
+        return []
+    fixes += [f"chmod g+{bits} {folder}"] if bits else []
+    return [f"{p}: {'; '.join(why)}; to share it: {' && '.join(fixes)}"]

@@ -14,7 +14,14 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ezpz_amsc.errors import AmscError, NoStepTime, plural
-from ezpz_amsc.results.schema import build_row, dashboard_problems, fmt, format_timestamp
+from ezpz_amsc.results.schema import (
+    MFU_ZERO_MEANS,
+    build_row,
+    dashboard_problems,
+    fmt,
+    format_timestamp,
+)
+from ezpz_amsc.run.steps import SERIES_KEYS
 
 if TYPE_CHECKING:
     from ezpz_amsc.run.crosschecks import Context
@@ -201,9 +208,13 @@ def _metric_values(ctx: Context, notes: list[str]) -> dict[str, Any]:
         value["tps_per_gpu"] = value["tps"] / gpus
         notes.append(f"throughput_tokens_per_sec_per_gpu derived as global / "
                      f"{plural(gpus, 'gpu')} (no per-GPU throughput logged)")
+    elif not (st["tps"].present or st["tps_per_gpu"].present) and ctx.opts.status == "pass":
+        # A throughput benchmark's row without its rate: say so, not only by empty cells.
+        looked = ", ".join(SERIES_KEYS["tps"] + SERIES_KEYS["tps_per_gpu"])
+        notes.append(f"no throughput series logged (looked for {looked}); both throughput "
+                     "cells are empty")
     if mfu_unknown:
-        notes.append("mfu is 0.0 on every step (ezpz writes 0.0 when it does not know the "
-                     "device's peak FLOPS); left empty")
+        notes.append(f"mfu is 0.0 on every step ({MFU_ZERO_MEANS}); left empty")
     elif not {"mfu", "tflops"} & emptied:
         found = peak_finding(red, gpus)
         if found.note:

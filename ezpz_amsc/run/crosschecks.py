@@ -544,7 +544,7 @@ def unfinished_evidence(ctx: Context) -> list[str]:
     why = []
     if steps.truncated_last_line:
         why.append(f"{steps.files_read[-1].name} ends in a truncated line")
-    if not files.run_info and not files.reports:
+    if not files.run_info and not files.reports and not files.finalized_elsewhere:
         why.append("no run_info.json and no report: History.finalize() did not run")
     window = exported_window(red)
     last, first = red.timestamps.last_read, window[0] if window else None

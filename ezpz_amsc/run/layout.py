@@ -79,6 +79,9 @@ class RunFiles:
     reports: list[Path] = field(default_factory=list)
     skipped_logs: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Set for a folder of other ranks' files whose run finalize wrote into the next
+    # output folder: the advice that names it (see finalized_beside).
+    finalized_elsewhere: str | None = None
 
 
 def _skip_dir(name: str) -> bool:
@@ -265,12 +268,23 @@ def where_the_run_is(folder: Path) -> str | None:
         found = holds_metrics(up)
         if found:
             return f"it is inside the run {_shown(up, folder)} (which holds {found}): pass that"
-    later = _next_output_folder(here)
-    if later is not None:
-        return (f"ezpz probably put this run's data in {_shown(later, folder)}, the next output "
-                "folder beside it (History.finalize() without an output dir writes rank 0's "
-                "metrics and run_info.json into a new timestamped folder): pass that")
-    return None
+    return finalized_beside(folder)
+
+
+def finalized_beside(folder: Path) -> str | None:
+    """For a timestamped output folder without run_info.json: the advice naming the next
+    one beside it that holds metrics and run_info.json, where finalize wrote the run.
+
+    Without an output dir, ``History.finalize()`` writes rank 0's metrics and
+    run_info.json into a new timestamped folder; other ranks' files, if any, stay
+    in the announced one, which then looks like an unfinished run.
+    """
+    later = _next_output_folder(folder.absolute())
+    if later is None:
+        return None
+    return (f"ezpz probably put this run's data in {_shown(later, folder)}, the next output "
+            "folder beside it (History.finalize() without an output dir writes rank 0's "
+            "metrics and run_info.json into a new timestamped folder): pass that")
 
 
 def _shown(path: Path, given: Path) -> str:

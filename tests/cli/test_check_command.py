@@ -101,9 +101,36 @@ def test_check_reads_a_header_without_the_optional_columns(tmp_path):
     p = _write(tmp_path, header, "2026-11-29T22:18:43Z,localhost,c,1,2,pass,4.034,3930.349,"
                "1965.174,7.989204,30")
     r = run_cli("--check", p, "-q")  # -q: no notes on who else may append
-    assert r.stderr == (f"{p}:1: header differs from this tool's (order or columns)\n"
-                        f"error: {p}: 1 problem in 1 row\n")
+    assert r.stderr == (f"{p}:1: header differs from this tool's (lacks mfu, tflops, error)\n"
+                        f"error: {p}: the header differs from this tool's (no other problem "
+                        "in 1 row)\n")
+    # The header is named apart from the rows' problems.
+    q = _write(tmp_path, header, *["2026-11-29T22:18:43Z,localhost,c,1,2,pass,4.034,3930.349,"
+                                   "1965.174,7.989204,30"] * 2, name="twice.csv")
+    assert run_cli("--check", q, "-q").stderr.splitlines()[-1] == (
+        f"error: {q}: the header differs from this tool's, and 1 problem in 2 rows")
     assert r.exit_code == 1 and r.stdout == ""
+
+
+@pytest.mark.parametrize("mfu", ["0.0", "0", "0.000", "-0.0"])
+def test_check_flags_a_zero_mfu_as_not_a_measurement(tmp_path, mfu):
+    """ezpz's built-in exporter writes 0.0 for "peak FLOPS unknown": a made-up number."""
+    cells = GOOD_ROW.split(",")
+    cells[HEADER.index("mfu")] = mfu
+    p = _write(tmp_path, HEADER_LINE, GOOD_ROW.replace("22:18:43", "22:18:44"), ",".join(cells))
+    r = run_cli("--check", p, "-q")
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert r.stderr.splitlines() == [
+        f"{p}:3: mfu {mfu!r} is zero, which is not a measurement (ezpz writes 0.0 when it does "
+        "not know the device's peak FLOPS, e.g. on CPU); empty the cell (not measured)",
+        f"error: {p}: 1 problem in 2 rows"]
+
+
+@pytest.mark.parametrize("mfu", ["0.001", "", "12.5"])
+def test_check_takes_a_measured_or_empty_mfu(tmp_path, mfu):
+    cells = GOOD_ROW.split(",")
+    cells[HEADER.index("mfu")] = mfu
+    assert run_cli("--check", _write(tmp_path, HEADER_LINE, ",".join(cells)), "-q").exit_code == 0
 
 
 def test_check_duplicate_rows(tmp_path):
@@ -126,7 +153,22 @@ def test_check_refuses_what_is_no_readable_results_file(tmp_path, monkeypatch):
     folder.mkdir()
     empty.write_text("")
     assert error_line(run_group("check", folder)) == (
-        f"error: {folder}: is a directory; --check needs a results CSV")
+        f"error: {folder}: is a directory; check needs a results CSV file")
+    (folder / "b.csv").touch()
+    (folder / "a.csv").mkdir()  # a folder named like one is not offered
+    assert error_line(run_group("check", folder)) == (
+        f"error: {folder}: is a directory; check needs a results CSV file, e.g. {folder}/b.csv")
+    real_scandir = os.scandir
+
+    def unlistable(path):
+        if Path(path) == folder:
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr("ezpz_amsc.results.validate.os.scandir", unlistable)
+    assert error_line(run_group("check", folder)) == (  # no example when it cannot be listed
+        f"error: {folder}: is a directory; check needs a results CSV file")
+    monkeypatch.undo()
     assert error_line(run_group("check", empty)) == f"error: {empty}: empty file, no header"
     assert error_line(run_group("check", tmp_path / "gone.csv")) == (
         f"error: {tmp_path / 'gone.csv'}: no such file")
@@ -201,6 +243,34 @@ def test_check_names_a_header_line_it_cannot_read(tmp_path):
         f"error: {p}:1: the header cannot be read: line longer than 229,418 bytes; not read")
 
 
+def test_check_as_json(tmp_path, results_files):
+    clean, bad = results_files
+    r = run_group("check", clean, "--format", "json", "-q")
+    assert (r.exit_code, r.stderr) == (0, "")
+    assert json.loads(r.stdout) == {"file": str(clean), "rows": 1, "records": None,
+                                    "provenance": None, "clean": True, "problems": [],
+                                    "notes": []}
+    r = run_group("check", bad, "--format", "json", "-q")
+    assert r.exit_code == 1  # the data on stdout; the verdict as with text
+    assert json.loads(r.stdout) == {"file": str(bad), "rows": 2, "records": None,
+                                    "provenance": None, "clean": False,
+                                    "problems": [f"{bad}:3: same run as line 2"], "notes": []}
+    assert r.stderr.splitlines() == [f"{bad}:3: same run as line 2",
+                                     f"error: {bad}: 1 problem in 2 rows"]
+
+
+def test_check_as_json_with_records_and_a_note(published, teammates):
+    results, folder = published
+    os.chmod(results, 0o644)
+    r = run_group("check", results, "--provenance", folder, "--format", "json", "-q")
+    assert (r.exit_code, r.stderr) == (0, "")  # -q: the note is in the data only
+    data = json.loads(r.stdout)
+    assert {k: data[k] for k in ("rows", "records", "provenance", "clean")} == {
+        "rows": 5, "records": 5, "provenance": str(folder), "clean": True}
+    (note,) = data["notes"]
+    assert note.startswith(f"{results}: other members of group ")
+
+
 def test_check_takes_no_run_dir(tmp_path):
     line = error_line(run_cli(A, "--check", tmp_path / "x.csv"))
     assert "--check takes no RUN_DIR" in line
@@ -249,14 +319,45 @@ def _described(p: Path) -> str:
             f"mode {stat.S_IMODE(st.st_mode):04o}")
 
 
-def test_check_is_quiet_about_a_file_the_group_can_append_to(tmp_path):
+@pytest.fixture
+def teammates(monkeypatch):
+    """Every group lists a member besides the file's owner: a group others share."""
+    real = grp.getgrgid
+
+    def with_member(gid):
+        g = real(gid)
+        return grp.struct_group((g.gr_name, g.gr_passwd, g.gr_gid, [*g.gr_mem, "teammate"]))
+
+    monkeypatch.setattr("ezpz_amsc.fs.access.grp.getgrgid", with_member)
+
+
+@pytest.fixture
+def personal_group(monkeypatch):
+    """The file's group is its owner's own, listing nobody else (a user private group)."""
+    real = grp.getgrgid
+
+    def personal(gid):
+        g = real(gid)
+        return grp.struct_group((pwd.getpwuid(os.geteuid()).pw_name, g.gr_passwd, g.gr_gid, []))
+
+    monkeypatch.setattr("ezpz_amsc.fs.access.grp.getgrgid", personal)
+
+
+def test_check_is_quiet_about_a_file_the_group_can_append_to(tmp_path, teammates):
     folder, out = _shared(tmp_path, 0o664, 0o2775)
     r = run_cli("--check", out)
     assert r.exit_code == 0 and r.stderr == ""
     assert r.stdout == f"{out}: 1 row, all readable by the dashboard\n"
 
 
-def test_check_notes_a_file_and_folder_the_group_cannot_write(tmp_path):
+def test_check_is_quiet_about_a_personal_file_in_a_personal_folder(tmp_path, personal_group):
+    """umask 022 in your own folder, your own group: nobody else could append anyway."""
+    folder, out = _shared(tmp_path, 0o644, 0o755)
+    r = run_cli("--check", out)
+    assert (r.exit_code, r.stderr) == (0, "")
+
+
+def test_check_notes_once_what_keeps_the_group_out(tmp_path, teammates):
     folder, out = _shared(tmp_path, 0o644, 0o755)
     group = grp.getgrgid(os.stat(out).st_gid).gr_name
     r = run_cli("--check", out)
@@ -264,26 +365,37 @@ def test_check_notes_a_file_and_folder_the_group_cannot_write(tmp_path):
     assert r.stdout == f"{out}: 1 row, all readable by the dashboard\n"
     assert r.stderr.splitlines() == [
         f"note: {out}: other members of group {group} cannot append to it ({_described(out)}); "
-        f"to share it: chmod g+w {out}",
-        f"note: {folder}: other members of group {group} cannot create results files in it "
-        f"({_described(folder)}); to share it: chmod g+w {folder}",
-    ]
+        f"other members of group {group} cannot create results files in {folder} "
+        f"({_described(folder)}); to share it: chmod g+w {out} && chmod g+ws {folder}"]
     assert run_cli("--check", out, "-q").stderr == ""
 
 
-@pytest.mark.parametrize("folder_mode,fragment", [
-    (0o700, "cannot reach the files in it"),
-    (0o750, "cannot create results files in it"),
-    (0o775, "not setgid"),
-    (0o1775, "not setgid"),
+def test_a_shared_folder_matters_even_for_a_personal_group(tmp_path, personal_group):
+    folder, out = _shared(tmp_path, 0o644, 0o2775)
+    (note,) = run_cli("--check", out).stderr.splitlines()
+    group = grp.getgrgid(os.stat(out).st_gid).gr_name
+    assert note == (f"note: {out}: other members of group {group} cannot append to it "
+                    f"({_described(out)}); to share it: chmod g+w {out}")
+
+
+@pytest.mark.parametrize("folder_mode,fragment,fix", [
+    (0o700, "other members of group {group} cannot reach the files in {folder}", "g+rwxs"),
+    (0o2700, "other members of group {group} cannot reach the files in {folder}", "g+rwx"),
+    (0o2750, "other members of group {group} cannot create results files in {folder}", "g+w"),
+    (0o750, "other members of group {group} cannot create results files in {folder}", "g+ws"),
+    (0o775, "{folder} is not setgid", "g+s"),
+    (0o1775, "{folder} is not setgid", "g+s"),
 ])
-def test_check_notes_what_keeps_the_group_out_of_the_folder(tmp_path, folder_mode, fragment):
+def test_check_notes_what_keeps_the_group_out_of_the_folder(tmp_path, teammates, folder_mode,
+                                                           fragment, fix):
     folder, out = _shared(tmp_path, 0o664, folder_mode)
+    group = grp.getgrgid(os.stat(folder).st_gid).gr_name
     r = run_cli("--check", out)
     assert r.exit_code == 0
     (note,) = r.stderr.splitlines()
-    assert note.startswith(f"note: {folder}: ") and fragment in note
-    assert f"mode {folder_mode:04o}" in note
+    assert note.startswith(f"note: {out}: {fragment.format(group=group, folder=folder)} "
+                           f"({_described(folder)})")
+    assert note.endswith(f"; to share it: chmod {fix} {folder}")
 
 
 def test_no_sharing_notes_for_a_file_that_is_gone(tmp_path):
@@ -373,12 +485,13 @@ def test_check_with_records_reads_a_column_the_file_lacks_as_empty(published):
     result = run_group("check", results, "--provenance", folder, "-q")
     assert (result.exit_code, result.stdout) == (1, "")
     assert result.stderr.splitlines() == [
-        f"{results}:1: header differs from this tool's (order or columns)",
+        f"{results}:1: header differs from this tool's (lacks mfu, tflops, final_loss, error)",
         *(f"{results}:{i}: differs from its record {by_stamp[row['timestamp']]}: "
           f"tflops '' in the file, {row['tflops']!r} in the record; "
           f"final_loss '' in the file, {row['final_loss']!r} in the record"
           for i, row in enumerate(rows, start=2)),
-        f"error: {results}: 6 problems in 5 rows and 5 records",
+        f"error: {results}: the header differs from this tool's, and 5 problems in 5 rows and "
+        "5 records",
     ]
     assert all(row["tflops"] and row["final_loss"] and not row["mfu"] for row in rows)
 

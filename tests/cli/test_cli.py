@@ -94,14 +94,18 @@ def test_run_dir_named_like_a_subcommand(tmp_path, monkeypatch, name):
         f"'ezpz-amsc export {name}' or './{name}')")
 
 
+def _typo(word: str, command: str) -> str:
+    return (f"error: {word!r} is no command, and no such directory here (did you mean "
+            f"'ezpz-amsc {command}'?)")
+
+
 @pytest.mark.parametrize("args, code, line", [
-    (["chek", "results.csv"], 2, "error: missing option '--config'. Pass the benchmark label, "
-                                 "e.g. --config agpt-2b/bs1/seq2048/tp1 (did you mean "
-                                 "'ezpz-amsc check'?)"),
-    (["chek", "--config", "c"], 1, "error: chek: no such directory; pass the run directory "
-                                   "ezpz wrote (did you mean 'ezpz-amsc check'?)"),
-    (["exportt", "--config", "c"], 1, "error: exportt: no such directory; pass the run "
-                                      "directory ezpz wrote (did you mean 'ezpz-amsc export'?)"),
+    (["chek", "results.csv"], 2, _typo("chek", "check")),
+    (["chek", "--config", "c"], 2, _typo("chek", "check")),
+    (["exportt", "--config", "c"], 2, _typo("exportt", "export")),
+    # with a real run after it, the batch is refused before anything is read or written
+    (["exprot", str(GOOD), "--config", "c", "--append", "r.csv"], 2, _typo("exprot", "export")),
+    (["hlep"], 2, _typo("hlep", "help")),
     (["chess", "--config", "c"], 1, "error: chess: no such directory; pass the run directory "
                                     "ezpz wrote"),
 ])
@@ -109,6 +113,7 @@ def test_a_mistyped_command_is_named(tmp_path, monkeypatch, args, code, line):
     monkeypatch.chdir(tmp_path)
     result = run_group(*args)
     assert (result.exit_code, error_line(result)) == (code, line)
+    assert list(tmp_path.iterdir()) == []
     (tmp_path / args[0]).mkdir()  # an existing path is what the user meant: no guess
     assert "did you mean" not in run_group(*args).stderr
 
@@ -159,6 +164,41 @@ def test_no_arguments_from_the_console_script():
 def test_version():
     result = run_group("--version")
     assert outcome(result) == (0, f"ezpz-amsc {ezpz_amsc.__version__}\n", "")
+    assert outcome(run_group("version")) == outcome(result)
+
+
+@pytest.mark.parametrize("page", [[], ["export"], ["check"], ["report"], ["reproduce"],
+                                  ["help"], ["version"]])
+def test_help_command_prints_the_help_pages(page):
+    assert outcome(run_group("help", *page)) == outcome(run_group(*page, "--help"))
+
+
+def test_help_of_no_such_command_names_the_commands():
+    result = run_group("help", "chek")
+    assert (result.exit_code, error_line(result)) == (
+        2, "error: no such command 'chek' (did you mean 'check'?); the commands: export, "
+           "check, describe, report, reproduce, help, version")
+    assert error_line(run_group("help", "zzz")) == (
+        "error: no such command 'zzz'; the commands: export, check, describe, report, "
+        "reproduce, help, version")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args", [["report", "docs/report-example/sweep.csv", "--format", "json"],
+                                  ["--help"],
+                                  ["examples/runs/fsdp_tp-2rank", "--config", "c", "-q"]])
+def test_a_closed_stdout_exits_quietly_with_141(args):
+    """``... | head -1``: no traceback, no error line; 141 as for a process SIGPIPE ended."""
+    script = Path(sys.executable).with_name("ezpz-amsc")
+    p = subprocess.Popen([script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         cwd=REPO)
+    p.stdout.close()  # the reader is gone before the first write
+    assert (p.wait(), p.stderr.read()) == (141, b"")
+    p.stderr.close()
+    head = subprocess.run(["bash", "-c", f"'{script}' {' '.join(args)} | head -c 1; "
+                           "echo \" ${PIPESTATUS[0]}\""], capture_output=True, text=True,
+                          cwd=REPO)
+    assert head.stderr == "" and head.stdout[1:] in (" 0\n", " 141\n")
 
 
 HELP_PAGES = [[], ["export"], ["check"]]
@@ -178,12 +218,20 @@ def test_help_fits_100_columns_on_a_wide_terminal(prog):
             assert "\nExit codes:\n  0  " in p.stdout
 
 
+@pytest.mark.parametrize("page", [[], ["export"], ["check"], ["report"], ["reproduce"],
+                                  ["help"], ["version"]])
+def test_every_help_page_fits_an_80_column_terminal(page):
+    result = runner().invoke(cli, [*page, "--help"], prog_name="ezpz-amsc", terminal_width=80)
+    assert result.exit_code == 0
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+
+
 def test_group_help_shows_both_modes_and_examples():
     page = run_group("--help").stdout
     assert page.splitlines()[:len(USAGE)] == USAGE
     commands = page.split("Commands:\n")[1].split("\n\n")[0]
-    assert [ln.split()[0] for ln in commands.splitlines()] == ["export", "check", "describe",
-                                                                  "report", "reproduce"]
+    assert [ln.split()[0] for ln in commands.splitlines()] == [
+        "export", "check", "describe", "report", "reproduce", "help", "version"]
     assert "  ezpz-amsc check results.csv  " in page
     assert "2  bad command line" in page
 
@@ -212,9 +260,11 @@ def complete(cmd: click.Command, args: list[str], incomplete: str,
 
 
 @pytest.mark.parametrize("args, incomplete, expected", [
-    ([], "", [("plain", "export"), ("plain", "check"), ("plain", "describe"), ("plain", "report"),
-              ("plain", "reproduce"), ("dir", "")]),
-    ([], "ch", [("plain", "check"), ("dir", "ch")]),
+    # the path item first: click's bash script clears the list at it (see the bash test)
+    ([], "", [("dir", ""), ("plain", "export"), ("plain", "check"), ("plain", "describe"),
+              ("plain", "report"), ("plain", "reproduce"), ("plain", "help"),
+              ("plain", "version")]),
+    ([], "ch", [("dir", "ch"), ("plain", "check")]),
     ([], "ru", [("dir", "ru")]),
     (["run1"], "", [("dir", "")]),
     (["run1", "run2"], "ru", [("dir", "ru")]),
@@ -224,6 +274,10 @@ def complete(cmd: click.Command, args: list[str], incomplete: str,
     (["check"], "", [("file", "")]),
     (["export"], "", [("dir", "")]),
     (["export", "run1", "--append"], "r", [("file", "r")]),
+    (["run1", "--provenance"], "", [("dir", "")]),
+    (["reproduce"], "rec", [("file", "rec")]),
+    (["reproduce", "r.json", "--run-dir"], "", [("dir", "")]),
+    (["report", "r.csv", "--plot"], "s", [("file", "s")]),
     ([], "--c", [("plain", "--config"), ("plain", "--check")]),
     (["run1", "--reducer"], "m", [("plain", n) for n in ("median", "mean", "max", "min")]),
 ])
@@ -242,8 +296,33 @@ def test_bash_completion_through_the_console_script():
            "COMP_CWORD": "1"}
     p = subprocess.run([script], capture_output=True, text=True, env=env)
     assert (p.returncode, p.stdout.splitlines()) == (
-        0, ["plain,export", "plain,check", "plain,describe", "plain,report",
-            "plain,reproduce", "dir,"])
+        0, ["dir,", "plain,export", "plain,check", "plain,describe", "plain,report",
+            "plain,reproduce", "plain,help", "plain,version"])
+
+
+# What docs/cli.md tells bash users to put in ~/.bashrc.
+BASH_SETUP = 'eval "$(_EZPZ_AMSC_COMPLETE=bash_source ezpz-amsc)"'
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("words, expected", [
+    (["ezpz-amsc", ""], "export check describe report reproduce help version"),
+    (["ezpz-amsc", "re"], "report reproduce"),
+    (["ezpz-amsc", "ch"], "check"),
+    (["ezpz-amsc", "examples/"], ""),  # no command matches: bash completes the folders itself
+    (["ezpz-amsc", "examples/runs/minimal-1rank", "--red"], "--reducer"),
+])
+def test_bash_completes_subcommand_names_with_the_documented_setup(tmp_path, words, expected):
+    """The real bash script click writes, run as bash would on TAB."""
+    assert BASH_SETUP in (REPO / "docs" / "cli.md").read_text()
+    scripts = str(Path(sys.executable).parent)
+    cword = len(words) - 1
+    line = " ".join(f"'{w}'" for w in words)
+    code = (f"{BASH_SETUP}\nCOMP_WORDS=({line}); COMP_CWORD={cword}\n"
+            "_ezpz_amsc_completion ezpz-amsc 2>/dev/null; echo \"${COMPREPLY[*]}\"")
+    p = subprocess.run(["bash", "-c", code], capture_output=True, text=True, cwd=REPO,
+                       env={**os.environ, "PATH": f"{scripts}{os.pathsep}{os.environ['PATH']}"})
+    assert (p.returncode, p.stdout) == (0, expected + "\n")
 
 
 # ------------------------------------------------------------------------ lazy loading
@@ -266,7 +345,8 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith(("ezpz", "numpy")
     (["check", "--help"], ["ezpz_amsc.cli.params", "ezpz_amsc.cli.check_command"]),
     (["--help"], ["ezpz_amsc.cli.params", "ezpz_amsc.cli.check_command",
                   "ezpz_amsc.cli.describe_command", "ezpz_amsc.cli.export_command",
-                  "ezpz_amsc.cli.report_command", "ezpz_amsc.cli.reproduce_command"]),
+                  "ezpz_amsc.cli.report_command", "ezpz_amsc.cli.reproduce_command",
+                  "ezpz_amsc.cli.help_command", "ezpz_amsc.cli.version_command"]),
 ])
 def test_subcommands_load_only_when_needed(argv, expected):
     p = subprocess.run([sys.executable, "-c", _HELP_AND_LIST, *argv], capture_output=True,

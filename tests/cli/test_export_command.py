@@ -15,6 +15,7 @@ import pytest
 from helpers import (
     HUGE,
     MFU_NOTE,
+    NO_THROUGHPUT_NOTE,
     RUNS,
     error_line,
     good_run,
@@ -91,6 +92,7 @@ def _invalid(flag: str, value: str, reason: str) -> tuple[list[str], str]:
              "must not be empty; pass the benchmark label, e.g. --config agpt-2b/bs1/seq2048/tp1"),
     _invalid("--append", "", "empty path (is the variable that should hold it unset?)"),
     _invalid("--append", " ", "empty path (is the variable that should hold it unset?)"),
+    _invalid("--append", "~no-such-user-x/r.csv", "cannot expand ~no-such-user-x: no such user"),
 ])
 def test_bad_command_line_values_exit_2(tmp_path, args, line):
     full = [A, *(["--config", "c"] if "--config" not in args else []), *args]
@@ -98,6 +100,18 @@ def test_bad_command_line_values_exit_2(tmp_path, args, line):
         assert error_line(result) == f"error: {line}"
         assert result.exit_code == 2
     assert not list(tmp_path.iterdir())
+
+
+def test_append_after_equals_expands_home(tmp_path, monkeypatch):
+    """The shell leaves ~ alone after '=': the tool expands it, never makes a folder '~'."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    result = run_group(A, "--config", "c", "--append=~/results/r.csv")
+    assert result.exit_code == 0
+    written = tmp_path / "home" / "results" / "r.csv"
+    assert notes_of(result)[-1] == f"appended 1 row to {written}"
+    assert len(parse_csv(written.read_text())) == 1
+    assert not (tmp_path / "~").exists()
 
 
 @pytest.mark.parametrize("flag,value", [("--gpus", "-1")])
@@ -308,8 +322,8 @@ def test_no_header():
 def test_error_text_on_a_passing_run_gets_a_note():
     r = run_cli(RUNS / "minimal-1rank", "--config", "c", "--error", "OOM at step 9")
     assert one_row(r)["error"] == "OOM at step 9"  # kept as given: only the note is added
-    assert notes_of(r) == [MFU_NOTE, "--error 'OOM at step 9' is set but the status is "
-                                            "pass; pass --status fail if the run failed"]
+    assert notes_of(r) == [NO_THROUGHPUT_NOTE, MFU_NOTE, "--error 'OOM at step 9' is set but "
+                           "the status is pass; pass --status fail if the run failed"]
     failed = run_cli(RUNS / "minimal-1rank", "--config", "c", "--error", "OOM", "--status",
                      "fail")
     assert notes_of(failed) == [MFU_NOTE]
@@ -651,7 +665,7 @@ def test_a_step_time_alone_is_no_rate_to_refuse(tmp_path):
     """One step that logged only dt: its sum is the wall time; no rate comes from it."""
     result = run_cli(write_run(tmp_path / "run", [step(1, dt=0.5)]), "--config", "c")
     assert (one_row(result)["wall_time_sec"], one_row(result)["steps"]) == ("0.500", "1")
-    assert notes_of(result) == []
+    assert notes_of(result) == [NO_THROUGHPUT_NOTE]
 
 
 def test_truncated_note_names_the_file_read_last(tmp_path):

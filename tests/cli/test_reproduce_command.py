@@ -20,6 +20,7 @@ from helpers import (
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.records.record import load_record, options_from_record
+from ezpz_amsc.records.reproduce import reproduce
 
 pytestmark = pytest.mark.usefixtures("clean_hook_env")
 
@@ -109,12 +110,19 @@ def test_reproduce_when_a_source_file_is_gone_or_new(fixture_run, tmp_path):
     ]
 
 
-@pytest.mark.slow
-def test_reproduce_many_records_and_broken_ones(fixture_run, tmp_path):
+@pytest.fixture
+def recorded(fixture_run, tmp_path) -> tuple[list[Path], list[Path]]:
+    """Every shipped run appended with a provenance record: the runs, the records."""
     runs = five_runs(fixture_run)
     folder = tmp_path / "records"
     assert export_with_records(runs, tmp_path / "res.csv", folder, "-q").exit_code == 0
-    paths = records_in(folder)
+    return runs, records_in(folder)
+
+
+@pytest.mark.slow
+def test_reproduce_many_records_and_broken_ones(recorded, tmp_path):
+    runs, paths = recorded
+    folder = tmp_path / "records"
     bad = tmp_path / "bad.json"
     bad.write_text('{"schema": 1}')
     result = run_group("reproduce", *paths, bad)
@@ -139,7 +147,83 @@ def test_reproduce_many_records_and_broken_ones(fixture_run, tmp_path):
         f"{(minimal / 'metrics.jsonl').stat().st_size} bytes"]
     assert result.stderr.splitlines()[-1] == (
         "error: rows differ for 1 of 6 records; 1 of 6 records could not be re-exported")
-    assert "--run-dir takes one" in error_line(run_group("reproduce", *paths[:2], "--run-dir", "x"))
+    # -q: only the record whose row differs (errors still shown); same exit status
+    quiet = run_group("reproduce", *paths, bad, "-q")
+    assert quiet.exit_code == 1 and quiet.stderr == result.stderr
+    assert quiet.stdout.splitlines() == [ln for ln in result.stdout.splitlines()
+                                         if "identical row" not in ln]
+    assert len(quiet.stdout.splitlines()) == 6
+
+
+@pytest.mark.slow
+def test_reproduce_runs_moved_into_one_folder(recorded, tmp_path):
+    """--run-dir with several records: the folder holding the runs under their names."""
+    runs, paths = recorded
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    for run in runs:
+        shutil.move(run, archive / run.name)
+    result = run_group("reproduce", *paths, "--run-dir", archive)
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert [ln.split(": ", 1)[1] for ln in result.stdout.splitlines()] == [
+        "identical row (14 cells); 2 source files unchanged"] * 5
+    # One record alone: the run itself, or the folder that holds it under its name.
+    one = next(p for p in paths if load_record(p)["run_dir"].endswith("minimal-1rank"))
+    for given in (archive, archive / "minimal-1rank"):
+        assert run_group("reproduce", one, "--run-dir", given).exit_code == 0
+    shutil.rmtree(archive / "minimal-1rank")
+    result = run_group("reproduce", *paths, "--run-dir", archive)
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == [
+        f"error: {one}: run directory {archive / 'minimal-1rank'} does not exist here; with "
+        "several records, --run-dir is the folder that holds the moved runs, each under its "
+        "recorded name",
+        "error: 1 of 5 records could not be re-exported"]
+
+
+def test_reproduce_a_moved_run_from_python_and_a_wrong_run_dir(fixture_run, tmp_path):
+    run = fixture_run("minimal-1rank")
+    folder = tmp_path / "records"
+    assert run_cli(run, "--config", "c", "--append", tmp_path / "r.csv", "--provenance", folder,
+                   "-q").exit_code == 0
+    (path,) = records_in(folder)
+    moved = tmp_path / "moved-run"
+    shutil.move(run, moved)
+    assert reproduce(path, moved).identical  # one record: the run directory itself
+    assert error_line(run_group("reproduce", path, "--run-dir", tmp_path / "nope")) == (
+        f"error: {path}: run directory {tmp_path / 'nope'} does not exist here; pass the run "
+        "directory")
+
+
+def test_reproduce_as_json_lines(fixture_run, tmp_path):
+    run = fixture_run("minimal-1rank")
+    folder = tmp_path / "records"
+    assert run_cli(run, "--config", "c", "--append", tmp_path / "r.csv", "--provenance", folder,
+                   "-q").exit_code == 0
+    (path,) = records_in(folder)
+    result = run_group("reproduce", path, "--format", "json")
+    assert result.exit_code == 0
+    assert [json.loads(ln) for ln in result.stdout.splitlines()] == [{
+        "record": str(path), "run_dir": str(run), "identical": True, "cells": [],
+        "files_changed": [], "files_unchanged": 2, "note": None}]
+    old_sha = sha256(run / "metrics.jsonl")
+    with open(run / "metrics.jsonl", "a") as f:
+        f.write(json.dumps({"timestamp": 1795991000.0, "rank": 0,
+                            "metrics": {"iter": 40, "dt": 1.0, "loss": 300.0}}) + "\n")
+    result = run_group("reproduce", path, "--format", "json", "-q")  # -q: json is all of it
+    assert result.exit_code == 1
+    (obj,) = [json.loads(ln) for ln in result.stdout.splitlines()]
+    assert obj["identical"] is False
+    assert obj["cells"] == [
+        {"column": "wall_time_sec", "recorded": "0.027", "now": "1.027"},
+        {"column": "final_loss", "recorded": "338.000000", "now": "300.000000"},
+        {"column": "steps", "recorded": "34", "now": "35"}]
+    size = (run / "metrics.jsonl").stat().st_size
+    assert obj["files_changed"] == [
+        f"metrics.jsonl: changed: sha256 {old_sha[:16]}.. -> {sha256(run / 'metrics.jsonl')[:16]}"
+        f".., 7403 -> {size} bytes"]
+    assert obj["files_unchanged"] == 1
+    assert error_line_of(result) == "error: the re-exported row differs from the record"
 
 
 def _recorded_sha(paths: list[Path], rel: str) -> str:

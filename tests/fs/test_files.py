@@ -10,7 +10,9 @@ any user.
 from __future__ import annotations
 
 import errno
+import grp
 import os
+import pwd
 import shutil
 import stat
 import subprocess
@@ -31,6 +33,7 @@ from helpers import (
 
 from ezpz_amsc import hook
 from ezpz_amsc.errors import AmscError
+from ezpz_amsc.fs.access import group_has_others
 from ezpz_amsc.fs.create import create_file, make_folders
 from ezpz_amsc.results.schema import HEADER
 
@@ -634,3 +637,37 @@ def test_a_run_below_a_folder_you_may_not_search_is_one_error_line(tmp_path, tea
         1, "", f"error: {run}: Permission denied (check its permissions and those of the folders "
            "above it)\n")
     assert names_in(team_folder) == []
+
+
+# ------------------------------------------------------- who else may be in a group
+
+
+def _group(monkeypatch, name: str, members: list[str]) -> None:
+    monkeypatch.setattr("ezpz_amsc.fs.access.grp.getgrgid",
+                        lambda gid: grp.struct_group((name, "x", gid, members)))
+
+
+@pytest.mark.parametrize("name, members, shared", [
+    ("OWNER", [], False),              # the owner's personal group
+    ("OWNER", ["OWNER"], False),       # listing only the owner
+    ("OWNER", ["OWNER", "bob"], True),  # someone else in it
+    ("proj", [], True),                # named otherwise: members may not be listed by name
+    ("proj", ["bob"], True),
+])
+def test_a_group_has_others_unless_it_is_the_owners_own(monkeypatch, name, members, shared):
+    owner = pwd.getpwuid(os.geteuid()).pw_name
+    _group(monkeypatch, name.replace("OWNER", owner), [m.replace("OWNER", owner) for m in members])
+    assert group_has_others(4242, os.geteuid()) is shared
+
+
+def test_a_group_that_cannot_be_looked_up_counts_as_shared(monkeypatch):
+    def unknown(gid):
+        raise KeyError(gid)
+
+    monkeypatch.setattr("ezpz_amsc.fs.access.grp.getgrgid", unknown)
+    assert group_has_others(4242, os.geteuid()) is True
+
+
+@pytest.mark.parametrize("gid", [4_242_424, 2**70])  # no such group; no such id at all
+def test_a_group_id_with_no_group_counts_as_shared(gid):
+    assert group_has_others(gid, os.geteuid()) is True

@@ -3,6 +3,7 @@ CSV row plus its details, colour rules, and the report fitting 80 columns."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from pathlib import Path
@@ -38,7 +39,7 @@ from ezpz_amsc.render.explain import (
     sparkline,
     spread,
 )
-from ezpz_amsc.render.terminal import WIDTH, Paint, number
+from ezpz_amsc.render.terminal import WIDTH, Paint, number, use_colour, wrap, wrap_at_commas
 from ezpz_amsc.run.details import Trend
 
 ANSI = "\x1b["
@@ -589,6 +590,34 @@ def test_scale_gets_the_digits_that_tell_its_ends_apart(lo, hi, want):
     assert _scale(lo, hi) == f"{BARS[0]} {want}"
 
 
+def test_wrap_keeps_long_and_hyphenated_words_whole():
+    word = "x" * 90
+    assert wrap(f"a {word} b", "  ", "    ") == ["  a", f"    {word}", "    b"]
+    lines = wrap("y " * 33 + "--wall-time-sec-given", "", "")
+    assert lines == [("y " * 33).rstrip(), "--wall-time-sec-given"]
+
+
+def test_wrap_at_commas_breaks_after_commas_only():
+    assert wrap_at_commas("  h: ", "a,b,c") == ["  h: a,b,c"]
+    words = ",".join(["x" * 30] * 4)  # 123 characters
+    assert wrap_at_commas("  h: ", words) == [
+        "  h: " + ",".join(["x" * 30] * 2) + ",", "     " + ",".join(["x" * 30] * 2)]
+    long = "y" * 90
+    # A name longer than a line stays whole, beside the label and on a line of its own.
+    assert wrap_at_commas("  h: ", f"{long},{long},z") == [
+        f"  h: {long},", f"     {long},", "     z"]
+    assert wrap_at_commas("", "a") == ["a"]
+    exact = "  h: " + "z" * 70 + ",abcd"  # 80 columns: fits
+    assert wrap_at_commas("  h: ", exact[5:]) == [exact]
+    assert wrap_at_commas("  h: ", exact[5:] + "e") == ["  h: " + "z" * 70 + ",", "     abcde"]
+
+
+def test_colour_off_when_the_stream_cannot_say():
+    closed = io.StringIO()
+    closed.close()  # isatty() raises ValueError
+    assert use_colour(closed, {}) is False
+
+
 def test_json_of_a_long_run_near_float_max(tmp_path):
     # 121 steps: trend points are means of ~3 steps, which once overflowed to inf and made
     # json.dumps raise (a traceback instead of a row).
@@ -663,6 +692,25 @@ def test_json_matches_csv_row(name):
     assert json_run.stderr == csv_run.stderr
     assert d["provenance"]["tiers"] == ["run_info.json"]
     assert all(p.endswith(".jsonl") for p in d["files_read"])
+
+
+def test_json_values_are_the_row_typed():
+    res = run_cli(RUNS / "fsdp_tp-1rank-launch", RUNS / "minimal-1rank", "--config", "c",
+                  "--format", "json")
+    launch, minimal = _json(res.stdout)
+    assert list(launch) == ["row", "values", "details"]
+    assert launch["values"] == {
+        "timestamp": "2026-11-29T22:19:13Z", "system": "localhost", "config": "c", "nodes": 1,
+        "gpus": 1, "status": "pass", "wall_time_sec": 1.148, "throughput_tokens_per_sec": 7443.215,
+        "throughput_tokens_per_sec_per_gpu": 7443.215, "mfu": None, "tflops": 0.053,
+        "final_loss": 7.871284, "steps": 30, "error": ""}
+    assert minimal["values"] == {  # an empty cell is null, never 0
+        "timestamp": "2026-11-29T22:21:30Z", "system": "localhost", "config": "c", "nodes": 1,
+        "gpus": 1, "status": "pass", "wall_time_sec": 0.027, "throughput_tokens_per_sec": None,
+        "throughput_tokens_per_sec_per_gpu": None, "mfu": None, "tflops": 0.022,
+        "final_loss": 338.0, "steps": 34, "error": ""}
+    # Typed in the JSON text itself: jq compares numbers, not strings ("30" > "4" is false).
+    assert '"gpus": 1, "status"' in res.stdout and '"steps": 30, "error"' in res.stdout
 
 
 def test_json_details_carry_series_and_trend():

@@ -129,7 +129,8 @@ def test_reproduce_erases_its_progress_before_each_result(tmp_path, slow_termina
                                                           clean_hook_env):
     runs = [copy_run(n, tmp_path) for n in FIXTURE_NAMES[:3]]
     folder = tmp_path / "records"
-    assert run_cli(*runs, "--config", "c", "--provenance", folder, "-q").exit_code == 0
+    assert run_cli(*runs, "--config", "c", "--append", tmp_path / "r.csv", "--provenance",
+                   folder, "-q").exit_code == 0
     records = sorted(folder.glob("*.json"))
     r = run_group("reproduce", *records)
     assert r.exit_code == 0

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -108,7 +109,7 @@ scaling report: 1 file, 26 rows: 25 measured, 1 failed
   over repeats
   flags (!): eff above 1.05 or below 0.70, spread above 10%, tokens/s/gpu x gpus
   off tokens/s by over 2%, several gpus counts at one node count, mfu from some
-  repeats only, a single node count
+  repeats only, mfu 0.0 (unknown), a single node count
 
 agpt-2b/bs1/seq2048/tp1 on aurora
   nodes  gpus  repeats     tokens/s  tokens/s/gpu    eff  mfu %  spread
@@ -190,7 +191,12 @@ def test_synthetic_sweep_numbers_and_flags_as_data(tmp_path):
         "nodes": 8, "gpus": 96, "repeats": 1, "tokens_per_sec": 1152000.0,
         "tokens_per_sec_per_gpu": 12000.0, "efficiency": 1.2, "mfu_pct": 48.0,
         "mfu_repeats": 1, "spread_pct": None, "tokens_per_sec_min": 1152000.0,
-        "tokens_per_sec_max": 1152000.0, "flagged": True, "sources": [f"{tmp_path}/sweep.csv:10"]}
+        "tokens_per_sec_max": 1152000.0, "tokens_per_sec_per_gpu_min": 12000.0,
+        "tokens_per_sec_per_gpu_max": 12000.0, "flagged": True,
+        "sources": [f"{tmp_path}/sweep.csv:10"]}
+    thirty_two = aurora["points"][5]  # repeats 9000 and 10500 tokens/s/gpu
+    assert (thirty_two["tokens_per_sec_per_gpu_min"], thirty_two["tokens_per_sec_per_gpu_max"],
+            thirty_two["tokens_per_sec_min"]) == (9000.0, 10500.0, 3456000.0)
     assert [(f["kind"], f["nodes"], f["gpus"]) for f in aurora["flags"]] == [
         ("superlinear", 8, 96), ("spread", 32, 384), ("low_efficiency", 64, 768)]
     assert [p["efficiency"] for p in perlmutter["points"]] == [
@@ -378,6 +384,81 @@ def test_mfu_from_some_repeats_only(tmp_path):
         "mfu logged by 2 of 3 repeats; its median is over those only"]
 
 
+ZERO_MFU = ("mfu '0.000' is zero, which is not a measurement (ezpz writes 0.0 when it does not "
+            "know the device's peak FLOPS, e.g. on CPU); empty the cell (not measured)")
+
+
+def test_zero_mfu_is_unknown_and_flagged(tmp_path):
+    """ezpz's built-in exporter writes mfu 0.0 for "unknown": never a median of 0.0."""
+    p = (Sweep().add("a", 1, 4, 1000, mfu=0.0).add("a", 1, 4, 1000, mfu=40.0)
+         .add("a", 2, 8, 900, mfu=0.0).write(tmp_path / "s.csv"))
+    rep = _report_of(p)
+    (g,) = rep["groups"]
+    one, two = g["points"]
+    assert (one["mfu_pct"], one["mfu_repeats"], two["mfu_pct"], two["mfu_repeats"]) == (
+        40.0, 1, None, 0)
+    assert rep["rows"]["measured"] == 3  # read, with the mfu unknown
+    assert [(f["kind"], f["nodes"], f["reason"]) for f in g["flags"]] == [
+        ("zero_mfu", None, "mfu 0.0 in 2 rows, read as unknown (ezpz writes 0.0 when it does "
+                           "not know the device's peak FLOPS): empty those cells"),
+        ("partial_mfu", 1, "mfu logged by 1 of 2 repeats; its median is over those only")]
+    assert rep["problems"] == [f"{p}:2: {ZERO_MFU}", f"{p}:4: {ZERO_MFU}"]
+    text = render_text(rep)
+    assert text.split("\n\n")[1] == (
+        "agpt-2b/bs1/seq2048/tp1 on a\n"
+        "  nodes  gpus  repeats  tokens/s  tokens/s/gpu    eff  mfu %  spread\n"
+        "!     1     4        2   4,000.0       1,000.0  1.000   40.0    0.0%\n"
+        "      2     8        1   7,200.0         900.0  0.900      -       -\n"
+        "! mfu 0.0 in 2 rows, read as unknown (ezpz writes 0.0 when it does not know the\n"
+        "!     device's peak FLOPS): empty those cells\n"
+        "! 1 node: mfu logged by 1 of 2 repeats; its median is over those only\n")
+    result = run_report(p)
+    assert result.stderr.splitlines() == [f"note: {p}:2: {ZERO_MFU}", f"note: {p}:4: {ZERO_MFU}"]
+
+
+def test_systems_differing_in_case_are_one_system(tmp_path):
+    """A hand-made row with --system aurora beside exported Aurora rows: one machine."""
+    p = (Sweep().add("Aurora", 1, 12, 1000).add("Aurora", 2, 24, 990).add("aurora", 4, 48, 980)
+         .add("AURORA", 4, 48, None, status="fail", error="OOM").add("perlmutter", 4, 16, 2000)
+         .write(tmp_path / "s.csv"))
+    rep = _report_of(p)
+    assert [(g["system"], [pt["nodes"] for pt in g["points"]]) for g in rep["groups"]] == [
+        ("Aurora", [1, 2, 4]), ("perlmutter", [4])]
+    assert rep["merged_systems"] == [
+        {"system": "Aurora", "spellings": {"Aurora": 2, "AURORA": 1, "aurora": 1}}]
+    assert [f["system"] for f in rep["failed"]] == ["Aurora"]
+    (cross,) = rep["cross_machine"]
+    assert [(r["nodes"], r["system"]) for r in cross["rows"]] == [(4, "Aurora"), (4, "perlmutter")]
+    assert ("\n  one system named in different cases: Aurora (2 rows), AURORA (1 row), aurora\n"
+            "      (1 row); shown as Aurora\n\nagpt-2b/bs1/seq2048/tp1 on Aurora\n"
+            ) in render_text(rep)
+
+
+def test_a_tie_between_spellings_is_named_by_the_first_sorted(tmp_path):
+    p = Sweep().add("sunspot", 1, 12, 1000).add("SunSpot", 2, 24, 990).write(tmp_path / "s.csv")
+    rep = _report_of(p)
+    assert [g["system"] for g in rep["groups"]] == ["SunSpot"]
+    assert rep["merged_systems"] == [{"system": "SunSpot",
+                                      "spellings": {"SunSpot": 1, "sunspot": 1}}]
+    assert _report_of(Sweep().add("a", 1, 4, 1000).write(tmp_path / "one.csv"))[
+        "merged_systems"] == []
+
+
+def test_runs_that_differ_only_by_config_are_two_runs(tmp_path):
+    a = Sweep().add("Aurora", 1, 12, 1000, config="x").write(tmp_path / "a.csv")
+    b = Sweep().add("aurora", 1, 12, 900, config="y").write(tmp_path / "b.csv")
+    rep = _report_of(a, b)
+    assert rep["problems"] == [] and rep["rows"]["measured"] == 2
+
+
+def test_the_same_run_in_another_case_is_counted_once(tmp_path):
+    a = Sweep().add("Aurora", 1, 12, 1000).write(tmp_path / "a.csv")
+    b = Sweep().add("aurora", 1, 12, 1000).write(tmp_path / "b.csv")
+    rep = _report_of(a, b)
+    assert rep["problems"] == [f"{b}:2: same run as {a}:2"]
+    assert rep["groups"][0]["points"][0]["repeats"] == 1
+
+
 # --- input that is not clean ------------------------------------------------------------------
 
 
@@ -436,7 +517,8 @@ def test_header_in_another_order_is_read_by_name(tmp_path):
             w.writerow(dict(zip(HEADER, row, strict=True)))
     r = run_report(p)
     assert r.exit_code == 0
-    assert r.stderr == f"note: {p}:1: header differs from this tool's (order or columns)\n"
+    assert r.stderr == (f"note: {p}:1: header differs from this tool's (the same columns in "
+                        "another order)\n")
     assert _without_sources(_report_of(p)) == _without_sources(
         _report_of(scaling_sweep().write(tmp_path / "clean.csv")))
 
@@ -565,8 +647,9 @@ def test_plot_png_written_whole_and_report_unchanged(tmp_path):
     p = scaling_sweep().write(tmp_path / "sweep.csv")
     png = tmp_path / "scaling.png"
     r = run_report(p, "--plot", png)
-    assert r.exit_code == 0 and r.stderr == ""
+    assert r.exit_code == 0 and r.stderr == f"note: wrote {png}\n"
     assert r.stdout == run_report(p).stdout
+    assert run_report(p, "--plot", png, "-q").stderr == ""
     data = png.read_bytes()
     assert data.startswith(PNG_SIGNATURE) and len(data) > 10_000
     assert sorted(f.name for f in tmp_path.iterdir()) == ["scaling.png", "sweep.csv"]
@@ -593,7 +676,7 @@ def test_plot_svg_has_the_labels_legend_and_flags(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["s.png", "s.svg"])
+@pytest.mark.parametrize("name", ["s.png", "s.svg", "s.pdf"])
 def test_the_same_report_draws_the_same_bytes(tmp_path, name):
     pytest.importorskip("matplotlib")
     p = scaling_sweep().write(tmp_path / "sweep.csv")
@@ -618,10 +701,97 @@ def test_plot_without_matplotlib_is_one_error_naming_the_extra(tmp_path, monkeyp
 
 def test_plot_suffix_is_checked_before_anything_is_read(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    r = run_report(tmp_path / "missing.csv", "--plot", tmp_path / "s.pdf")
+    r = run_report(tmp_path / "missing.csv", "--plot", tmp_path / "s.jpg")
     assert r.exit_code == 2
-    assert error_line(r) == (f"error: --plot {tmp_path}/s.pdf: the file name must end in .png "
-                             "or .svg")
+    assert error_line(r) == (f"error: --plot {tmp_path}/s.jpg: the file name must end in .png, "
+                             ".svg or .pdf")
+    assert error_line(run_report(tmp_path / "missing.csv", "--plot", "")) == (
+        "error: invalid value for '--plot': empty path (is the variable that should hold it "
+        "unset?)")
+
+
+@pytest.mark.slow
+def test_plot_pdf(tmp_path):
+    pytest.importorskip("matplotlib")
+    p = scaling_sweep().write(tmp_path / "sweep.csv")
+    pdf = tmp_path / "scaling.PDF"  # the suffix in any case
+    r = run_report(p, "--plot", pdf)
+    assert (r.exit_code, r.stderr) == (0, f"note: wrote {pdf}\n")
+    data = pdf.read_bytes()
+    assert data.startswith(b"%PDF-") and b"CreationDate" not in data
+
+
+def _axes_of(*sweep_rows) -> list:
+    """The panels --plot draws for a sweep of ``(system, nodes, gpus, tokens/s/gpu)`` rows."""
+    pytest.importorskip("matplotlib")
+    from ezpz_amsc.report.plot import _figure
+
+    s = Sweep()
+    for system, nodes, gpus, tpg in sweep_rows:
+        s.add(system, nodes, gpus, tpg)
+    path = s.write(Path(tempfile.mkdtemp()) / "s.csv")
+    return [ax for ax in _figure(_report_of(path)["groups"]).axes if ax.get_visible()]
+
+
+def _drawn(ax) -> dict[str, list[tuple[float, float]]]:
+    """Each labelled line's points (the systems' lines; not the ideal, not the flag rings)."""
+    return {ln.get_label(): list(zip(ln.get_xdata(), ln.get_ydata(), strict=True))
+            for ln in ax.get_lines() if not ln.get_label().startswith("_")}
+
+
+def test_plot_never_joins_two_gpus_counts_at_one_node_count():
+    (ax,) = _axes_of(("a", 1, 4, 1000), ("a", 1, 8, 600), ("a", 2, 8, 990), ("a", 2, 16, 580),
+                     ("b", 1, 4, 2000), ("b", 2, 8, 1900))
+    assert _drawn(ax) == {"a (4 gpus/node)": [(1, 1000.0), (2, 990.0)],
+                          "a (8 gpus/node)": [(1, 600.0), (2, 580.0)],
+                          "b": [(1, 2000.0), (2, 1900.0)]}
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend[:3] == ["a (4 gpus/node)", "a (8 gpus/node)", "b"]
+    (one,) = _axes_of(("c", 1, 1, 7000), ("c", 1, 2, 2000))
+    assert _drawn(one) == {"c (1 gpu/node)": [(1, 7000.0)], "c (2 gpus/node)": [(1, 2000.0)]}
+    (later,) = _axes_of(("d", 2, 8, 700), ("d", 2, 24, 500), ("d", 4, 16, 690))
+    assert list(_drawn(later)) == ["d (4 gpus/node)", "d (12 gpus/node)"]
+
+
+def test_plot_gives_each_series_of_a_system_its_own_marker():
+    (ax,) = _axes_of(*[("a", 1, k, 1000 - k) for k in (1, 2, 3, 4, 5, 6)])
+    markers = [ln.get_marker() for ln in ax.get_lines() if not ln.get_label().startswith("_")]
+    assert markers == ["o", "s", "^", "D", "v", "o"]
+
+
+def test_plot_names_an_ideal_only_where_it_draws_one():
+    (multi,) = _axes_of(("a", 1, 4, 1000), ("a", 4, 16, 900))
+    dashed = [ln for ln in multi.get_lines() if ln.get_linestyle() == "--"]
+    assert [list(zip(ln.get_xdata(), ln.get_ydata(), strict=True)) for ln in dashed] == [
+        [(1, 1000.0), (4, 1000.0)]]
+    assert [ln.get_linewidth() for ln in dashed] == [1]  # thinner than the measured line
+    assert "ideal: flat at the smallest node count" in [
+        t.get_text() for t in multi.get_legend().get_texts()]
+    (single,) = _axes_of(("a", 2, 8, 1000), ("b", 2, 8, 900))
+    assert [ln for ln in single.get_lines() if ln.get_linestyle() == "--"] == []
+    assert [t.get_text() for t in single.get_legend().get_texts()] == ["a", "b"]
+
+
+def test_plot_shows_the_spread_of_repeats():
+    (ax,) = _axes_of(("a", 1, 4, 1000), ("a", 1, 4, 900), ("a", 1, 4, 1040), ("a", 2, 8, 950),
+                     ("a", 4, 16, 900), ("a", 4, 16, 940))
+    (bars,) = ax.containers  # the points with two repeats or more
+    (segments,) = [c.get_segments() for c in bars.lines[2]]
+    assert [[tuple(pt) for pt in seg] for seg in segments] == [[(1, 900.0), (1, 1040.0)],
+                                                               [(4, 900.0), (4, 940.0)]]
+    # Drawn to be seen: above the red ring of a flagged point (zorder 3), with caps.
+    (stems,) = bars.lines[2]
+    assert (stems.get_zorder(), list(stems.get_linewidths())) == (4, [1.5])
+    assert [c.get_markersize() for c in bars.lines[1]] == [8, 8]  # capsize 4: 8 points wide
+    assert all(c.get_zorder() == 4 for c in bars.lines[1])
+    (key,) = [h for h in ax.get_legend().legend_handles
+              if h.get_label() == "bar: lowest to highest of the repeats"]
+    assert (key.get_marker(), key.get_markersize()) == ("|", 10)
+    assert "bar: lowest to highest of the repeats" in [
+        t.get_text() for t in ax.get_legend().get_texts()]
+    (none,) = _axes_of(("a", 1, 4, 1000), ("a", 2, 8, 950))
+    assert none.containers == [] and "bar: lowest to highest of the repeats" not in [
+        t.get_text() for t in none.get_legend().get_texts()]
 
 
 @pytest.mark.slow
@@ -699,7 +869,8 @@ def test_a_glyph_the_font_lacks_is_one_note(tmp_path):
     r = run_report(p, "--plot", tmp_path / "s.png")
     assert r.exit_code == 0
     assert r.stderr == (f"note: {tmp_path}/s.png: some characters of the labels have no glyph "
-                        "in matplotlib's font; they are drawn as boxes\n")
+                        "in matplotlib's font; they are drawn as boxes\n"
+                        f"note: wrote {tmp_path}/s.png\n")
 
 
 def test_plot_with_nothing_to_plot(tmp_path):
@@ -869,7 +1040,7 @@ def test_a_results_file_without_the_optional_columns_is_reported(tmp_path, monke
                  "2026-08-11T09:00:01Z,aurora,c,2,24,fail,1,,,,,\n")
     r = run_report(p, "--format", "json")
     assert r.exit_code == 0
-    assert r.stderr == f"note: {p}:1: header differs from this tool's (order or columns)\n"
+    assert r.stderr == f"note: {p}:1: header differs from this tool's (lacks mfu, error)\n"
     rep = json.loads(r.stdout)
     (point,) = rep["groups"][0]["points"]
     assert (point["tokens_per_sec"], point["mfu_pct"], point["mfu_repeats"]) == (1200.0, None, 0)

@@ -82,8 +82,16 @@ def test_foreign_header_refused_and_file_untouched(tmp_path, header):
     out = tmp_path / "runs.csv"
     before = (header + "\n1,2,3\n").encode()
     out.write_bytes(before)
-    line = error_line(run_cli(A, "--config", "c", "--append", out))
-    assert "existing header differs" in line and "refusing to append" in line
+    result = run_cli(A, "--config", "c", "--append", out)
+    assert (result.exit_code, result.stdout) == (1, "")
+    first, *both = result.stderr.splitlines()
+    assert first.startswith(f"error: {out}: existing header differs from this tool's (")
+    assert first.endswith("); refusing to append — write to a new file")
+    # Both headers whole, each column name unbroken, in lines of at most 80 columns.
+    assert both[0].startswith("  the file's:  ") and all(len(ln) <= 80 for ln in both)
+    at = next(i for i, ln in enumerate(both) if ln.startswith("  this tool's: "))
+    assert "".join(ln[15:] for ln in both[:at]) == header
+    assert "".join(ln[15:] for ln in both[at:]) == ",".join(HEADER)
     assert out.read_bytes() == before
 
 
@@ -399,6 +407,14 @@ def _tree(root: Path) -> dict[str, bytes | None]:
 @pytest.mark.parametrize("existing", [True, False], ids=["existing", "new"])
 def test_append_fault_leaves_results_as_they_were(tmp_path, monkeypatch, fault, call, err,
                                                   message, existing):
+    old_umask = os.umask(0o022)  # the modes the messages name, whatever the suite's umask
+    try:
+        _append_fault(tmp_path, monkeypatch, call, err, message, existing)
+    finally:
+        os.umask(old_umask)
+
+
+def _append_fault(tmp_path, monkeypatch, call, err, message, existing):
     run = good_run(tmp_path / "run")
     out = tmp_path / "out"
     target = out / "deeper" / "results.csv"
@@ -523,6 +539,10 @@ def test_a_blank_first_line_is_refused(tmp_path, content):
 
 
 LONG_HEADER = ",".join(f"column_{i}" for i in range(30))
+# This tool's header, as a refusal shows it under the file's.
+OURS = ("  this tool's: timestamp,system,config,nodes,gpus,status,wall_time_sec,\n"
+        "               throughput_tokens_per_sec,throughput_tokens_per_sec_per_gpu,mfu,\n"
+        "               tflops,final_loss,steps,error")
 
 
 @pytest.mark.parametrize("first,why", [
@@ -534,17 +554,40 @@ LONG_HEADER = ",".join(f"column_{i}" for i in range(30))
      "header is not CSV (field larger than field limit (131072)); refusing to append"),
     (b"y" * (1 << 20) + b"\n", "first line is longer than 1 MiB; not a results file, "
                               "refusing to append"),
-    (b"X\n", "existing header differs from this tool's ('X'); refusing to append \u2014 "
-              "write to a new file"),
-    (HEADER_LINE.encode() + b"X\n", f"existing header differs from this tool's "
-                                    f"({(HEADER_LINE + 'X')[:120]!r}); refusing to append "
-                                    "\u2014 write to a new file"),
-    (b'a,"b\n', "existing header differs from this tool's ('a,b'); refusing to append "
-                "\u2014 write to a new file"),
-    (LONG_HEADER.encode() + b"\n", f"existing header differs from this tool's "
-                                   f"({LONG_HEADER[:120]!r}); refusing to append \u2014 "
-                                   "write to a new file"),
-], ids=["not-utf8", "not-csv", "1MiB", "longer", "X", "header-X", "quoted", "long"])
+    (b"X\n", "existing header differs from this tool's (lacks timestamp, system, config, "
+              "nodes and 10 more; has X); refusing to append \u2014 write to a new file\n"
+              "  the file's:  X\n" + OURS),
+    (HEADER_LINE.encode() + b"X\n", "existing header differs from this tool's (lacks error; "
+                                    "has errorX); refusing to append \u2014 write to a new "
+                                    "file\n" + OURS.replace("this tool's:", "the file's: ")
+                                    + "X\n" + OURS),
+    (b'a,"b\n', "existing header differs from this tool's (lacks timestamp, system, config, "
+                "nodes and 10 more; has a, b); refusing to append \u2014 write to a new file\n"
+                '  the file\'s:  a,"b\n' + OURS),
+    (LONG_HEADER.encode() + b"\n", "existing header differs from this tool's (lacks "
+                                   "timestamp, system, config, nodes and 10 more; has "
+                                   "column_0, column_1, column_2, column_3 and 26 more); "
+                                   "refusing to append \u2014 write to a new file\n"
+                                   "  the file's:  column_0,column_1,column_2,column_3,"
+                                   "column_4,column_5,column_6,\n"
+                                   "               column_7,column_8,column_9,column_10,"
+                                   "column_11,column_12,\n"
+                                   "               column_13,column_14,column_15,column_16,"
+                                   "column_17,column_18,\n"
+                                   "               column_19,column_20,column_21,column_22,"
+                                   "column_23,column_24,\n"
+                                   "               column_25,column_26,column_27,column_28,"
+                                   "column_29\n" + OURS),
+    (b"h" * 1500 + b"\n", "existing header differs from this tool's (lacks timestamp, "
+                          "system, config, nodes and 10 more; has " + "h" * 37 + "...); "
+                          "refusing to append \u2014 write to a new file\n  the file's:  "
+                          + "h" * 1000 + "... (1500 characters)\n" + OURS),
+    (b"g" * 1000 + b"\n", "existing header differs from this tool's (lacks timestamp, "
+                          "system, config, nodes and 10 more; has " + "g" * 37 + "...); "
+                          "refusing to append \u2014 write to a new file\n  the file's:  "
+                          + "g" * 1000 + "\n" + OURS),
+], ids=["not-utf8", "not-csv", "1MiB", "longer", "X", "header-X", "quoted", "long",
+        "too-long-to-show", "longest-shown"])
 def test_a_foreign_first_line_is_refused_by_its_exact_text(tmp_path, first, why):
     out = tmp_path / "runs.csv"
     out.write_bytes(first + EXISTING)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from helpers import (
+    NO_THROUGHPUT_NOTE,
     REPO,
     RUNS,
     copy_run,
@@ -153,6 +154,7 @@ def test_the_retry_says_it_finished_an_interrupted_export(tmp_path, monkeypatch)
     assert r.exit_code == 0, r.stderr
     notes = [ln for ln in r.stderr.splitlines() if "mfu is 0.0" not in ln]
     assert notes == [
+        f"note: {TWO[1]}: {NO_THROUGHPUT_NOTE}",
         "note: the run (2026-11-29T22:18:43Z, localhost, c, 1, 2) was already in "
         f"{results}, appended by an interrupted export; not appended again",
         "note: the run (2026-11-29T22:21:30Z, localhost, c, 1, 1) was already in "

@@ -4,16 +4,16 @@ reported, and the reading going on after them."""
 
 from __future__ import annotations
 
-import csv
 import io
 import os
 
 import pytest
+from helpers import CSV_FIELD_LIMIT
 
 from ezpz_amsc.results.rows import Record, read_records, record_at
 from ezpz_amsc.results.schema import MAX_ROW_BYTES
 
-LIMIT = csv.field_size_limit()
+LIMIT = CSV_FIELD_LIMIT  # conftest.py holds the csv module to it
 
 
 def _line_of(n: int, fill: bytes = b"x") -> bytes:

@@ -31,8 +31,10 @@ from ezpz_amsc.results.schema import (
     dashboard_problems,
     fmt,
     formula_like,
+    header_difference,
     render_csv,
     unsafe_cells,
+    zero_mfu,
 )
 
 GOOD = RUNS / "fsdp_tp-2rank"
@@ -263,3 +265,27 @@ def test_the_row_cap_holds_any_row_of_capped_cells():
     assert len(render_csv([worst], header=False).encode()) <= MAX_ROW_BYTES
     wide = ["\U0001F600" * MAX_CELL_CHARS] * len(HEADER)  # 4 bytes a character
     assert len(render_csv([wide], header=False).encode()) <= MAX_ROW_BYTES
+
+
+# ------------------------------------------------------------- how a header differs
+
+
+@pytest.mark.parametrize("found, said", [
+    (tuple(reversed(HEADER)), "the same columns in another order"),
+    ((*HEADER[:-1], "mfu"), "lacks error"),
+    ((*HEADER, "mfu"), "a column named twice"),
+    ((*HEADER, "a", "b", "c", "d"), "has a, b, c, d"),
+    ((*HEADER, "a", "b", "c", "d", "e"), "has a, b, c, d and 1 more"),
+    ((*HEADER, "x" * 40), "has " + "x" * 40),
+    ((*HEADER, "y" * 41), "has " + "y" * 37 + "..."),
+    (("z",) + HEADER[1:], "lacks timestamp; has z"),
+])
+def test_header_difference_says_what_differs(found, said):
+    assert header_difference(list(found)) == said
+
+
+@pytest.mark.parametrize("mfu, zero", [("0", True), ("0.000", True), ("-0.0", True),
+                                       ("0.001", False), ("", False), ("n/a", False)])
+def test_zero_mfu_is_a_number_equal_to_zero(mfu, zero):
+    assert zero_mfu({"mfu": mfu}) is zero
+    assert zero_mfu({}) is False  # a file without the column

@@ -16,6 +16,7 @@ from helpers import (
     EXPECTED,
     LAUNCH,
     MFU_NOTE,
+    NO_THROUGHPUT_NOTE,
     RUNS,
     SUNSPOT_TPS,
     aurora_run,
@@ -34,6 +35,7 @@ from helpers import (
     write_run,
 )
 
+from ezpz_amsc.results.schema import HEADER
 from ezpz_amsc.run.columns import INVALID_SHARE_MAX, MIN_RATE_STEPS
 
 LAUNCH_ROW = expected_row(LAUNCH)
@@ -265,7 +267,7 @@ def test_wall_time_flag_wins_over_the_estimate(tmp_path):
     assert one_row(r)["wall_time_sec"] == "61.000"
     assert notes_of(r) == [
         "wall_time_sec from --wall-time-sec; summed step time is 5.000 and covers 10 of ~100 "
-        "steps (logged every 10 steps, steps 10..100)"]
+        "steps (logged every 10 steps, steps 10..100)", NO_THROUGHPUT_NOTE]
 
 
 # ---------------------------------------------------------------- one timestamp on every record
@@ -294,7 +296,8 @@ def test_every_shipped_run_keeps_its_row_with_these_rules():
     for name, want in EXPECTED.items():
         r = run_cli(RUNS / name, "--config", "test/cfg")
         assert list(one_row(r).values()) == want.split(",")
-        assert notes_of(r) == [MFU_NOTE]
+        no_rate = want.split(",")[HEADER.index("throughput_tokens_per_sec")] == ""
+        assert notes_of(r) == [NO_THROUGHPUT_NOTE] * no_rate + [MFU_NOTE], name
 
 
 def test_a_counter_restarting_each_epoch_counts_every_epoch_s_steps(tmp_path):
@@ -304,10 +307,10 @@ def test_a_counter_restarting_each_epoch_counts_every_epoch_s_steps(tmp_path):
             for k, (e, s) in enumerate((e, s) for e in range(3) for s in (5, 10, 15, 20))]
     r = run_cli(write_run(tmp_path / "run", recs), "--config", "c")
     assert one_row(r)["wall_time_sec"] == "30.000"  # 12 x 0.5 + 48 x 0.5
-    assert notes_of(r)[-1] == (
+    assert notes_of(r)[1:] == [(
         "wall_time_sec is estimated for all the steps: the 12 logged steps' 6.000 s plus 48 "
         "steps not logged at their median 0.5 s, ~60 steps (logged every 5 steps, steps "
-        "5..20); pass --wall-time-sec for the job's real time")
+        "5..20); pass --wall-time-sec for the job's real time"), NO_THROUGHPUT_NOTE]
 
 
 def test_no_estimate_for_step_numbers_beyond_a_float_leaves_the_wall_time_unknown(tmp_path):

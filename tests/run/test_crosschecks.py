@@ -25,6 +25,7 @@ from helpers import (
     FIXTURE_NAMES,
     LAUNCH,
     MFU_NOTE,
+    NO_THROUGHPUT_NOTE,
     PPN_6,
     RUNS,
     aurora_run,
@@ -164,7 +165,8 @@ def test_allocation_ngpus_that_nothing_checks_is_noted(tmp_path):
     assert list(one_row(r).values()) == EXPECTED["diffusion-1rank"].split(",")
     assert notes_of(r) == [
         "gpus 1 is the allocation's NGPUS: no world size was recorded and no per-GPU "
-        "throughput was logged to check it; pass --gpus N if fewer ranks ran", MFU_NOTE]
+        "throughput was logged to check it; pass --gpus N if fewer ranks ran",
+        NO_THROUGHPUT_NOTE, MFU_NOTE]
 
 
 def test_ratio_that_is_not_a_whole_rank_count_is_noted(tmp_path):
@@ -290,10 +292,10 @@ def test_step_time_far_below_span_is_noted(tmp_path):
         f"record ({covered / span:.0%}): dt may miss part of each step (gradient accumulation "
         "timing only the last micro-batch), or the run paused (eval, checkpoints); "
         "wall_time_sec is the summed step time; pass --wall-time-sec SECONDS for the job's "
-        "real time", MFU_NOTE]
+        "real time", NO_THROUGHPUT_NOTE, MFU_NOTE]
     assert notes_of(run_cli(run, "--config", "c", "--wall-time-sec", "130")) == [
         f"wall_time_sec from --wall-time-sec; summed step time is {row['wall_time_sec']}",
-        MFU_NOTE]
+        NO_THROUGHPUT_NOTE, MFU_NOTE]
 
 
 @pytest.mark.parametrize(("dt", "interval", "noted"), [
@@ -324,7 +326,8 @@ def test_intervals_without_elapsed_time_say_nothing_of_step_time(tmp_path):
     r = run_cli(run, "--config", "c")
     row = one_row(r)
     assert (row["steps"], row["wall_time_sec"]) == ("11", "16.500")
-    assert notes_of(r) == []  # 7.5 s of step time in the 2 s intervals: 0.75 of 10 s
+    # 7.5 s of step time in the 2 s intervals: 0.75 of 10 s
+    assert notes_of(r) == [NO_THROUGHPUT_NOTE]
 
 
 @pytest.mark.parametrize(("steps", "summed", "ratio", "span"), [
@@ -401,7 +404,7 @@ def test_step_time_rules_at_their_edges(tmp_path, gaps, steps, dts, extra, wall,
     r = run_cli(_clocked(tmp_path / "run", gaps, steps, dts), "--config", "c", *extra)
     row = one_row(r)
     assert (row["steps"], row["wall_time_sec"]) == (str(len(steps)), wall)
-    assert notes_of(r) == notes
+    assert notes_of(r) == [*notes, NO_THROUGHPUT_NOTE]
 
 
 @pytest.mark.parametrize(("pause", "noted"), [(30.0, False), (30.5, True)])
@@ -826,7 +829,7 @@ def test_epoch_level_history_counts_epochs(tmp_path):
     assert row["final_loss"] == f"{3.0 - 0.5:.6f}"
     assert row["throughput_tokens_per_sec"] == "" and row["mfu"] == ""
     assert notes_of(r) == ["records are epochs (epoch is the only counter): steps counts epochs, "
-                        "and restarts are detected on the epoch number"]
+                        "and restarts are detected on the epoch number", NO_THROUGHPUT_NOTE]
     write_jsonl(run / "metrics-0.jsonl", recs[:3] + [
         {**x, "timestamp": x["timestamp"] + 600} for x in recs])
     line = error_line(run_cli(run, "--config", "c"))
@@ -866,7 +869,8 @@ def test_other_ranks_in_the_file_used_are_named(tmp_path, others, listed):
     assert (row["gpus"], row["steps"], row["wall_time_sec"]) == ("2", "5", "2.500")
     assert notes_of(r) == [
         "rank 0 logged no step; used rank 1",
-        f"metrics-1.jsonl also holds {listed} (files named by local rank?); used rank 1's only"]
+        f"metrics-1.jsonl also holds {listed} (files named by local rank?); used rank 1's only",
+        NO_THROUGHPUT_NOTE]
 
 
 # ---------------------------------------------------------------- throughput keys
@@ -889,7 +893,7 @@ def test_bare_tokens_per_sec_is_not_training_throughput(tmp_path):
     assert notes_of(r) == [
         "ignored bare tokens_per_sec: not training throughput (bare tokens_per_sec is ezpz's "
         "inference rate, per rank); only train/tps, train/tps_per_gpu and train/tokens_per_sec "
-        "are", MFU_NOTE]
+        "are", NO_THROUGHPUT_NOTE, MFU_NOTE]
 
 
 def test_every_bare_throughput_key_is_named(tmp_path):
@@ -901,7 +905,7 @@ def test_every_bare_throughput_key_is_named(tmp_path):
     assert notes_of(r) == [
         "ignored bare tokens_per_sec, tps: not training throughput (bare tokens_per_sec is "
         "ezpz's inference rate, per rank); only train/tps, train/tps_per_gpu and "
-        "train/tokens_per_sec are"]
+        "train/tokens_per_sec are", NO_THROUGHPUT_NOTE]
 
 
 # ---------------------------------------------------------------- impossible values
@@ -1009,8 +1013,8 @@ def test_rank0_of_an_interleaved_file_logged_far_fewer_records(tmp_path):
 class _CountingFile:
     """A file that adds up the bytes read from it."""
 
-    def __init__(self, f, counts: dict[str, int]) -> None:
-        self._f, self._counts, self._name = f, counts, str(f.name)
+    def __init__(self, f, counts: dict[str, int], name: str) -> None:
+        self._f, self._counts, self._name = f, counts, name
 
     def read(self, *args):
         data = self._f.read(*args)
@@ -1030,8 +1034,7 @@ class _CountingFile:
 def test_other_rank_files_are_read_only_at_their_end(tmp_path, monkeypatch):
     """39 other ranks, each with a 1 MB file: three are opened, and each is read from
     the end, a few KiB, never whole (steps.TAIL_BYTES)."""
-    import builtins
-
+    from ezpz_amsc.run import steps as steps_mod
     from ezpz_amsc.run.steps import TAIL_BYTES
 
     run = copy_run("fsdp_tp-2rank", tmp_path)
@@ -1041,13 +1044,12 @@ def test_other_rank_files_are_read_only_at_their_end(tmp_path, monkeypatch):
         write_jsonl(run / f"metrics-{k}.jsonl", [{**x, "rank": k} for x in padded[:25]]
                     + [{**x, "rank": k} for x in recs[25:]])
     counts: dict[str, int] = {}
-    real = builtins.open
+    real = steps_mod.open_regular  # the one opener of files that are read (fs/read.py)
 
-    def counting_open(f, *a, **kw):
-        opened = real(f, *a, **kw)
-        return _CountingFile(opened, counts) if "metrics-" in str(f) else opened
+    def counting_open(path):
+        return _CountingFile(real(path), counts, str(path))
 
-    monkeypatch.setattr(builtins, "open", counting_open)
+    monkeypatch.setattr(steps_mod, "open_regular", counting_open)
     one_row(run_cli(run, "--config", "c", "--gpus", "2"))
     others = {p: n for p, n in counts.items() if not p.endswith("metrics-0.jsonl")}
     assert sorted(Path(p).name for p in others) == [
@@ -1276,7 +1278,8 @@ def test_skewed_step_after_a_missing_first_timestamp_is_named(tmp_path):
     assert one_row(r)["timestamp"] == format_timestamp(t0 + 3)
     assert notes_of(r) == [
         f"step 2's timestamp {format_timestamp(t0 + 3602)} is later than step 3's; the row's "
-        f"timestamp is step 3's ({format_timestamp(t0 + 3)}); pass --timestamp to set it"]
+        f"timestamp is step 3's ({format_timestamp(t0 + 3)}); pass --timestamp to set it",
+        NO_THROUGHPUT_NOTE]
 
 
 def test_row_timestamp_from_a_step_without_number(tmp_path):
@@ -1309,4 +1312,4 @@ def test_every_10_steps_plus_the_last_one(tmp_path):
         f"wall_time_sec is estimated for all the steps: the 5 logged steps' {sum(dts):.3f} s "
         f"plus 35 steps not logged at their median {statistics.median(dts):.4g} s, ~40 steps "
         "(logged every 10 steps, steps 0..39); pass --wall-time-sec for the job's real time",
-        MFU_NOTE]
+        NO_THROUGHPUT_NOTE, MFU_NOTE]

@@ -14,6 +14,7 @@ import pytest
 from helpers import (
     LAUNCH,
     MFU_NOTE,
+    NO_THROUGHPUT_NOTE,
     RUNS,
     copy_run,
     error_line,
@@ -36,6 +37,7 @@ from ezpz_amsc.options import ExportOptions
 from ezpz_amsc.run.layout import (
     LOG_TAIL_BYTES,
     RankFiles,
+    finalized_beside,
     find_run_files,
     holds_metrics,
     launch_exit_status,
@@ -305,6 +307,53 @@ def test_no_sibling_advice_without_a_finalized_later_output_folder(tmp_path, cas
     line = error_line(run_cli(announced, "--config", "c"))
     assert line.startswith(f"error: {announced}: no metrics found (looked for ")
     assert line.endswith(STATUS_FAIL_HINT)
+
+
+def _rank_1_fragment(announced: Path, landed: Path) -> None:
+    """Rank 1's records left in the announced folder (rank 0's went with finalize)."""
+    lines = (landed / "metrics-0.jsonl").read_text().splitlines()
+    (announced / "metrics-1.jsonl").write_text(
+        "".join(ln.replace('"rank": 0', '"rank": 1') + "\n" for ln in lines))
+
+
+def test_a_rank_fragment_folder_names_the_folder_finalize_wrote(tmp_path):
+    """A 2-rank diffusion run: the announced folder keeps rank 1's file, nothing else."""
+    announced, (landed,) = _diffusion_outputs(tmp_path, "2026-11-29-222215")
+    _rank_1_fragment(announced, landed)
+    advice = (f"ezpz probably put this run's data in {landed}, the next output folder beside "
+              "it (History.finalize() without an output dir writes rank 0's metrics and "
+              "run_info.json into a new timestamped folder): pass that")
+    assert error_line(run_cli(announced, "--config", "c")) == (
+        "error: cannot tell system, gpus, nodes of this run (provenance: no run_info.json, "
+        "config.json or report with ### Distributed found); pass --system NAME --gpus N "
+        f"--nodes N; but {advice}")
+    r = run_cli(announced, "--config", "c", "--system", "S", "--nodes", "1", "--gpus", "2")
+    assert one_row(r)["steps"] == "40"
+    assert notes_of(r) == [  # finalize did run: the run is not called unfinished
+        f"no run_info.json or report here; {advice}", "rank 0 logged no step; used rank 1",
+        NO_THROUGHPUT_NOTE, MFU_NOTE]
+    assert finalized_beside(announced) == advice
+    assert finalized_beside(landed) is None  # it has run_info.json itself
+
+
+@pytest.mark.parametrize("provenance", ["config.json", "report-train.md"])
+def test_a_folder_with_its_own_provenance_is_no_fragment(tmp_path, provenance):
+    announced, (landed,) = _diffusion_outputs(tmp_path, "2026-11-29-222215")
+    _rank_1_fragment(announced, landed)
+    (announced / provenance).write_text("{}" if provenance.endswith(".json") else "# r\n")
+    r = run_cli(announced, "--config", "c", "--system", "S", "--nodes", "1", "--gpus", "2")
+    assert not any("probably put" in n for n in notes_of(r))
+
+
+def test_a_fragment_without_a_finalized_folder_beside_it_looks_unfinished(tmp_path):
+    announced, (landed,) = _diffusion_outputs(tmp_path, "2026-11-29-222215")
+    _rank_1_fragment(announced, landed)
+    (landed / "run_info.json").unlink()
+    r = run_cli(announced, "--config", "c", "--system", "S", "--nodes", "1", "--gpus", "2")
+    assert notes_of(r)[:2] == [
+        "rank 0 logged no step; used rank 1",
+        "run looks unfinished (no run_info.json and no report: History.finalize() did not run); "
+        "status stays 'pass'; pass --status fail if the job failed"]
 
 
 def test_empty_folder_alone_still_suggests_status_fail(tmp_path):

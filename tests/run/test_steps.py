@@ -19,6 +19,7 @@ from helpers import (
     EXPECTED,
     FIXTURE_NAMES,
     MFU_NOTE,
+    NO_THROUGHPUT_NOTE,
     REPO,
     RUNS,
     error_line,
@@ -681,7 +682,7 @@ def test_gzipped_metrics_are_read_as_they_are(fixture_run, run_name, name):
     _gzip(run / name, (run / name).read_bytes())
     r = run_cli(run, "--config", "test/cfg")
     assert list(one_row(r).values()) == EXPECTED[run_name].split(",")
-    assert notes_of(r) == [MFU_NOTE]
+    assert notes_of(r) == [NO_THROUGHPUT_NOTE] * (run_name == "minimal-1rank") + [MFU_NOTE]
 
 
 def test_a_gzipped_run_id_file_is_sniffed_and_read(tmp_path):
@@ -810,7 +811,8 @@ def test_the_fallback_past_50000_empty_rank_files_opens_each_once(tmp_path, monk
     monkeypatch.setattr(steps_mod, "open_regular", lambda p: (opened.append(p), real(p))[1])
     res = export_run(run, ExportOptions(config="c"))
     assert (res.row["steps"], res.details.rank) == ("3", n - 1)
-    assert opened == [run / f"metrics-{r}.jsonl" for r in range(n)]
-    assert res.details.files_read == [str(p) for p in opened]
+    # then the cross-check reads the ends of three other ranks' files: first, middle, last
+    assert opened == [run / f"metrics-{r}.jsonl" for r in (*range(n), 0, n // 2 - 1, n - 2)]
+    assert res.details.files_read == [str(p) for p in opened[:n]]
     assert res.details.rank_files_not_read == 0
     assert f"rank 0 logged no step; used rank {n - 1}" in res.notes
