@@ -29,11 +29,15 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import math
 import os
 import random
+import time
 from pathlib import Path
+
+from ezpz_amsc.results.schema import HEADER
 
 # Past this many ranks ezpz stops gathering per-metric statistics to rank 0
 # (the all-gather of every metric costs too much at scale).
@@ -286,6 +290,34 @@ def make_run(out: str | os.PathLike[str], ranks: int, steps: int, seed: int = 0,
     if checkpoint_files:
         write_checkpoints(folder, ranks, checkpoint_files, steps)
     return folder
+
+
+# --- results files ---------------------------------------------------------------
+
+SWEEP_SYSTEMS = {"aurora": 12, "perlmutter": 4, "sunspot": 12}
+SWEEP_NODES = [2 ** k for k in range(10)]
+SWEEP_START_EPOCH = 1_786_000_000  # 2026-08-06; one row a second, so every run is distinct
+
+
+def write_sweep(path: Path, rows: int, seed: int = 0) -> None:
+    """A results file of ``rows`` rows, as a long sweep leaves it (seeded): configs x
+    systems x node counts 1..512 x repeats, a few percent failed or without throughput."""
+    rng = random.Random(seed)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(HEADER)
+        for i in range(rows):
+            system = rng.choice(list(SWEEP_SYSTEMS))
+            nodes = rng.choice(SWEEP_NODES)
+            gpus = nodes * SWEEP_SYSTEMS[system]
+            tpg = 10_000 * (1 - 0.03 * SWEEP_NODES.index(nodes)) * rng.uniform(0.95, 1.05)
+            status = "fail" if rng.random() < 0.02 else "pass"
+            measured = status == "pass" and rng.random() > 0.02
+            cells = (f"{tpg * gpus:.3f}", f"{tpg:.3f}", f"{rng.uniform(20, 50):.3f}")
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(SWEEP_START_EPOCH + i))
+            w.writerow([stamp, system, f"model-{i % 40}/bs{1 + i % 3}", nodes, gpus, status,
+                f"{rng.uniform(100, 900):.3f}", *(cells if measured else ("", "", "")),
+                "", "", "", "oom" if status == "fail" else ""])
 
 
 def main(argv: list[str] | None = None) -> None:

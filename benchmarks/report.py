@@ -13,42 +13,16 @@ interleaved subprocess runs; the ratio is the median of the per-repeat ratios.
 from __future__ import annotations
 
 import argparse
-import csv
-import random
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_run import write_sweep  # noqa: E402
 from run import Cmd, run_once  # noqa: E402
 
-from ezpz_amsc.results.schema import HEADER  # noqa: E402
-
-SYSTEMS = {"aurora": 12, "perlmutter": 4, "sunspot": 12}
-NODES = [2 ** k for k in range(10)]
-START_EPOCH = 1_786_000_000  # 2026-08-06; one row a second, so every run is distinct
 REPORT = "from ezpz_amsc.cli.report_command import report_command; report_command()"
-
-
-def write_sweep(path: Path, rows: int, seed: int = 0) -> None:
-    rng = random.Random(seed)
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(HEADER)
-        for i in range(rows):
-            system = rng.choice(list(SYSTEMS))
-            nodes = rng.choice(NODES)
-            gpus = nodes * SYSTEMS[system]
-            tpg = 10_000 * (1 - 0.03 * NODES.index(nodes)) * rng.uniform(0.95, 1.05)
-            status = "fail" if rng.random() < 0.02 else "pass"
-            measured = status == "pass" and rng.random() > 0.02
-            cells = (f"{tpg * gpus:.3f}", f"{tpg:.3f}", f"{rng.uniform(20, 50):.3f}")
-            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(START_EPOCH + i))
-            w.writerow([stamp, system, f"model-{i % 40}/bs{1 + i % 3}", nodes, gpus, status,
-                f"{rng.uniform(100, 900):.3f}", *(cells if measured else ("", "", "")),
-                "", "", "", "oom" if status == "fail" else ""])
 
 
 def main(argv: list[str] | None = None) -> None:

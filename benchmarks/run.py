@@ -20,6 +20,15 @@ Cases:
       ~220 MB).  Floor: a python that reads the file line by line and tests
       each line for the rank-0 marker ``"rank": 0,`` (no imports).
   (e) 12,288 ranks x 100 steps interleaved (~540 MB).  Floor: the same.
+  (i128), (i512) 128 and 512 ranks x 500 steps interleaved: small files, where
+      the fixed cost shows.  Floor: the same line loop.
+  (b1m) 1 rank x 1,000,000 steps (~800 MB): memory as steps grow.  Floor: as (b).
+  (tiny) a 34-step, 1-rank export (``examples/runs/minimal-1rank``): the fixed
+      cost.  Floor: ``python -c "import numpy, click"``.
+  (rows1k), (rows100k), (rows1m) results files of 1,000, 100,000 and 1,000,000
+      rows: ``check``, ``report``, and the tiny export appended (``--append``)
+      with its own config label each time.  Floor: a ``csv.reader`` loop over
+      the file; the append's floor is the same export to stdout.
 
 The exporter runs as ``python -m ezpz_amsc``, once with whatever JSON parser
 it picks (orjson when installed) and once forced to the stdlib parser
@@ -57,7 +66,21 @@ FLOOR_PARSE = (
     "        loads(line)\n"
 )
 
-ALL_CASES = ("a", "b", "b25", "c", "d", "e")
+ALL_CASES = ("a", "b", "b25", "b1m", "c", "d", "e", "i128", "i512", "tiny", "rows1k",
+             "rows100k", "rows1m")
+# What each results-file case holds, in rows.
+ROWS = {"rows1k": 1_000, "rows100k": 100_000, "rows1m": 1_000_000}
+TINY_RUN = Path(__file__).resolve().parents[1] / "examples" / "runs" / "minimal-1rank"
+
+FLOOR_IMPORTS = "import numpy, click\n"
+# The least any reader of a results file does: parse every line as CSV once.
+FLOOR_CSV = (
+    "import csv, sys\n"
+    "n = 0\n"
+    "with open(sys.argv[1], newline='') as f:\n"
+    "    for row in csv.reader(f):\n"
+    "        n += 1\n"
+)
 
 # The least any reader of an interleaved file does: look at every line once.
 FLOOR_MARKER = (
@@ -76,6 +99,9 @@ class Cmd:
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
     expect_steps: int | None = None  # check the exporter's row, not just its exit code
+    # An argument holding "{n}" gets a new number each run (a fresh run identity
+    # for every append, so that none is refused as a duplicate).
+    runs: int = 0
     wall_sec: list[float] = field(default_factory=list)
     rss_kb: list[int] = field(default_factory=list)
     row: str = ""  # stdout of the checked run
@@ -93,14 +119,26 @@ class Case:
     what: str
     floor: Cmd
     tools: list[Cmd]
-    target_ratio: float
+    target_ratio: float | None  # None: measured, no target at this size
     target_rss_mb: float | None
     stdlib_ratio: float | None = None  # a looser target for the stdlib parser, if any
+    # label -> (ratio, RSS MB) targets of a tool whose targets differ from the case's
+    per_tool: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
+    # (tool, its own floor, ratio target): timed back to back like the case's floor
+    paired: list[tuple[Cmd, Cmd, float | None]] = field(default_factory=list)
 
-    def ratio_target(self, tool: Cmd) -> float:
+    def ratio_target(self, tool: Cmd) -> float | None:
+        if tool.label in self.per_tool:
+            return self.per_tool[tool.label][0]
         if self.stdlib_ratio is not None and tool.env.get("EZPZ_AMSC_JSON") == "stdlib":
             return self.stdlib_ratio
         return self.target_ratio
+
+    def rss_target(self, tool: Cmd) -> float | None:
+        return self.per_tool[tool.label][1] if tool.label in self.per_tool else self.target_rss_mb
+
+    def commands(self) -> list[Cmd]:
+        return [self.floor, *self.tools, *(c for t, f, _ in self.paired for c in (f, t))]
 
 
 def run_once(cmd: Cmd, check: bool = False) -> None:
@@ -108,9 +146,11 @@ def run_once(cmd: Cmd, check: bool = False) -> None:
     # Time what users run: an installed package has its bytecode compiled, so
     # let the untimed warm-up run write it even where the shell turned that off.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    cmd.runs += 1
+    argv = [a.replace("{n}", str(cmd.runs)) for a in cmd.argv]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        p = subprocess.Popen(cmd.argv, stdout=out, stderr=err, env=env)
+        p = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
         # wait4 reaps exactly this child and reports its own peak RSS (KiB on Linux).
         _, status, usage = os.wait4(p.pid, 0)
         elapsed = time.perf_counter() - t0
@@ -157,13 +197,29 @@ def build_cases(tmp: Path, scale: float, wanted: frozenset[str] = frozenset(ALL_
             return d
         return make_run(d, ranks, steps, seed, ckpt, interleaved=interleaved)
 
+    steps_b1m, steps_i = max(1000, int(1_000_000 * scale)), max(10, int(500 * scale))
+    ranks_i = {name: max(2, int(int(name[1:]) * scale)) for name in ("i128", "i512")}
     runs = {
         "a": run("a", ranks_a, steps_a, 1, ckpt_a),
         "b": run("b", 1, steps_b, 2),
         "b25": run("b25", 1, steps_b25, 3),
+        "b1m": run("b1m", 1, steps_b1m, 6),
         "d": run("d", ranks_d, steps_d, 4, interleaved=True),
         "e": run("e", ranks_e, steps_e, 5, interleaved=True),
+        **{name: run(name, ranks, steps_i, seed, interleaved=True)
+           for (name, ranks), seed in zip(ranks_i.items(), (7, 8), strict=True)},
     }
+    if wanted & {"tiny", *ROWS}:
+        runs["tiny"] = tmp / "tiny"
+        if not runs["tiny"].is_dir():
+            shutil.copytree(TINY_RUN, runs["tiny"])
+    for name, rows in ROWS.items():
+        if name in wanted:
+            runs[name] = tmp / f"{name}.csv"
+            if not runs[name].exists():
+                from make_run import write_sweep
+
+                write_sweep(runs[name], max(10, int(rows * scale)))
 
     def tools(run: str, steps: int | None) -> list[Cmd]:
         argv = [py, "-m", "ezpz_amsc", str(runs[run]), "--config", "bench"]
@@ -182,6 +238,21 @@ def build_cases(tmp: Path, scale: float, wanted: frozenset[str] = frozenset(ALL_
     def floor_marker(run: str) -> Cmd:
         return Cmd("floor", [py, "-c", FLOOR_MARKER, str(runs[run] / "metrics.jsonl")])
 
+    tiny = [py, "-m", "ezpz_amsc", str(runs.get("tiny")), "--config", "bench/{n}"]
+
+    def rows_case(name: str) -> Case:
+        path = str(runs[name])
+        n = max(10, int(ROWS[name] * scale))
+        big = ROWS[name] == 1_000_000
+        check = Cmd("check", [py, "-m", "ezpz_amsc", "check", "-q", path])
+        report = Cmd("report", [py, "-m", "ezpz_amsc", "report", "-q", path])
+        # Each append adds its own run (bench/1, bench/2, ...): none is a duplicate.
+        append = Cmd("export --append", [*tiny, "--append", path, "-q"])
+        return Case(name, f"results file of {n:,} rows", Cmd("floor", [py, "-c", FLOOR_CSV, path]),
+                    [check, report], 3.0 if big else None, 80.0 if big else None,
+                    per_tool={"report": (5.0 if big else None, 150.0 if big else None)},
+                    paired=[(append, Cmd("export to stdout", tiny), 1.5 if big else None)])
+
     cases = [
         Case("a", f"{ranks_a:,} ranks x {steps_a:,} steps, {ckpt_a:,} checkpoint files",
              floor("a"), tools("a", steps_a), 1.3, 80.0),
@@ -194,6 +265,14 @@ def build_cases(tmp: Path, scale: float, wanted: frozenset[str] = frozenset(ALL_
              floor_marker("d"), tools("d", steps_d), 1.0, 80.0, stdlib_ratio=1.2),
         Case("e", f"{ranks_e:,} ranks x {steps_e:,} steps, one interleaved file",
              floor_marker("e"), tools("e", steps_e), 1.0, 80.0, stdlib_ratio=1.2),
+        Case("b1m", f"1 rank x {steps_b1m:,} steps", floor("b1m"), tools("b1m", steps_b1m),
+             1.15, 100.0),
+        *(Case(name, f"{ranks:,} ranks x {steps_i:,} steps, one interleaved file",
+               floor_marker(name), tools(name, steps_i), 2.0, 80.0)
+          for name, ranks in ranks_i.items()),
+        Case("tiny", "a 34-step, 1-rank export", Cmd("floor", [py, "-c", FLOOR_IMPORTS]),
+             [Cmd("exporter", tiny)], 1.15, None),
+        *(rows_case(name) for name in ROWS if name in wanted),
     ]
     return [c for c in cases if c.name in wanted], runs
 
@@ -202,44 +281,57 @@ def fmt_ok(ok: bool) -> str:
     return "yes" if ok else "**no**"
 
 
+def paired_ratio(tool: Cmd, floor: Cmd) -> float:
+    """The median of per-repeat ratios: each repeat runs the floor and the tool back to
+    back, so the median of those paired ratios shrugs off load that drifts between repeats."""
+    return statistics.median(x / y for x, y in zip(tool.wall_sec, floor.wall_sec, strict=True))
+
+
+def _tool_line(c: Case, t: Cmd, f: Cmd, ratio_target: float | None = None,
+               own: bool = False) -> str:
+    ratio = paired_ratio(t, f)
+    head = f"| ({c.name}) | {t.label} | {t.median_sec():.3f} | {f.median_sec():.3f} | {ratio:.2f}x"
+    if t.label.endswith(" --provenance"):  # no target: its cost is the table below
+        return f"{head} | - | {t.peak_rss_mb():.1f} | - |"
+    want = ratio_target if own else c.ratio_target(t)
+    rss = None if own else c.rss_target(t)
+    if want is None and rss is None:
+        return f"{head} | - | {t.peak_rss_mb():.1f} | - |"
+    ok = want is None or ratio <= want
+    target = [f"<= {want}x"] if want is not None else []
+    if rss is not None:
+        target.append(f"< {rss:.0f} MB")
+        ok = ok and t.peak_rss_mb() < rss
+    return f"{head} | {', '.join(target)} | {t.peak_rss_mb():.1f} | {fmt_ok(ok)} |"
+
+
 def report(cases: list[Case], repeats: int) -> str:
     lines = [
         "| case | command | median s | floor s | ratio | target | peak RSS MB | met |",
         "|---|---|--:|--:|--:|---|--:|---|",
     ]
     for c in cases:
-        if c.name == "b25":
+        if c.name == "b25":  # only in the memory table
             continue
         f = c.floor
         lines.append(f"| ({c.name}) {c.what} | floor | {f.median_sec():.3f} | | | | "
                      f"{f.peak_rss_mb():.1f} | |")
         for t in c.tools:
-            # Each repeat runs the floor and the tool back to back: the median
-            # of those paired ratios shrugs off load that drifts between repeats.
-            ratio = statistics.median(x / y for x, y in zip(t.wall_sec, f.wall_sec, strict=True))
-            if t.label.endswith(" --provenance"):  # no target: its cost is the table below
-                lines.append(f"| ({c.name}) | {t.label} | {t.median_sec():.3f} | "
-                             f"{f.median_sec():.3f} | {ratio:.2f}x | - | "
-                             f"{t.peak_rss_mb():.1f} | - |")
-                continue
-            ok = ratio <= c.ratio_target(t)
-            target = f"<= {c.ratio_target(t)}x"
-            if c.target_rss_mb is not None:
-                target += f", < {c.target_rss_mb:.0f} MB"
-                ok = ok and t.peak_rss_mb() < c.target_rss_mb
-            lines.append(f"| ({c.name}) | {t.label} | {t.median_sec():.3f} | "
-                         f"{f.median_sec():.3f} | {ratio:.2f}x | {target} | "
-                         f"{t.peak_rss_mb():.1f} | {fmt_ok(ok)} |")
+            lines.append(_tool_line(c, t, f))
+        for t, own_floor, target in c.paired:
+            lines.append(f"| ({c.name}) | {own_floor.label} | {own_floor.median_sec():.3f} | | | "
+                         f"| {own_floor.peak_rss_mb():.1f} | |")
+            lines.append(_tool_line(c, t, own_floor, target, own=True))
     by = {c.name: c for c in cases}
-    if "b" in by and "b25" in by:
+    grown = [by[k] for k in ("b25", "b", "b1m") if k in by]
+    if len(grown) > 1:
         lines += ["", "Memory as steps grow (peak RSS MB, 1 rank):", "",
-                  f"| command | {by['b25'].what.split(' (')[0]} | {by['b'].what} | growth MB |",
-                  "|---|--:|--:|--:|"]
-        pairs = [(by["b25"].floor, by["b"].floor)] + list(zip(by["b25"].tools, by["b"].tools,
-                                                             strict=True))
-        for small, big in pairs:
-            lines.append(f"| {big.label} | {small.peak_rss_mb():.1f} | {big.peak_rss_mb():.1f} | "
-                         f"{big.peak_rss_mb() - small.peak_rss_mb():+.1f} |")
+                  "| command | " + " | ".join(c.what.split(" (")[0] for c in grown)
+                  + " | growth MB |", "|---|" + "--:|" * (len(grown) + 1)]
+        for cmds in zip(*([c.floor, *c.tools] for c in grown), strict=True):
+            rss = [cmd.peak_rss_mb() for cmd in cmds]
+            lines.append(f"| {cmds[-1].label} | " + " | ".join(f"{x:.1f}" for x in rss)
+                         + f" | {rss[-1] - rss[0]:+.1f} |")
     if "d" in by and "e" in by:
         d_what, e_what = (by[k].what.split(", one")[0] for k in "de")
         lines += ["", "Memory as ranks grow (peak RSS MB, one interleaved file):", "",
@@ -255,8 +347,7 @@ def report(cases: list[Case], repeats: int) -> str:
                   "", "| case | command | without s | with s | with / without |",
                   "|---|---|--:|--:|--:|"]
         for c, plain, prov in costs:
-            ratio = statistics.median(x / y for x, y in zip(prov.wall_sec, plain.wall_sec,
-                                                            strict=True))
+            ratio = paired_ratio(prov, plain)
             lines.append(f"| ({c.name}) | {plain.label} | {plain.median_sec():.3f} | "
                          f"{prov.median_sec():.3f} | {ratio:.2f}x |")
     return "\n".join(lines)
@@ -293,11 +384,11 @@ def main(argv: list[str] | None = None) -> None:
         t0 = time.perf_counter()
         cases, _ = build_cases(tmp, a.scale, wanted)
         print(f"generated runs in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-        cmds = [(c, cmd) for c in cases for cmd in (c.floor, *c.tools)]
+        cmds = [(c, cmd) for c in cases for cmd in c.commands()]
         for _, cmd in cmds:  # warm the page cache, check the rows, then time
             run_once(cmd, check=True)
         for c in cases:  # both JSON paths must give the same row
-            if len({t.row for t in c.tools}) != 1:
+            if len({t.row for t in c.tools if t.label.startswith("exporter")}) > 1:
                 raise SystemExit(f"({c.name}): rows differ between JSON parsers")
         for rep in range(a.repeats):
             # Alternate the order so that neither side always runs first.

@@ -104,3 +104,19 @@ def test_interleaved_run_is_hf_shaped_and_exports(tmp_path):
 def test_interleaved_refuses_nonfinite(tmp_path):
     with pytest.raises(ValueError, match="per-rank"):
         make_run.make_run(tmp_path / "run", ranks=2, steps=2, interleaved=True, nonfinite_every=2)
+
+
+def test_synthetic_sweep_is_a_clean_results_file(tmp_path):
+    from helpers import run_group
+
+    sweep = tmp_path / "sweep.csv"
+    make_run.write_sweep(sweep, 500, seed=3)
+    text = sweep.read_text()
+    assert text == (make_run.write_sweep(tmp_path / "again.csv", 500, seed=3)
+                    or (tmp_path / "again.csv").read_text())  # seeded: the same bytes
+    result = run_group("check", str(sweep), "-q")
+    assert (result.exit_code, result.stdout) == (
+        0, f"{sweep}: 500 rows, all readable by the dashboard\n")
+    lines = text.splitlines()
+    assert len(lines) == 501 and lines[0].startswith("timestamp,system,config,")
+    assert {line.split(",")[5] for line in lines[1:]} == {"pass", "fail"}
