@@ -17,8 +17,7 @@ from ezpz_amsc.cli.params import PLOT_FILE, RESULTS_CSV, quiet_option
 @command(
     "report",
     short_help="Report on the scaling study in results CSVs before publishing.",
-    usages=("RESULTS_CSV... [--format text|json|markdown]",
-            "RESULTS_CSV... [--plot FILE] [-q]"),
+    usages=("RESULTS_CSV... [--format FORMAT] [--plot FILE]",),
     examples=(("results/amsc.csv", "efficiency per node count, flags"),
               ("aurora.csv perlmutter.csv --plot scaling.png", "two machines, and a plot"),
               ("results/amsc.csv --format json", "the same report as data"),

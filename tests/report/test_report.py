@@ -573,7 +573,7 @@ def test_no_path_is_a_usage_error():
     r = run_report()
     assert (r.exit_code, r.stdout) == (2, "")
     assert r.stderr.splitlines() == [
-        "Usage: report RESULTS_CSV... [--format text|json|markdown] [--plot FILE]",
+        "Usage: report RESULTS_CSV... [--format FORMAT] [--plot FILE]",
         "error: missing RESULTS_CSV; try 'report -h' for help"]
 
 
