@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import csv
+import errno
 import hashlib
 import inspect
 import io
@@ -475,3 +476,25 @@ def on_h100(run: Path) -> None:
         return rec
 
     rewrite(run / "metrics-0.jsonl", agree)
+
+
+class _FailsAfterTheFirstLine(io.BufferedReader):
+    """A file whose reading fails (EIO) once past its first line: a disk error part-way."""
+
+    def readline(self, *a: Any) -> bytes:
+        if self.tell() > 0:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return super().readline(*a)
+
+
+def fail_reading_midway(monkeypatch: Any, module: Any, target: Path) -> None:
+    """Make ``module.open_regular`` (the one opener of files that are read, fs/read.py) give
+    ``target`` as a file that fails part-way; other files open as usual."""
+    real = module.open_regular
+
+    def opener(path: Any) -> Any:
+        if Path(path) == target:
+            return _FailsAfterTheFirstLine(io.FileIO(path, "rb"))
+        return real(path)
+
+    monkeypatch.setattr(module, "open_regular", opener)

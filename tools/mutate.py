@@ -60,7 +60,9 @@ DEFAULT_MODULES = ("run/reduce", "results/schema", "run/placement", "run/steps",
                    "fs/create", "fs/access", "fs/read", "results/append", "results/validate",
                    "results/publish", "run/layout", "run/lines", "render/explain",
                    "render/terminal", "records/record", "records/folder", "records/redact",
-                   "records/pairing", "run/details")
+                   "records/pairing", "run/details", "run/identities", "run/devices",
+                   "results/fields", "results/index", "results/rows", "results/package",
+                   "report/markdown", "render/progress", "records/reproduce", "hook")
 EQUIVALENTS = REPO / "tools" / "mutation-equivalents.txt"
 CACHE = REPO / ".mutate"
 CACHE_VERSION = "1"

@@ -19,6 +19,7 @@ from helpers import (
     error_line,
     export_with_records,
     fail_for,
+    fail_reading_midway,
     five_runs,
     outcome,
     parse_csv,
@@ -221,18 +222,7 @@ def test_a_read_error_part_way_through_is_one_line(tmp_path, monkeypatch):
     from ezpz_amsc.results import validate
 
     p = _write(tmp_path, HEADER_LINE, GOOD_ROW)
-    real = validate.open_regular
-
-    class Flaky(io.BufferedReader):
-        def readline(self, *a):
-            if self.tell() > 0:
-                raise OSError(errno.EIO, os.strerror(errno.EIO))
-            return super().readline(*a)
-
-    def flaky(path):  # the one opener of files that are read (fs/read.py)
-        return Flaky(io.FileIO(path, "rb")) if Path(path) == p else real(path)
-
-    monkeypatch.setattr(validate, "open_regular", flaky)
+    fail_reading_midway(monkeypatch, validate, p)
     assert error_line(run_group("check", p)) == f"error: {p}: cannot read: Input/output error"
 
 

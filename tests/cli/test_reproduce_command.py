@@ -92,12 +92,18 @@ def test_reproduce_a_moved_run(fixture_run, tmp_path):
     assert "identical row (14 cells); 2 source files unchanged" in result.stdout
 
 
-def test_reproduce_when_a_source_file_is_gone_or_new(fixture_run, tmp_path):
+def _recorded_minimal(fixture_run, tmp_path) -> tuple[Path, Path]:
+    """A copy of minimal-1rank appended with its provenance record: the run, the record."""
     run = fixture_run("minimal-1rank")
     folder = tmp_path / "records"
     assert run_cli(run, "--config", "c", "--append", tmp_path / "r.csv", "--provenance", folder,
                    "-q").exit_code == 0
     (path,) = records_in(folder)
+    return run, path
+
+
+def test_reproduce_when_a_source_file_is_gone_or_new(fixture_run, tmp_path):
+    run, path = _recorded_minimal(fixture_run, tmp_path)
     info_sha = sha256(run / "run_info.json")
     (run / "run_info.json").unlink()  # placement now comes from the report: same row
     result = run_group("reproduce", path)
@@ -182,11 +188,7 @@ def test_reproduce_runs_moved_into_one_folder(recorded, tmp_path):
 
 
 def test_reproduce_a_moved_run_from_python_and_a_wrong_run_dir(fixture_run, tmp_path):
-    run = fixture_run("minimal-1rank")
-    folder = tmp_path / "records"
-    assert run_cli(run, "--config", "c", "--append", tmp_path / "r.csv", "--provenance", folder,
-                   "-q").exit_code == 0
-    (path,) = records_in(folder)
+    run, path = _recorded_minimal(fixture_run, tmp_path)
     moved = tmp_path / "moved-run"
     shutil.move(run, moved)
     assert reproduce(path, moved).identical  # one record: the run directory itself
@@ -196,11 +198,7 @@ def test_reproduce_a_moved_run_from_python_and_a_wrong_run_dir(fixture_run, tmp_
 
 
 def test_reproduce_as_json_lines(fixture_run, tmp_path):
-    run = fixture_run("minimal-1rank")
-    folder = tmp_path / "records"
-    assert run_cli(run, "--config", "c", "--append", tmp_path / "r.csv", "--provenance", folder,
-                   "-q").exit_code == 0
-    (path,) = records_in(folder)
+    run, path = _recorded_minimal(fixture_run, tmp_path)
     result = run_group("reproduce", path, "--format", "json")
     assert result.exit_code == 0
     assert [json.loads(ln) for ln in result.stdout.splitlines()] == [{

@@ -7,7 +7,6 @@ The skim of other ranks' lines in a shared file has its own file, test_skim.py.
 from __future__ import annotations
 
 import errno
-import io
 import json
 import math
 import os
@@ -24,6 +23,7 @@ from helpers import (
     RUNS,
     error_line,
     fail_for,
+    fail_reading_midway,
     good_run,
     notes_of,
     one_row,
@@ -385,18 +385,7 @@ def test_unreadable_metrics_file(tmp_path, monkeypatch):
 def test_read_error_midway_through_metrics(tmp_path, monkeypatch):
     run = good_run(tmp_path / "run")
     target = run / "metrics-0.jsonl"
-    real_open = steps_mod.open_regular
-
-    class Flaky(io.BufferedReader):
-        def readline(self, *a):
-            if self.tell() > 0:
-                raise OSError(errno.EIO, os.strerror(errno.EIO))
-            return super().readline(*a)
-
-    def fake(file):  # the one opener of files that are read (fs/read.py)
-        return Flaky(io.FileIO(file, "rb")) if Path(file) == target else real_open(file)
-
-    monkeypatch.setattr(steps_mod, "open_regular", fake)
+    fail_reading_midway(monkeypatch, steps_mod, target)
     line = error_line(run_cli(run, "--config", "c"))
     assert line == f"error: {target}: cannot read metrics file: Input/output error"
 
