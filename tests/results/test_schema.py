@@ -246,6 +246,9 @@ def test_a_timestamp_in_the_written_form_is_read_without_strptime(monkeypatch):
     monkeypatch.setattr(time, "strptime", refuse)
     assert parse_timestamp("2026-08-11T17:11:17Z") == 1786468277.0
     assert parse_timestamp("1970-01-01T00:00:00Z") == 0.0
+    # the last hour, minute and second strptime takes (61: it allows two leap seconds)
+    assert parse_timestamp("1970-01-01T23:59:59Z") == 86399.0
+    assert parse_timestamp("1970-01-01T23:59:61Z") == 86401.0
     with pytest.raises(AssertionError, match="strptime called"):  # any other text: strptime's
         parse_timestamp("2026-8-1T1:1:1Z")
 
