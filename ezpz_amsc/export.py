@@ -51,6 +51,8 @@ class FilesRead:
 
 @dataclass
 class ExportResult:
+    """One run exported: its row, the notes on stderr, and where every number came from."""
+
     row: dict[str, str]
     notes: list[str]
     details: Details

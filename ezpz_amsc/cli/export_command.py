@@ -105,9 +105,9 @@ def export(ctx: click.Context, run_dirs: tuple[str, ...], append: str | None, no
                              allow_duplicate=allow_duplicate, skip_existing=skip_existing,
                              lock_timeout=lock_timeout, provenance=provenance)
 
-    from ezpz_amsc.results.append import check_append_target
+    if append:  # the append machinery (the lock, the file's checks) only to append
+        from ezpz_amsc.results.append import check_append_target
 
-    if append:
         check_append_target(append)  # fail before any work
     if provenance:
         from ezpz_amsc.records.folder import check_record_folder
@@ -144,10 +144,12 @@ def _export_all(run_dirs: list[str], opts: ExportOptions, hash_files: bool, quie
                 ) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
     """Every run exported, with a progress line on a terminal when a batch takes long."""
     from ezpz_amsc.export import export_many
+
+    if len(run_dirs) == 1:  # one run shows no progress line
+        return export_many(run_dirs, opts, hash_files=hash_files)
     from ezpz_amsc.render.progress import Progress
 
-    progress = Progress(len(run_dirs), "runs", "exported", sys.stderr,
-                        quiet=quiet or len(run_dirs) == 1)
+    progress = Progress(len(run_dirs), "runs", "exported", sys.stderr, quiet=quiet)
     try:
         return export_many(run_dirs, opts, hash_files=hash_files, progress=progress.update)
     finally:

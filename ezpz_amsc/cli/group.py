@@ -16,15 +16,17 @@ import importlib
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from click.shell_completion import CompletionItem
 
 from ezpz_amsc.cli.edge import CONTEXT_SETTINGS, CliError, bare_call, one_line_errors
 from ezpz_amsc.cli.help import HelpLayout
 from ezpz_amsc.options import CONFIG_EXAMPLE
 from ezpz_amsc.version import TOOL, __version__
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 # Subcommand name -> "module:attribute", imported on first use, listed in this order.
 COMMANDS: dict[str, str] = {

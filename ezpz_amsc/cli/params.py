@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from click.shell_completion import CompletionItem
 
 from ezpz_amsc.cli.edge import find_param, option_errors
 from ezpz_amsc.options import (
@@ -24,6 +23,9 @@ from ezpz_amsc.options import (
     default_of,
     expand_home,
 )
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 
 class PathText(click.ParamType):
@@ -51,6 +53,8 @@ class PathText(click.ParamType):
 
     def shell_complete(self, ctx: click.Context, param: click.Parameter,
                        incomplete: str) -> list[CompletionItem]:
+        from click.shell_completion import CompletionItem  # only when the shell asks
+
         return [CompletionItem(incomplete, type=self.kind)]
 
 

@@ -45,10 +45,10 @@ import fcntl
 import os
 import stat
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, TextIO
+from typing import Protocol
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.fs.access import permission_error, read_only_folder
@@ -79,11 +79,6 @@ _HEAD_MAX_BYTES = 1 << 20
 _HEAD_FIRST_BYTES = 4096  # a header fits: read more only when it does not
 _HEAD_SHOWN = 1000  # characters of a foreign header an error shows (a real one is ~200)
 _BOM = b"\xef\xbb\xbf"
-
-
-def write_stdout(rows: Iterable[Sequence[str]], header: bool, out: TextIO) -> None:
-    out.write(render_csv(rows, header))
-    out.flush()
 
 
 @dataclass

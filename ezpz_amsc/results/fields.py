@@ -21,6 +21,7 @@ from ezpz_amsc.results.schema import (
     HEADER,
     INT_COLUMNS,
     KEY_COLUMNS,
+    MFU_MAX_PCT,
     MIN_COUNT,
     REQUIRED,
     STATUSES,
@@ -29,9 +30,6 @@ from ezpz_amsc.results.schema import (
     column,
 )
 
-# MFU is a percentage of the device's peak: above 100 it is not a utilisation
-# (FP8 measured against a BF16 peak table, fsdp_tp's tensor-parallel over-count).
-MFU_MAX_PCT = 100.0
 # A Table Schema cannot say "finite"; the largest float either way says it
 # (inf is beyond it, and NaN fails every comparison).
 FINITE_MAX = sys.float_info.max

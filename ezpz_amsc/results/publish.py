@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from ezpz_amsc.results.schema import cells_of, unsafe_cells
+from ezpz_amsc.results.schema import cells_of, render_csv, unsafe_cells
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -50,7 +50,6 @@ def publish(results: Sequence[ExportResult], opts: ExportOptions, pub: PublishOp
     into that folder, under the results file's lock, with the rows or not at all.
     """
     from ezpz_amsc.errors import AmscError
-    from ezpz_amsc.results.append import append_rows, write_stdout
 
     for result in results:  # the last guard: every source of a cell checks it before
         unsafe = unsafe_cells(result.row)
@@ -59,10 +58,14 @@ def publish(results: Sequence[ExportResult], opts: ExportOptions, pub: PublishOp
     rows = [cells_of(result.row) for result in results]
     if not pub.append:
         if rows and out is not None:
-            write_stdout(rows, header=pub.header, out=out)
+            out.write(render_csv(rows, pub.header))
+            out.flush()
         return Published()
     if not rows:
         return Published()
+    # The lock, the header check and the run index: loaded only to append.
+    from ezpz_amsc.results.append import append_rows
+
     records = _records(results, opts, pub) if pub.provenance else None
     try:
         appended = append_rows(pub.append, rows, lock_timeout_sec=pub.lock_timeout,

@@ -47,6 +47,10 @@ MAX_ROW_BYTES = len(HEADER) * (4 * MAX_CELL_CHARS + 3)
 # (every CPU run), and ezpz's own exporter writes that 0.0 into the mfu cell: an
 # mfu of zero is "unknown", never a measurement.
 MFU_ZERO_MEANS = "ezpz writes 0.0 when it does not know the device's peak FLOPS"
+# MFU is a percentage of the device's peak: above 100 it is not a utilisation
+# (FP8 measured against a BF16 peak table, fsdp_tp's tensor-parallel over-count).
+# The mfu column's bound (results/fields.py) and the steps the export drops.
+MFU_MAX_PCT = 100.0
 
 RunKey = tuple[str, ...]
 
@@ -156,10 +160,42 @@ def format_timestamp(epoch_sec: float) -> str:
 
 
 def parse_timestamp(text: str) -> float:
-    """The inverse of :func:`format_timestamp`; ``ValueError`` if it is not one."""
+    """The inverse of :func:`format_timestamp`; ``ValueError`` if it is not one.
+
+    What ``time.strptime`` with :data:`TIMESTAMP_FORMAT` accepts, and the same value.
+    A text in exactly the written form is read without it: strptime's first call
+    builds its regular expressions, which costs more than a tiny export's work.
+    """
+    when = _written_form(text)
+    if when is not None:
+        return when
     import calendar  # not at import time: the CLI's start-up does not need it
 
     return float(calendar.timegm(time.strptime(text, TIMESTAMP_FORMAT)))
+
+
+def _written_form(text: str) -> float | None:
+    """Epoch seconds of ``YYYY-MM-DDTHH:MM:SSZ`` in ASCII digits, each field in the range
+    strptime takes (a second up to 61, as it allows); None for any other text, which
+    strptime then reads or refuses."""
+    if len(text) != 20 or text[4::3] != "--T::Z" or not text.isascii():
+        return None
+    parts = (text[0:4], text[5:7], text[8:10], text[11:13], text[14:16], text[17:19])
+    if not all(part.isdigit() for part in parts):
+        return None
+    year, month, day, hour, minute, second = map(int, parts)
+    if hour > 23 or minute > 59 or second > 61:
+        return None
+    import datetime
+
+    try:  # a day the month has (strptime asks datetime.date too), from year 1
+        days = datetime.date(year, month, day).toordinal() - _EPOCH_ORDINAL
+    except ValueError:
+        return None
+    return float(((days * 24 + hour) * 60 + minute) * 60 + second)
+
+
+_EPOCH_ORDINAL = 719163  # datetime.date(1970, 1, 1).toordinal(), as calendar.timegm counts
 
 
 def fmt(value: float | None, decimals: int) -> str:

@@ -75,6 +75,8 @@ class Trend:
 
 @dataclass
 class ProvenanceDetail:
+    """The provenance files the placement read, and the file each value came from."""
+
     tiers: list[str]  # files that contributed, relative to the run directory
     sources: dict[str, str]  # provenance key -> the file it came from
 

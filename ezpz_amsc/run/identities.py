@@ -17,13 +17,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ezpz_amsc.run.devices import (
-    PEAK_MATCH,
-    PEAK_MAX_TFLOPS,
-    PEAK_MIN_TFLOPS,
-    nearest,
-    plausible_peak,
-)
 from ezpz_amsc.run.reduce import (
     STEP_TIME_UNDER_SPAN_MIN,
     UNCOVERED_MIN_SEC,
@@ -84,6 +77,9 @@ def peak_finding(red: Reduced, gpus: int) -> Finding:
         both = np.isfinite(mfu) & np.isfinite(tflops) & (mfu > 0) & (tflops > 0)
     if not both.any():
         return Finding()
+    # The device table only for a run that logs both (most runs log mfu 0.0 or neither).
+    from ezpz_amsc.run.devices import PEAK_MAX_TFLOPS, PEAK_MIN_TFLOPS, nearest, plausible_peak
+
     with np.errstate(over="ignore"):
         implied = _median(100 * tflops[both] / mfu[both])
     if plausible_peak(implied):
@@ -114,7 +110,10 @@ def peak_finding(red: Reduced, gpus: int) -> Finding:
 
 
 def _clearly_nearer(off: float, other: float) -> bool:
-    """Within :data:`PEAK_MATCH` of a listed peak, and under half as far as the other."""
+    """Within :data:`~ezpz_amsc.run.devices.PEAK_MATCH` of a listed peak, and under half as
+    far as the other."""
+    from ezpz_amsc.run.devices import PEAK_MATCH
+
     return off <= PEAK_MATCH and off < other / 2
 
 

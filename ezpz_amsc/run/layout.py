@@ -72,6 +72,8 @@ class MetricsSource:
 
 @dataclass
 class RunFiles:
+    """A run directory's files, found in one pass: metrics, provenance, and notes."""
+
     root: Path
     metrics: MetricsSource | None
     run_info: list[Path] = field(default_factory=list)

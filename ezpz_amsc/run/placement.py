@@ -41,6 +41,8 @@ _BULLET = re.compile(r"^\s*[-*]\s+\*\*(?P<key>[^*]+)\*\*:\s*(?P<val>.*?)\s*$")
 
 @dataclass
 class Provenance:
+    """What the run's own files say of where it ran, each value with the file it came from."""
+
     values: dict[str, str] = field(default_factory=dict)
     source: dict[str, str] = field(default_factory=dict)  # key -> "run_info.json (path)"
     tiers: list[str] = field(default_factory=list)  # files that contributed
@@ -49,6 +51,8 @@ class Provenance:
 
 @dataclass
 class Placement:
+    """The row's system, nodes and gpus, and how each was decided."""
+
     system: str
     nodes: int
     gpus: int

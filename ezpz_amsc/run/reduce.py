@@ -14,7 +14,7 @@ import numpy as np
 
 from ezpz_amsc.errors import AmscError, plural
 from ezpz_amsc.options import CLOCK_SLACK_SEC, MAX_COUNT, REDUCERS, TIMESTAMP_MIN
-from ezpz_amsc.results.fields import MFU_MAX_PCT
+from ezpz_amsc.results.schema import MFU_MAX_PCT
 from ezpz_amsc.run.details import Segment, StepCoverage
 from ezpz_amsc.run.steps import COUNTER_KEYS, SERIES, Steps, epoch_values
 
@@ -91,6 +91,8 @@ class SeriesStats:
 
 @dataclass
 class Reduced:
+    """The steps ordered and reduced: each series' value, and what was dropped and why."""
+
     steps: int
     first_timestamp: float | None
     wall_time_sec: float | None

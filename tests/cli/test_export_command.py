@@ -773,3 +773,56 @@ def test_a_run_dir_that_cannot_be_reached_is_one_error_line(tmp_path, monkeypatc
     result = run_cli(run, "--config", "c")
     assert (result.exit_code, result.stdout) == (1, "")
     assert result.stderr == f"error: {run}: {text}\n"
+
+
+# ------------------------------------------------------------- what a plain export loads
+
+_LOADED_BY_EXPORT = """
+import json, sys
+from ezpz_amsc.cli.group import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(json.dumps(sorted(sys.modules)))
+"""
+# What an export to stdout never needs: loading it is the fixed cost every export pays
+# (docs/performance.md, "What each command imports").
+NOT_FOR_STDOUT = {
+    "ezpz_amsc.results.append", "ezpz_amsc.results.rows", "ezpz_amsc.results.index",
+    "ezpz_amsc.results.fields", "ezpz_amsc.results.validate", "ezpz_amsc.fs.create",
+    "ezpz_amsc.fs.access", "ezpz_amsc.render.progress", "ezpz_amsc.render.terminal",
+    "ezpz_amsc.render.explain", "ezpz_amsc.run.devices", "ezpz_amsc.records.record",
+    "ezpz_amsc.records.folder", "click.shell_completion", "fcntl", "sqlite3", "_strptime",
+}
+
+
+def _loaded_by(tmp_path: Path, *args: str) -> set[str]:
+    import subprocess
+    import sys
+
+    # tools/mutate.py measures subprocesses with coverage, which imports modules of its own.
+    env = {k: v for k, v in os.environ.items() if k != "MUTATE_COV_DIR"}
+    p = subprocess.run([sys.executable, "-c", _LOADED_BY_EXPORT, str(C), "--config", "c", *args],
+                       capture_output=True, text=True, cwd=tmp_path, check=True, env=env)
+    *rows, modules = p.stdout.splitlines()
+    if not args:
+        assert [row["steps"] for row in parse_csv("".join(r + "\n" for r in rows))] == ["34"]
+    return set(json.loads(modules))
+
+
+@pytest.mark.slow
+def test_an_export_to_stdout_loads_nothing_it_does_not_use(tmp_path):
+    loaded = _loaded_by(tmp_path)
+    assert {"ezpz_amsc.export", "ezpz_amsc.results.publish", "numpy"} <= loaded
+    assert loaded & NOT_FOR_STDOUT == set()
+
+
+@pytest.mark.slow
+def test_an_append_loads_the_append_machinery(tmp_path):
+    # The same probe sees what an append needs: the set above is not empty by accident.
+    loaded = _loaded_by(tmp_path, "--append", "r.csv", "-q")
+    assert (tmp_path / "r.csv").read_text().count("\n") == 2
+    assert {"ezpz_amsc.results.append", "ezpz_amsc.results.rows", "ezpz_amsc.fs.create",
+            "fcntl"} <= loaded
+    assert "ezpz_amsc.run.devices" not in loaded

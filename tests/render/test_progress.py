@@ -125,6 +125,19 @@ def test_a_batch_export_shows_progress_on_a_terminal(tmp_path, slow_terminal, cl
     assert ERASE not in run_cli(runs[0], "--config", "c").stderr  # one run: no batch
 
 
+def test_one_run_shows_no_progress_however_long_it_takes(tmp_path, monkeypatch,
+                                                         clean_hook_env):
+    # every clock reading 5 s after the one before: past the delay at the first update
+    ticks = iter(range(1000))
+    monkeypatch.setattr(progress_module, "is_terminal", lambda stream: True)
+    monkeypatch.setattr(progress_module.time, "monotonic", lambda: 5.0 * next(ticks))
+    runs = [copy_run(n, tmp_path) for n in FIXTURE_NAMES[:2]]
+    one = run_cli(runs[0], "--config", "c")
+    assert one.exit_code == 0 and one.stderr.startswith("note: ") and ERASE not in one.stderr
+    two = run_cli(*runs, "--config", "c")
+    assert two.stderr.startswith(f"{ERASE}exported 1 of 2 runs{ERASE}exported 2 of 2 runs{ERASE}")
+
+
 def test_reproduce_erases_its_progress_before_each_result(tmp_path, slow_terminal,
                                                           clean_hook_env):
     runs = [copy_run(n, tmp_path) for n in FIXTURE_NAMES[:3]]

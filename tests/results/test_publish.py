@@ -179,6 +179,20 @@ def test_a_cell_no_source_checked_is_still_not_published(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_no_rows_to_append_make_no_results_file(tmp_path):
+    # --keep-going with every run failed: nothing to append, so not even a header
+    out = tmp_path / "r.csv"
+    published = publish([], ExportOptions(config="c"), PublishOptions(append=str(out)))
+    assert (published.appended, published.records, published.completed) == (None, [], [])
+    empty = [tmp_path / "a", tmp_path / "b"]
+    for d in empty:
+        d.mkdir()
+    r = run_cli(*empty, "--config", "c", "--keep-going", "--append", out)
+    assert r.exit_code == 1 and r.stdout == ""
+    assert r.stderr.splitlines()[-1].startswith("error: 2 runs failed")
+    assert not out.exists()
+
+
 # ----------------------------------------------- previewing, then appending (issue 25, item 5)
 
 

@@ -22,6 +22,8 @@ from helpers import (
     write_run,
     write_run_info,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ezpz_amsc.results.schema import (
     HEADER,
@@ -32,6 +34,7 @@ from ezpz_amsc.results.schema import (
     fmt,
     formula_like,
     header_difference,
+    parse_timestamp,
     render_csv,
     unsafe_cells,
     zero_mfu,
@@ -194,6 +197,75 @@ def test_a_row_as_a_mapping_may_lack_optional_columns():
 def test_dashboard_problems_counts_and_numbers(column, cell, problem):
     row = dict(zip(HEADER, GOOD_CELLS, strict=True)) | {column: cell}
     assert dashboard_problems(row) == ([problem] if problem else [])
+
+
+# --- timestamps: strptime's reading, without strptime for the written form ----------------
+
+
+def _strptime_reading(text: str) -> float | str:
+    """What ``parse_timestamp`` promises: ``time.strptime``'s reading, or its refusal."""
+    import calendar
+    import time
+
+    try:
+        return float(calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")))
+    except ValueError:
+        return "refused"
+
+
+def _reading(text: str) -> float | str:
+    try:
+        return parse_timestamp(text)
+    except ValueError:
+        return "refused"
+
+
+@pytest.mark.parametrize("text", [
+    "2026-08-11T17:11:17Z", "1970-01-01T00:00:00Z", "0001-01-01T00:00:00Z",
+    "9999-12-31T23:59:59Z", "2024-02-29T12:00:00Z", "2026-12-31T23:59:60Z",
+    "2026-12-31T23:59:61Z", "1969-12-31T23:59:59Z",
+    # refused by both: no such day, hour, minute, second or year
+    "2026-02-29T00:00:00Z", "2026-04-31T00:00:00Z", "2026-13-01T00:00:00Z",
+    "2026-00-10T00:00:00Z", "2026-01-00T00:00:00Z", "2026-01-01T24:00:00Z",
+    "2026-01-01T00:60:00Z", "2026-01-01T00:00:62Z", "0000-01-01T00:00:00Z",
+    # not the written form: strptime decides (some of these it takes)
+    "2026-8-1T1:1:1Z", "2026-08-11t17:11:17z", "2026-08-11T17:11:17", "2026-08-11 17:11:17Z",
+    "2026-08-11T17:11:17Zx", " 2026-08-11T17:11:17Z", "٢٠٢٦-08-11T17:11:17Z",
+    "2026-08-11T17:11:1²Z", "+026-08-11T17:11:17Z", "",
+])
+def test_a_timestamp_reads_as_strptime_reads_it(text):
+    assert _reading(text) == _strptime_reading(text)
+
+
+def test_a_timestamp_in_the_written_form_is_read_without_strptime(monkeypatch):
+    import time
+
+    def refuse(*_):
+        raise AssertionError("strptime called")
+
+    monkeypatch.setattr(time, "strptime", refuse)
+    assert parse_timestamp("2026-08-11T17:11:17Z") == 1786468277.0
+    assert parse_timestamp("1970-01-01T00:00:00Z") == 0.0
+    # the last hour, minute and second strptime takes (61: it allows two leap seconds)
+    assert parse_timestamp("1970-01-01T23:59:59Z") == 86399.0
+    assert parse_timestamp("1970-01-01T23:59:61Z") == 86401.0
+    with pytest.raises(AssertionError, match="strptime called"):  # any other text: strptime's
+        parse_timestamp("2026-8-1T1:1:1Z")
+
+
+@given(year=st.integers(0, 9999), month=st.integers(0, 13), day=st.integers(0, 32),
+       hour=st.integers(0, 25), minute=st.integers(0, 61), second=st.integers(0, 63),
+       lower=st.booleans())
+def test_any_written_form_timestamp_reads_as_strptime_reads_it(year, month, day, hour, minute,
+                                                               second, lower):
+    text = f"{year:04d}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}Z"
+    text = text.lower() if lower else text
+    assert _reading(text) == _strptime_reading(text)
+
+
+@given(st.text(alphabet="0123456789-T:Z t+٢²", max_size=22))
+def test_any_text_reads_as_strptime_reads_it(text):
+    assert _reading(text) == _strptime_reading(text)
 
 
 def test_other_modules_name_columns_through_the_schema():
