@@ -69,7 +69,8 @@ def check_file(path: str, quiet: bool = False, provenance: str | None = None,
 
     cells: list[tuple[int, dict[str, str]]] = []
     rows, problems = check_results_file(
-        path, on_cells=(lambda line, row: cells.append((line, row))) if provenance else None)
+        path, on_cells=(lambda line, row, _offset: cells.append((line, row)))
+        if provenance else None)
     records = 0
     notes = sharing_notes(path)
     if provenance:

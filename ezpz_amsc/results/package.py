@@ -72,7 +72,7 @@ def describe(results: str | os.PathLike[str],
     if csv_path.is_dir():
         raise AmscError(f"{csv_path}: is a directory; describe needs a results CSV")
     rows: list[dict[str, str]] = []
-    count, problems = check_results_file(csv_path, lambda _line, row: rows.append(row))
+    count, problems = check_results_file(csv_path, lambda _line, row, _offset: rows.append(row))
     if problems:
         raise AmscError(f"{csv_path}: {plural(len(problems), 'problem')} in "
                         f"{plural(count, 'row')}; 'ezpz-amsc check {csv_path}' lists them: "
