@@ -128,9 +128,24 @@ def read_sweep(paths: Sequence[str | os.PathLike[str]]) -> Sweep:
     A file that cannot be read at all (missing, a directory, no header) is an
     ``AmscError``: a report without one of the files asked for would look
     complete and not be.
+
+    Two rows of one run are a problem: ``check`` finds them within a file, and the
+    report across files and between spellings of a system. One file whose systems
+    are each spelled one way holds no run twice once ``check`` passed its rows, so
+    it is read without the report's own index of runs (tens of MB a million rows);
+    should a second spelling turn up, the file is read again with it.
     """
+    sweep = _read(paths, indexed=len(paths) > 1)
+    if sweep is None:
+        sweep = _read(paths, indexed=True)
+        assert sweep is not None  # an indexed reading always ends
+    return sweep
+
+
+def _read(paths: Sequence[str | os.PathLike[str]], indexed: bool) -> Sweep | None:
+    """The sweep, or None when unindexed reading met a system spelled two ways."""
     sweep = Sweep(files=[str(p) for p in paths])
-    reading = _Reading(sweep)
+    reading = _Reading(sweep, indexed)
     try:
         for number, path in enumerate(paths):
             if Path(path).is_dir():
@@ -138,6 +153,8 @@ def read_sweep(paths: Sequence[str | os.PathLike[str]]) -> Sweep:
             found: list[tuple[int, str]] = []
             take = functools.partial(reading.take, number, found)
             rows, problems = check_results_file(path, take)
+            if reading.seen is None and reading.spelled_twice:
+                return None
             sweep.rows_read += rows
             sweep.problems.extend(_in_line_order(str(path), problems, found))
     finally:
@@ -148,11 +165,13 @@ def read_sweep(paths: Sequence[str | os.PathLike[str]]) -> Sweep:
 class _Reading:
     """The rows ``--check`` passes, filed into a sweep; a run seen in another row is a problem."""
 
-    def __init__(self, sweep: Sweep) -> None:
+    def __init__(self, sweep: Sweep, indexed: bool) -> None:
         self.sweep = sweep
         # The run identity, with the system's case folded as the report groups systems,
-        # across files.
-        self.seen = SeenRuns(self._identity_at)
+        # across files (None: one file, read as long as each system has one spelling).
+        self.seen = SeenRuns(self._identity_at) if indexed else None
+        self._spelling: dict[str, str] = {}  # each folded system name: its first spelling
+        self.spelled_twice = False
         self._again: dict[int, tuple[BinaryIO, tuple[int, ...]]] = {}  # opened to confirm
 
     def take(self, number: int, found: list[tuple[int, str]], line: int,
@@ -160,11 +179,17 @@ class _Reading:
         """One row ``--check`` passed: a run seen before is a problem, else it is filed."""
         sweep = self.sweep
         where = line * len(sweep.files) + number
-        key = _identity(row)
-        first = self.seen.first(",".join(key), where, offset, key)
-        if first is not None:
-            found.append((line, f"{sweep.source(where)}: same run as {sweep.source(first)}"))
-            return
+        if self.seen is not None:
+            key = _identity(row)
+            first = self.seen.first(",".join(key), where, offset, key)
+            if first is not None:
+                found.append((line, f"{sweep.source(where)}: same run as "
+                                    f"{sweep.source(first)}"))
+                return
+        else:
+            system = row["system"]
+            if self._spelling.setdefault(system.casefold(), system) != system:
+                self.spelled_twice = True
         problem = _sort_row(sweep, where, row)
         if problem:
             found.append((line, f"{sweep.source(where)}: {problem}"))

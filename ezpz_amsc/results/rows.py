@@ -27,7 +27,7 @@ from typing import BinaryIO
 from ezpz_amsc.results.schema import MAX_ROW_BYTES
 
 _BOM = "\ufeff"
-_BLOCK_BYTES = 1 << 20  # read at a time by read_blocks
+_BLOCK_BYTES = 1 << 16  # read at a time by read_blocks
 
 
 @dataclass
