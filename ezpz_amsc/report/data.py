@@ -31,7 +31,9 @@ from ezpz_amsc.fs.read import open_regular
 from ezpz_amsc.options import MAX_COUNT
 from ezpz_amsc.results.rows import read_records
 from ezpz_amsc.results.schema import (
+    HEADER,
     KEY_COLUMNS,
+    KEY_INDEX,
     MFU_ZERO_MEANS,
     RunKey,
     column,
@@ -175,7 +177,7 @@ class _Reading:
         self._again: dict[int, tuple[BinaryIO, tuple[int, ...]]] = {}  # opened to confirm
 
     def take(self, number: int, found: list[tuple[int, str]], line: int,
-             row: dict[str, str], offset: int) -> None:
+             row: list[str], offset: int) -> None:
         """One row ``--check`` passed: a run seen before is a problem, else it is filed."""
         sweep = self.sweep
         where = line * len(sweep.files) + number
@@ -187,7 +189,7 @@ class _Reading:
                                     f"{sweep.source(first)}"))
                 return
         else:
-            system = row["system"]
+            system = row[_SYSTEM]
             if self._spelling.setdefault(system.casefold(), system) != system:
                 self.spelled_twice = True
         problem = _sort_row(sweep, where, row)
@@ -207,20 +209,27 @@ class _Reading:
         rec = next(read_records(f, offset), None)
         if rec is None or rec.cells is None or len(rec.cells) <= max(key_index):
             return None
-        return _identity(dict(zip(KEY_COLUMNS, (rec.cells[i] for i in key_index), strict=True)))
+        return _folded(tuple(rec.cells[i] for i in key_index))
 
     def close(self) -> None:
         for f, _ in self._again.values():
             f.close()
 
 
-_KEY_CELLS = operator.itemgetter(*KEY_COLUMNS)  # a row's run identity (every column required)
-_SYSTEM_AT = KEY_COLUMNS.index("system")
+# Where the cells the report reads are in a row (cells in HEADER's order).
+_KEY_CELLS = operator.itemgetter(*KEY_INDEX)  # the run identity
+_SYSTEM_AT = KEY_COLUMNS.index("system")  # in the run identity
+(_TIMESTAMP, _SYSTEM, _CONFIG, _NODES, _GPUS, _STATUS, _ERROR, _TPS, _TPS_PER_GPU,
+ _MFU) = (HEADER.index(column(c)) for c in ("timestamp", "system", "config", "nodes", "gpus",
+                                             "status", "error", TPS, TPS_PER_GPU, MFU))
 
 
-def _identity(row: Mapping[str, str]) -> RunKey:
+def _identity(row: list[str]) -> RunKey:
     """The run identity, with the system's case folded as the report groups systems."""
-    key = _KEY_CELLS(row)
+    return _folded(_KEY_CELLS(row))
+
+
+def _folded(key: RunKey) -> RunKey:
     system = key[_SYSTEM_AT]
     folded = system.casefold()
     return key if folded == system else (*key[:_SYSTEM_AT], folded, *key[_SYSTEM_AT + 1:])
@@ -236,38 +245,38 @@ def _in_line_order(path: str, checked: list[str], found: list[tuple[int, str]]) 
                                        key=lambda item: item[0])]
 
 
-def _cell(row: Mapping[str, str], column: str) -> float | None:
-    text = row.get(column, "").strip()
+def _number(text: str) -> float | None:
+    text = text.strip()
     return float(text) if text else None  # --check has made sure it parses and is finite
 
 
-def _sort_row(sweep: Sweep, where: int, row: Mapping[str, str]) -> str | None:
+def _sort_row(sweep: Sweep, where: int, row: list[str]) -> str | None:
     """File one row that ``--check`` passed; return why it is not used, if it is not."""
-    nodes, gpus = int(row["nodes"]), int(row["gpus"])
+    nodes, gpus = int(row[_NODES]), int(row[_GPUS])
     if nodes > MAX_COUNT or gpus > MAX_COUNT:
         name, count = ("nodes", nodes) if nodes > MAX_COUNT else ("gpus", gpus)
         return f"{name} {count} is more than {MAX_COUNT:,}; row not used"
-    system = row["system"]
+    system = row[_SYSTEM]
     folded = system.casefold()
     counts = sweep.spellings.get(folded)
     if counts is None:
         counts = sweep.spellings[folded] = Counter()
     counts[system] += 1
-    if row["status"] == "fail":
+    if row[_STATUS] == "fail":
         sweep.failed.append({**_where(sweep.source(where), row, nodes, gpus),
-                             "timestamp": row["timestamp"], "error": row.get("error", "")})
+                             "timestamp": row[_TIMESTAMP], "error": row[_ERROR]})
         return None
-    tps, tps_per_gpu = _cell(row, TPS), _cell(row, TPS_PER_GPU)
+    tps, tps_per_gpu = _number(row[_TPS]), _number(row[_TPS_PER_GPU])
     if tps is None or tps_per_gpu is None:
         missing = [c for c, v in ((TPS, tps), (TPS_PER_GPU, tps_per_gpu)) if v is None]
         sweep.without_throughput.append({**_where(sweep.source(where), row, nodes, gpus),
                                          "missing": missing})
         return None
     if tps < MIN_RATE or tps_per_gpu < MIN_RATE:  # also keeps every efficiency finite
-        name = TPS if tps < MIN_RATE else TPS_PER_GPU
-        return (f"{name} {row[name]!r} is below {MIN_RATE} (the smallest rate a row "
+        name, at = (TPS, _TPS) if tps < MIN_RATE else (TPS_PER_GPU, _TPS_PER_GPU)
+        return (f"{name} {row[at]!r} is below {MIN_RATE} (the smallest rate a row "
                 "holds at 3 decimals); row not used")
-    key = (row["config"], folded, nodes, gpus)
+    key = (row[_CONFIG], folded, nodes, gpus)
     point = sweep.measured.get(key)
     if point is None:
         point = sweep.measured[key] = Point()
@@ -278,7 +287,7 @@ def _sort_row(sweep: Sweep, where: int, row: Mapping[str, str]) -> str | None:
     except OverflowError:  # line x files past 4,294,967,295
         point.sources = array("q", point.sources)
         point.sources.append(where)
-    mfu = _cell(row, MFU)
+    mfu = _number(row[_MFU])
     if mfu == 0:
         point.mfu_zero += 1
     elif mfu is not None:
@@ -289,8 +298,8 @@ def _sort_row(sweep: Sweep, where: int, row: Mapping[str, str]) -> str | None:
     return None
 
 
-def _where(source: str, row: Mapping[str, str], nodes: int, gpus: int) -> dict[str, Any]:
-    return {"source": source, "config": row["config"], "system": row["system"],
+def _where(source: str, row: list[str], nodes: int, gpus: int) -> dict[str, Any]:
+    return {"source": source, "config": row[_CONFIG], "system": row[_SYSTEM],
             "nodes": nodes, "gpus": gpus}
 
 

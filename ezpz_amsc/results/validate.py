@@ -39,15 +39,16 @@ ZERO_MFU_PROBLEM = (f"mfu {{!r}} is zero, which is not a measurement ({MFU_ZERO_
 
 def check_results_file(
     path: str | os.PathLike[str],
-    on_row: Callable[[int, dict[str, str], int], None] | None = None,
-    on_cells: Callable[[int, dict[str, str], int], None] | None = None,
+    on_row: Callable[[int, list[str], int], None] | None = None,
+    on_cells: Callable[[int, list[str], int], None] | None = None,
 ) -> tuple[int, list[str]]:
     """Return (data rows read, problems as ``PATH:LINE: what``); empty list = clean.
 
-    ``on_row(line, row, offset)`` is called for each row without a problem, so a
+    ``on_row(line, cells, offset)`` is called for each row without a problem, so a
     reader (the report) sees exactly the rows ``--check`` passes; ``on_cells`` for
-    every row that has a cell for each column, problems or not (``offset``: the byte
-    offset of the row's record). Only a regular file is read, a block at a time
+    every row that has a cell for each column, problems or not. ``cells`` are in
+    :data:`HEADER`'s order, empty for a column the file lacks; ``offset`` is the byte
+    offset of the row's record. Only a regular file is read, a block at a time
     (:mod:`ezpz_amsc.results.rows`): a FIFO or a device is refused, and a line past
     the cap is a problem, not a hang. Memory does not grow with the rows, but for the
     run identities (:class:`~ezpz_amsc.results.seen.SeenRuns`) and the problems.
@@ -107,14 +108,15 @@ class _Check:
     """One results file being checked: what ``check_results_file`` keeps while it reads."""
 
     def __init__(self, path: Path, f: BinaryIO,
-                 on_row: Callable[[int, dict[str, str], int], None] | None,
-                 on_cells: Callable[[int, dict[str, str], int], None] | None) -> None:
+                 on_row: Callable[[int, list[str], int], None] | None,
+                 on_cells: Callable[[int, list[str], int], None] | None) -> None:
         self.path, self.f, self.on_row, self.on_cells = path, f, on_row, on_cells
         self.rows = 0
         self.problems: list[str] = []
         self.header: list[str] = []
         self.index: dict[str, int] = {}
         self.key_index: tuple[int, ...] = ()
+        self.in_order = False  # the header is HEADER: a row's cells are in HEADER's order
         self.seen = SeenRuns(self._key_at)
         self._again: BinaryIO | None = None  # the file opened again, to confirm a duplicate
 
@@ -141,7 +143,8 @@ class _Check:
         self.header = header
         self.index = {c: header.index(c) for c in HEADER if c in header}
         self.key_index = tuple(header.index(c) for c in KEY_COLUMNS)
-        clean = _CLEAN_ROW.fullmatch if tuple(header) == HEADER else None
+        self.in_order = tuple(header) == HEADER
+        clean = _CLEAN_ROW.fullmatch if self.in_order else None
         for block in blocks:
             if type(block) is Plain:
                 self._plain(block, clean)
@@ -154,25 +157,32 @@ class _Check:
     def _plain(self, block: Plain, clean: Callable[[str], re.Match[str] | None] | None) -> None:
         """Lines read as they stand: a clean row (the common case) in one match, the others
         cell by cell."""
+        line, offset, wide = block.line, block.offset, not block.ascii
+        if clean is None:  # a header of its own: every row cell by cell
+            for text in block.texts:
+                self._row(line, offset, text.split(",") if text else [])
+                offset += 1 + len(text.encode() if wide else text)
+                line += 1
+            return
         first, problems, on_row, on_cells = (self.seen.first, self.problems, self.on_row,
                                               self.on_cells)
-        where, line, offset, rows = f"{self.path}:", block.line, block.offset, 0
+        told, where, rows = on_row is not None or on_cells is not None, f"{self.path}:", 0
         for text in block.texts:
-            m = clean(text) if clean is not None else None
+            m = clean(text)
             if m is None:
                 self._row(line, offset, text.split(",") if text else [])
             else:
                 rows += 1
                 seen_at = first(m[1], line, offset)
-                if on_cells is not None or on_row is not None:
-                    row = dict(zip(HEADER, text.split(","), strict=True))
+                if told:
+                    cells = text.split(",")
                     if on_cells is not None:
-                        on_cells(line, row, offset)
+                        on_cells(line, cells, offset)
                     if on_row is not None and seen_at is None:
-                        on_row(line, row, offset)
+                        on_row(line, cells, offset)
                 if seen_at is not None:
                     problems.append(f"{where}{line}: same run as line {seen_at}")
-            offset += 1 + (len(text) if block.ascii else len(text.encode()))
+            offset += 1 + len(text.encode() if wide else text)
             line += 1
         self.rows += rows
 
@@ -190,8 +200,9 @@ class _Check:
                                  f"{len(self.header)}")
             return
         row = {c: cells[i] for c, i in self.index.items()}
+        ordered = cells if self.in_order else [row.get(c, "") for c in HEADER]
         if self.on_cells is not None:
-            self.on_cells(line, row, offset)
+            self.on_cells(line, ordered, offset)
         found = [f"{p}:{line}: {what}" for what in dashboard_problems(row) + bound_problems(row)]
         found += [f"{p}:{line}: {what}" for what in unsafe_cells(row)]
         key = tuple(cells[i] for i in self.key_index)
@@ -202,7 +213,7 @@ class _Check:
         if zero_mfu(row):  # readable, but it would publish a made-up number
             self.problems.append(f"{p}:{line}: {ZERO_MFU_PROBLEM.format(row['mfu'])}")
         if self.on_row is not None and not found:
-            self.on_row(line, row, offset)
+            self.on_row(line, ordered, offset)
 
     def _key_at(self, _where: int, offset: int) -> tuple[str, ...] | None:
         """The run identity of the record at ``offset``, read again (a digest matched)."""
