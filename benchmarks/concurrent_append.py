@@ -43,9 +43,6 @@ append_rows(target, [list(row.values())])
 print(time.perf_counter() - start)
 """
 
-HEADER = ("timestamp,system,config,nodes,gpus,status,wall_time_sec,throughput_tokens_per_sec,"
-          "throughput_tokens_per_sec_per_gpu,mfu,tflops,final_loss,steps,error\n")
-
 
 def _row(config: str) -> list[str]:
     return ["2026-08-11T17:11:17Z", "Aurora", config, "1", "12", "pass", "1.000", "", "", "",
@@ -54,9 +51,11 @@ def _row(config: str) -> list[str]:
 
 def build(target: Path, rows: int) -> None:
     """A results file of ``rows`` distinct runs, written in large blocks."""
+    from ezpz_amsc.results.schema import render_csv
+
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target, "w") as f:
-        f.write(HEADER)
+        f.write(render_csv([], header=True))
         block = 100_000
         for start in range(0, rows, block):
             f.write("".join(f"2026-08-10T00:00:00Z,Aurora,old/{i},1,12,pass,1.000,,,,,,10,\n"

@@ -479,12 +479,18 @@ def on_h100(run: Path) -> None:
 
 
 class _FailsAfterTheFirstLine(io.BufferedReader):
-    """A file whose reading fails (EIO) once past its first line: a disk error part-way."""
+    """A file whose reading fails (EIO) once past its first line: a disk error part-way.
+    Lines and blocks alike (check reads a results file's rows in blocks)."""
 
     def readline(self, *a: Any) -> bytes:
         if self.tell() > 0:
             raise OSError(errno.EIO, os.strerror(errno.EIO))
         return super().readline(*a)
+
+    def read(self, *a: Any) -> bytes:
+        if self.tell() > 0:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return super().read(*a)
 
 
 def fail_reading_midway(monkeypatch: Any, module: Any, target: Path) -> None:

@@ -65,11 +65,13 @@ def check_file(path: str, quiet: bool = False, provenance: str | None = None,
     from ezpz_amsc.errors import plural
     from ezpz_amsc.records.pairing import record_problems
     from ezpz_amsc.results.package import package_notes
+    from ezpz_amsc.results.schema import HEADER
     from ezpz_amsc.results.validate import check_results_file, sharing_notes
 
     cells: list[tuple[int, dict[str, str]]] = []
     rows, problems = check_results_file(
-        path, on_cells=(lambda line, row: cells.append((line, row))) if provenance else None)
+        path, on_cells=(lambda line, row, _offset: cells.append(
+            (line, dict(zip(HEADER, row, strict=True))))) if provenance else None)
     records = 0
     notes = sharing_notes(path)
     if provenance:

@@ -52,7 +52,7 @@ def report_command(paths: tuple[str, ...], out_format: str, plot_path: str | Non
 
     from ezpz_amsc.report.data import build_report, read_sweep, to_json
 
-    report = build_report(read_sweep(paths))
+    report = build_report(read_sweep(paths), sources=out_format == "json")
     notes = list(report["problems"])
     if plot_path is not None:
         from ezpz_amsc.report.plot import write_plot

@@ -16,24 +16,29 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 import os
 import statistics
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ezpz_amsc.errors import AmscError, plural
+from ezpz_amsc.fs.read import open_regular
 from ezpz_amsc.options import MAX_COUNT
+from ezpz_amsc.results.rows import read_records
 from ezpz_amsc.results.schema import (
+    HEADER,
     KEY_COLUMNS,
+    KEY_INDEX,
     MFU_ZERO_MEANS,
-    RunIndex,
     RunKey,
     column,
-    run_key,
 )
+from ezpz_amsc.results.seen import SeenRuns
 from ezpz_amsc.results.validate import check_results_file
 
 # Efficiency above this is superlinear. Per-GPU throughput cannot really grow
@@ -67,15 +72,23 @@ MFU = column("mfu")
 
 # --- reading ----------------------------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)  # one per measured row: keep it small
-class Run:
-    """One measured repeat: a ``pass`` row with both throughput cells."""
+class Point:
+    """The measured repeats of one point (same config, system, nodes, gpus): ``pass`` rows
+    with both throughput cells, kept as columns of numbers, not as rows."""
 
-    source: str  # PATH:LINE
-    tps: float
-    tps_per_gpu: float
-    mfu_pct: float | None  # None when not measured, or 0.0 (read as unknown)
-    mfu_zero: bool  # the cell held 0.0: ezpz's "peak FLOPS unknown"
+    __slots__ = ("tps", "tps_per_gpu", "mfu_pct", "mfu_zero", "sources", "mismatched")
+
+    def __init__(self) -> None:
+        self.tps = array("d")
+        self.tps_per_gpu = array("d")
+        self.mfu_pct = array("d")  # the repeats that measured mfu (0.0 is read as unknown)
+        self.mfu_zero = 0  # repeats whose mfu cell held 0.0: ezpz's "peak FLOPS unknown"
+        self.sources = array("I")  # where each repeat is (:meth:`Sweep.source`); 8 bytes if need be
+        # (where, tokens/s/gpu x gpus / tokens/s) of the repeats off by GPUS_MISMATCH_PCT
+        self.mismatched: list[tuple[int, float]] = []
+
+    def __len__(self) -> int:
+        return len(self.tps)
 
 
 PointKey = tuple[str, str, int, int]  # config, system (case folded), nodes, gpus
@@ -88,7 +101,7 @@ class Sweep:
     files: list[str]
     rows_read: int = 0
     problems: list[str] = field(default_factory=list)
-    measured: dict[PointKey, list[Run]] = field(default_factory=dict)
+    measured: dict[PointKey, Point] = field(default_factory=dict)
     failed: list[dict[str, Any]] = field(default_factory=list)
     without_throughput: list[dict[str, Any]] = field(default_factory=list)
     # System names compare case-insensitively (a hand-made "aurora" beside exported
@@ -102,8 +115,13 @@ class Sweep:
 
     @property
     def rows_used(self) -> int:
-        return (sum(len(runs) for runs in self.measured.values()) + len(self.failed)
+        return (sum(len(point) for point in self.measured.values()) + len(self.failed)
                 + len(self.without_throughput))
+
+    def source(self, where: int) -> str:
+        """``PATH:LINE`` of a row kept as ``where``: its line x the number of files + its file's."""
+        line, number = divmod(where, len(self.files))
+        return f"{self.files[number]}:{line}"
 
 
 def read_sweep(paths: Sequence[str | os.PathLike[str]]) -> Sweep:
@@ -112,38 +130,109 @@ def read_sweep(paths: Sequence[str | os.PathLike[str]]) -> Sweep:
     A file that cannot be read at all (missing, a directory, no header) is an
     ``AmscError``: a report without one of the files asked for would look
     complete and not be.
+
+    Two rows of one run are a problem: ``check`` finds them within a file, and the
+    report across files and between spellings of a system. One file whose systems
+    are each spelled one way holds no run twice once ``check`` passed its rows, so
+    it is read without the report's own index of runs (tens of MB a million rows);
+    should a second spelling turn up, the file is read again with it.
     """
-    sweep = Sweep(files=[str(p) for p in paths])
-    first_seen = RunIndex()  # run identity -> PATH:LINE, across files
-    for path in paths:
-        if Path(path).is_dir():
-            raise AmscError(f"{path}: is a directory; report needs results CSV files")
-        found: list[tuple[int, str]] = []
-        take = functools.partial(_take, sweep, first_seen, found, str(path))
-        rows, problems = check_results_file(path, take)
-        sweep.rows_read += rows
-        sweep.problems.extend(_in_line_order(str(path), problems, found))
+    sweep = _read(paths, indexed=len(paths) > 1)
+    if sweep is None:
+        sweep = _read(paths, indexed=True)
+        assert sweep is not None  # an indexed reading always ends
     return sweep
 
 
-def _take(sweep: Sweep, first_seen: RunIndex, found: list[tuple[int, str]],
-          path: str, line: int, row: dict[str, str]) -> None:
-    """One row ``--check`` passed: a run seen in an earlier file is a problem, else file it."""
-    source = f"{path}:{line}"
-    first = first_seen.first(_identity(row), source)
-    if first is not None:
-        found.append((line, f"{source}: same run as {first}"))
-        return
-    problem = _sort_row(sweep, source, row)
-    if problem:
-        found.append((line, f"{source}: {problem}"))
+def _read(paths: Sequence[str | os.PathLike[str]], indexed: bool) -> Sweep | None:
+    """The sweep, or None when unindexed reading met a system spelled two ways."""
+    sweep = Sweep(files=[str(p) for p in paths])
+    reading = _Reading(sweep, indexed)
+    try:
+        for number, path in enumerate(paths):
+            if Path(path).is_dir():
+                raise AmscError(f"{path}: is a directory; report needs results CSV files")
+            found: list[tuple[int, str]] = []
+            take = functools.partial(reading.take, number, found)
+            rows, problems = check_results_file(path, take)
+            if reading.seen is None and reading.spelled_twice:
+                return None
+            sweep.rows_read += rows
+            sweep.problems.extend(_in_line_order(str(path), problems, found))
+    finally:
+        reading.close()
+    return sweep
 
 
-def _identity(row: Mapping[str, str]) -> RunKey:
+class _Reading:
+    """The rows ``--check`` passes, filed into a sweep; a run seen in another row is a problem."""
+
+    def __init__(self, sweep: Sweep, indexed: bool) -> None:
+        self.sweep = sweep
+        # The run identity, with the system's case folded as the report groups systems,
+        # across files (None: one file, read as long as each system has one spelling).
+        self.seen = SeenRuns(self._identity_at) if indexed else None
+        self._spelling: dict[str, str] = {}  # each folded system name: its first spelling
+        self.spelled_twice = False
+        self._again: dict[int, tuple[BinaryIO, tuple[int, ...]]] = {}  # opened to confirm
+
+    def take(self, number: int, found: list[tuple[int, str]], line: int,
+             row: list[str], offset: int) -> None:
+        """One row ``--check`` passed: a run seen before is a problem, else it is filed."""
+        sweep = self.sweep
+        where = line * len(sweep.files) + number
+        if self.seen is not None:
+            key = _identity(row)
+            first = self.seen.first(",".join(key), where, offset, key)
+            if first is not None:
+                found.append((line, f"{sweep.source(where)}: same run as "
+                                    f"{sweep.source(first)}"))
+                return
+        else:
+            system = row[_SYSTEM]
+            if self._spelling.setdefault(system.casefold(), system) != system:
+                self.spelled_twice = True
+        problem = _sort_row(sweep, where, row)
+        if problem:
+            found.append((line, f"{sweep.source(where)}: {problem}"))
+
+    def _identity_at(self, where: int, offset: int) -> RunKey | None:
+        """The identity of the row at ``offset`` of the file of ``where``, read again."""
+        number = where % len(self.sweep.files)
+        if number not in self._again:
+            f = open_regular(Path(self.sweep.files[number]))
+            header = next(read_records(f), None)
+            cells = [] if header is None or header.cells is None else header.cells
+            key_index = tuple(cells.index(c) if c in cells else 0 for c in KEY_COLUMNS)
+            self._again[number] = f, key_index
+        f, key_index = self._again[number]
+        rec = next(read_records(f, offset), None)
+        if rec is None or rec.cells is None or len(rec.cells) <= max(key_index):
+            return None
+        return _folded(tuple(rec.cells[i] for i in key_index))
+
+    def close(self) -> None:
+        for f, _ in self._again.values():
+            f.close()
+
+
+# Where the cells the report reads are in a row (cells in HEADER's order).
+_KEY_CELLS = operator.itemgetter(*KEY_INDEX)  # the run identity
+_SYSTEM_AT = KEY_COLUMNS.index("system")  # in the run identity
+(_TIMESTAMP, _SYSTEM, _CONFIG, _NODES, _GPUS, _STATUS, _ERROR, _TPS, _TPS_PER_GPU,
+ _MFU) = (HEADER.index(column(c)) for c in ("timestamp", "system", "config", "nodes", "gpus",
+                                             "status", "error", TPS, TPS_PER_GPU, MFU))
+
+
+def _identity(row: list[str]) -> RunKey:
     """The run identity, with the system's case folded as the report groups systems."""
-    key = run_key(row)
-    at = KEY_COLUMNS.index("system")
-    return (*key[:at], key[at].casefold(), *key[at + 1:])
+    return _folded(_KEY_CELLS(row))
+
+
+def _folded(key: RunKey) -> RunKey:
+    system = key[_SYSTEM_AT]
+    folded = system.casefold()
+    return key if folded == system else (*key[:_SYSTEM_AT], folded, *key[_SYSTEM_AT + 1:])
 
 
 def _in_line_order(path: str, checked: list[str], found: list[tuple[int, str]]) -> list[str]:
@@ -156,55 +245,77 @@ def _in_line_order(path: str, checked: list[str], found: list[tuple[int, str]]) 
                                        key=lambda item: item[0])]
 
 
-def _cell(row: Mapping[str, str], column: str) -> float | None:
-    text = row.get(column, "").strip()
+def _number(text: str) -> float | None:
+    text = text.strip()
     return float(text) if text else None  # --check has made sure it parses and is finite
 
 
-def _sort_row(sweep: Sweep, source: str, row: Mapping[str, str]) -> str | None:
+def _sort_row(sweep: Sweep, where: int, row: list[str]) -> str | None:
     """File one row that ``--check`` passed; return why it is not used, if it is not."""
-    nodes, gpus = int(row["nodes"]), int(row["gpus"])
-    for name, count in (("nodes", nodes), ("gpus", gpus)):
-        if count > MAX_COUNT:
-            return f"{name} {count} is more than {MAX_COUNT:,}; row not used"
-    system = row["system"]
-    sweep.spellings.setdefault(system.casefold(), Counter())[system] += 1
-    if row["status"] == "fail":
-        sweep.failed.append({**_where(source, row, nodes, gpus), "timestamp": row["timestamp"],
-                             "error": row.get("error", "")})
+    nodes, gpus = int(row[_NODES]), int(row[_GPUS])
+    if nodes > MAX_COUNT or gpus > MAX_COUNT:
+        name, count = ("nodes", nodes) if nodes > MAX_COUNT else ("gpus", gpus)
+        return f"{name} {count} is more than {MAX_COUNT:,}; row not used"
+    system = row[_SYSTEM]
+    folded = system.casefold()
+    counts = sweep.spellings.get(folded)
+    if counts is None:
+        counts = sweep.spellings[folded] = Counter()
+    counts[system] += 1
+    if row[_STATUS] == "fail":
+        sweep.failed.append({**_where(sweep.source(where), row, nodes, gpus),
+                             "timestamp": row[_TIMESTAMP], "error": row[_ERROR]})
         return None
-    tps, tps_per_gpu = _cell(row, TPS), _cell(row, TPS_PER_GPU)
+    tps, tps_per_gpu = _number(row[_TPS]), _number(row[_TPS_PER_GPU])
     if tps is None or tps_per_gpu is None:
         missing = [c for c, v in ((TPS, tps), (TPS_PER_GPU, tps_per_gpu)) if v is None]
-        sweep.without_throughput.append({**_where(source, row, nodes, gpus),
+        sweep.without_throughput.append({**_where(sweep.source(where), row, nodes, gpus),
                                          "missing": missing})
         return None
     if tps < MIN_RATE or tps_per_gpu < MIN_RATE:  # also keeps every efficiency finite
-        name = TPS if tps < MIN_RATE else TPS_PER_GPU
-        return (f"{name} {row[name]!r} is below {MIN_RATE} (the smallest rate a row "
+        name, at = (TPS, _TPS) if tps < MIN_RATE else (TPS_PER_GPU, _TPS_PER_GPU)
+        return (f"{name} {row[at]!r} is below {MIN_RATE} (the smallest rate a row "
                 "holds at 3 decimals); row not used")
-    key = (row["config"], system.casefold(), nodes, gpus)
-    runs = sweep.measured.get(key)
-    if runs is None:
-        runs = sweep.measured[key] = []
-    mfu = _cell(row, MFU)
-    runs.append(Run(source, tps, tps_per_gpu, None if mfu == 0 else mfu, mfu == 0))
+    key = (row[_CONFIG], folded, nodes, gpus)
+    point = sweep.measured.get(key)
+    if point is None:
+        point = sweep.measured[key] = Point()
+    point.tps.append(tps)
+    point.tps_per_gpu.append(tps_per_gpu)
+    try:
+        point.sources.append(where)
+    except OverflowError:  # line x files past 4,294,967,295
+        point.sources = array("q", point.sources)
+        point.sources.append(where)
+    mfu = _number(row[_MFU])
+    if mfu == 0:
+        point.mfu_zero += 1
+    elif mfu is not None:
+        point.mfu_pct.append(mfu)
+    ratio = round(tps_per_gpu * gpus / tps, 2)
+    if abs(round(ratio * 100) - 100) > GPUS_MISMATCH_PCT:  # whole percent: no float fuzz
+        point.mismatched.append((where, ratio))
     return None
 
 
-def _where(source: str, row: Mapping[str, str], nodes: int, gpus: int) -> dict[str, Any]:
-    return {"source": source, "config": row["config"], "system": row["system"],
+def _where(source: str, row: list[str], nodes: int, gpus: int) -> dict[str, Any]:
+    return {"source": source, "config": row[_CONFIG], "system": row[_SYSTEM],
             "nodes": nodes, "gpus": gpus}
 
 
 # --- the numbers ------------------------------------------------------------------------------
 
-def build_report(sweep: Sweep) -> dict[str, Any]:
-    """The whole report as plain data (what ``--format json`` prints)."""
-    by_group: dict[tuple[str, str], list[tuple[int, int, list[Run]]]] = defaultdict(list)
-    for (config, system, nodes, gpus), runs in sweep.measured.items():
-        by_group[(config, sweep.system_name(system))].append((nodes, gpus, runs))
-    groups = [_group(config, system, points)
+def build_report(sweep: Sweep, sources: bool = True) -> dict[str, Any]:
+    """The whole report as plain data (what ``--format json`` prints).
+
+    ``sources=False`` leaves out each point's ``sources`` (the ``PATH:LINE`` of every
+    repeat), which only the JSON shows: a string a row, the one part of the report that
+    grows with the rows.
+    """
+    by_group: dict[tuple[str, str], list[tuple[int, int, Point]]] = defaultdict(list)
+    for (config, system, nodes, gpus), point in sweep.measured.items():
+        by_group[(config, sweep.system_name(system))].append((nodes, gpus, point))
+    groups = [_group(sweep, config, system, points, sources)
               for (config, system), points in sorted(by_group.items())]
     named = [[{**r, "system": sweep.system_name(r["system"])} for r in pile]
              for pile in (sweep.failed, sweep.without_throughput)]
@@ -242,34 +353,35 @@ def spread_pct(values: Sequence[float]) -> float | None:
     return (max(values) - min(values)) / statistics.median(values) * 100
 
 
-def _point(nodes: int, gpus: int, runs: list[Run]) -> dict[str, Any]:
-    tps = [r.tps for r in runs]
-    mfu = [r.mfu_pct for r in runs if r.mfu_pct is not None]
+def _point(sweep: Sweep, nodes: int, gpus: int, point: Point, sources: bool) -> dict[str, Any]:
+    tps, tps_per_gpu, mfu = point.tps, point.tps_per_gpu, point.mfu_pct
     spread = spread_pct(tps)
     return {
-        "nodes": nodes, "gpus": gpus, "repeats": len(runs),
+        "nodes": nodes, "gpus": gpus, "repeats": len(point),
         "tokens_per_sec": round(statistics.median(tps), 3),
-        "tokens_per_sec_per_gpu": round(statistics.median(r.tps_per_gpu for r in runs), 3),
+        "tokens_per_sec_per_gpu": round(statistics.median(tps_per_gpu), 3),
         "efficiency": None,  # set by _group, against the baseline
         "mfu_pct": round(statistics.median(mfu), 1) if mfu else None,
         "mfu_repeats": len(mfu),
         "spread_pct": None if spread is None else round(spread, 1),
         "tokens_per_sec_min": min(tps), "tokens_per_sec_max": max(tps),
-        "tokens_per_sec_per_gpu_min": min(r.tps_per_gpu for r in runs),
-        "tokens_per_sec_per_gpu_max": max(r.tps_per_gpu for r in runs),
+        "tokens_per_sec_per_gpu_min": min(tps_per_gpu),
+        "tokens_per_sec_per_gpu_max": max(tps_per_gpu),
         "flagged": False,
-        "sources": [r.source for r in runs],
+        **({"sources": [sweep.source(where) for where in point.sources]} if sources else {}),
     }
 
 
-def _group(config: str, system: str, points: list[tuple[int, int, list[Run]]]) -> dict[str, Any]:
-    pts = [_point(n, g, runs) for n, g, runs in sorted(points, key=lambda p: (p[0], p[1]))]
+def _group(sweep: Sweep, config: str, system: str, points: list[tuple[int, int, Point]],
+           sources: bool) -> dict[str, Any]:
+    pts = [_point(sweep, n, g, point, sources)
+           for n, g, point in sorted(points, key=lambda p: (p[0], p[1]))]
     base = pts[0]
     for p in pts:
         p["efficiency"] = round(p["tokens_per_sec_per_gpu"] / base["tokens_per_sec_per_gpu"], 3)
-    runs = {(n, g): rs for n, g, rs in points}
+    runs = {(n, g): point for n, g, point in points}
     flags = (_group_flags(pts) + _zero_mfu_flags(runs)
-             + [f for p in pts for f in _point_flags(p, base, runs)])
+             + [f for p in pts for f in _point_flags(sweep, p, base, runs)])
     flagged = {(f["nodes"], f["gpus"]) for f in flags}
     for p in pts:
         p["flagged"] = (p["nodes"], p["gpus"]) in flagged or (p["nodes"], None) in flagged
@@ -299,16 +411,16 @@ def _group_flags(pts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return flags
 
 
-def _zero_mfu_flags(runs: Mapping[tuple[int, int], list[Run]]) -> list[dict[str, Any]]:
-    zero = sum(r.mfu_zero for rs in runs.values() for r in rs)
+def _zero_mfu_flags(runs: Mapping[tuple[int, int], Point]) -> list[dict[str, Any]]:
+    zero = sum(point.mfu_zero for point in runs.values())
     if not zero:
         return []
     return [_flag("zero_mfu", f"mfu 0.0 in {plural(zero, 'row')}, read as unknown "
                               f"({MFU_ZERO_MEANS}): empty those cells")]
 
 
-def _point_flags(p: dict[str, Any], base: dict[str, Any],
-                 runs: Mapping[tuple[int, int], list[Run]]) -> list[dict[str, Any]]:
+def _point_flags(sweep: Sweep, p: dict[str, Any], base: dict[str, Any],
+                 runs: Mapping[tuple[int, int], Point]) -> list[dict[str, Any]]:
     at = {"nodes": p["nodes"], "gpus": p["gpus"]}
     eff = p["efficiency"]
     base_at = f"the baseline ({plural(base['nodes'], 'node')}, {plural(base['gpus'], 'gpu')})"
@@ -330,11 +442,9 @@ def _point_flags(p: dict[str, Any], base: dict[str, Any],
     if 0 < p["mfu_repeats"] < p["repeats"]:
         flags.append(_flag("partial_mfu", f"mfu logged by {p['mfu_repeats']} of "
                            f"{p['repeats']} repeats; its median is over those only", **at))
-    for r in runs[(p["nodes"], p["gpus"])]:
-        ratio = round(r.tps_per_gpu * p["gpus"] / r.tps, 2)
-        if abs(round(ratio * 100) - 100) > GPUS_MISMATCH_PCT:  # whole percent: no float fuzz
-            flags.append(_flag("gpus_mismatch", f"{r.source}: tokens/s/gpu x gpus is "
-                               f"{ratio:.2f}x tokens/s: gpus or a throughput is wrong", **at))
+    for where, ratio in runs[(p["nodes"], p["gpus"])].mismatched:
+        flags.append(_flag("gpus_mismatch", f"{sweep.source(where)}: tokens/s/gpu x gpus is "
+                           f"{ratio:.2f}x tokens/s: gpus or a throughput is wrong", **at))
     return flags
 
 

@@ -30,7 +30,7 @@ from ezpz_amsc.fs.create import create_file
 from ezpz_amsc.fs.read import read_capped
 from ezpz_amsc.records.folder import iter_records
 from ezpz_amsc.results.fields import table_schema
-from ezpz_amsc.results.schema import cells_of
+from ezpz_amsc.results.schema import HEADER, cells_of
 from ezpz_amsc.results.validate import check_results_file
 
 PACKAGE_FILE = "datapackage.json"
@@ -72,7 +72,8 @@ def describe(results: str | os.PathLike[str],
     if csv_path.is_dir():
         raise AmscError(f"{csv_path}: is a directory; describe needs a results CSV")
     rows: list[dict[str, str]] = []
-    count, problems = check_results_file(csv_path, lambda _line, row: rows.append(row))
+    count, problems = check_results_file(
+        csv_path, lambda _line, cells, _offset: rows.append(dict(zip(HEADER, cells, strict=True))))
     if problems:
         raise AmscError(f"{csv_path}: {plural(len(problems), 'problem')} in "
                         f"{plural(count, 'row')}; 'ezpz-amsc check {csv_path}' lists them: "

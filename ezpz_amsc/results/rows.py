@@ -8,6 +8,11 @@ ends. Each record comes out with the byte offset and number of its first line;
 a line longer than :data:`~ezpz_amsc.results.schema.MAX_ROW_BYTES` is skipped
 unread (reported, never held in memory), and a record the csv module cannot
 read is reported, after which reading goes on at the next line.
+
+:func:`read_blocks` reads the same records faster: a block of whole lines that the
+csv module would read as they stand (no quote, no CR, no NUL, valid UTF-8, no line
+near a limit) comes out as the lines' text, each line's cells its text split at the
+commas; anything else is read by :func:`read_records`.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import BinaryIO
 from ezpz_amsc.results.schema import MAX_ROW_BYTES
 
 _BOM = "\ufeff"
+_BLOCK_BYTES = 1 << 16  # read at a time by read_blocks
 
 
 @dataclass
@@ -132,6 +138,58 @@ def _records(lines: _Lines) -> Iterator[Record]:
             lines.eof = False
             yield Record(start, number, number, None,
                          f"line longer than {MAX_ROW_BYTES:,} bytes; not read")
+
+
+@dataclass
+class Plain:
+    """Whole lines that the csv module reads as their text split at the commas."""
+
+    offset: int  # byte offset of the first line
+    line: int  # its number
+    texts: list[str]  # each line's text, without its line end ("" for an empty line)
+    ascii: bool  # every line's length in bytes is its length in characters
+
+
+def read_blocks(f: BinaryIO, offset: int = 0, line: int = 1) -> Iterator[Plain | Record]:
+    """The records of ``f`` from byte ``offset`` (line number ``line``), as
+    :func:`read_records` gives them, with runs of plain lines given as :class:`Plain`.
+
+    A line of a :class:`Plain` is the record ``text.split(",")`` (an empty line:
+    ``[]``); its line number and offset follow from the block's by counting.
+    The file's first record (a BOM) is always read by :func:`read_records`.
+    """
+    # Below both the csv module's field limit and the line cap, counted in characters.
+    longest = min(csv.field_size_limit(), MAX_ROW_BYTES // 4) - 1
+    exact_to = 1 if offset == 0 else 0  # read the records before this offset the exact way
+    while True:
+        if exact_to > offset:
+            f.seek(offset)
+            lines = _Lines(f, offset, line)
+            for rec in _records(lines):
+                yield rec
+                if lines.offset >= exact_to:
+                    break
+            else:
+                return
+            offset, line = lines.offset, lines.line + 1
+        f.seek(offset)
+        data = f.read(_BLOCK_BYTES)
+        if not data:
+            return
+        end = data.rfind(b"\n") + 1
+        exact_to = offset + (end or len(data))
+        if not end or b'"' in data[:end] or b"\r" in data[:end] or b"\0" in data[:end]:
+            continue
+        chunk = data[:end]
+        try:
+            texts = chunk.decode().split("\n")
+        except UnicodeDecodeError:
+            continue
+        texts.pop()  # after the last line end
+        if max(map(len, texts)) > longest:
+            continue
+        yield Plain(offset, line, texts, chunk.isascii())
+        offset, line = offset + end, line + len(texts)
 
 
 def record_at(fd: int, offset: int) -> list[str] | None:

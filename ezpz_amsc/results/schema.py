@@ -73,7 +73,9 @@ def cells_key(cells: Sequence[str]) -> RunKey:
 
 
 class RunIndex:
-    """Where each run identity was first seen: the one duplicate rule of append, check, report."""
+    """Where each run identity was first seen: the duplicate rule, for a few rows (an
+    append's); ``check`` and ``report`` apply it to whole files through
+    :class:`~ezpz_amsc.results.seen.SeenRuns`."""
 
     def __init__(self) -> None:
         self._first: dict[RunKey, object] = {}

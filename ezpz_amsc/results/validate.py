@@ -9,23 +9,24 @@ import re
 import stat
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.fs.access import describe, group_has_others, group_name
 from ezpz_amsc.fs.read import open_regular
 from ezpz_amsc.results.fields import bound_problems
-from ezpz_amsc.results.rows import read_records
+from ezpz_amsc.results.rows import Plain, Record, read_blocks, read_records
 from ezpz_amsc.results.schema import (
     HEADER,
+    KEY_COLUMNS,
     MFU_ZERO_MEANS,
     REQUIRED,
-    RunIndex,
     dashboard_problems,
     header_difference,
-    run_key,
     unsafe_cells,
     zero_mfu,
 )
+from ezpz_amsc.results.seen import SeenRuns
 
 # Bytes that are not UTF-8, as the surrogateescape decoder keeps them: such a line is
 # reported by number and the reading goes on (a strict decoder would stop the whole file).
@@ -38,16 +39,19 @@ ZERO_MFU_PROBLEM = (f"mfu {{!r}} is zero, which is not a measurement ({MFU_ZERO_
 
 def check_results_file(
     path: str | os.PathLike[str],
-    on_row: Callable[[int, dict[str, str]], None] | None = None,
-    on_cells: Callable[[int, dict[str, str]], None] | None = None,
+    on_row: Callable[[int, list[str], int], None] | None = None,
+    on_cells: Callable[[int, list[str], int], None] | None = None,
 ) -> tuple[int, list[str]]:
     """Return (data rows read, problems as ``PATH:LINE: what``); empty list = clean.
 
-    ``on_row(line, row)`` is called for each row without a problem, so a reader
-    (the report) sees exactly the rows ``--check`` passes; ``on_cells`` for
-    every row that has a cell for each column, problems or not. Only a regular
-    file is read, a line at a time (:mod:`ezpz_amsc.results.rows`): a FIFO or
-    a device is refused, and a line past the cap is a problem, not a hang.
+    ``on_row(line, cells, offset)`` is called for each row without a problem, so a
+    reader (the report) sees exactly the rows ``--check`` passes; ``on_cells`` for
+    every row that has a cell for each column, problems or not. ``cells`` are in
+    :data:`HEADER`'s order, empty for a column the file lacks; ``offset`` is the byte
+    offset of the row's record. Only a regular file is read, a block at a time
+    (:mod:`ezpz_amsc.results.rows`): a FIFO or a device is refused, and a line past
+    the cap is a problem, not a hang. Memory does not grow with the rows, but for the
+    run identities (:class:`~ezpz_amsc.results.seen.SeenRuns`) and the problems.
     """
     p = Path(path)
     try:
@@ -63,57 +67,170 @@ def check_results_file(
         raise AmscError(f"{p}: cannot read: {os.strerror(errno.EACCES)}") from None
     except OSError as e:
         raise AmscError(f"{p}: cannot read: {e.strerror or e}") from None
-    problems: list[str] = []
-    rows = 0
     with f:
+        check = _Check(p, f, on_row, on_cells)
         try:
-            records = read_records(f)
-            first = next(records, None)
-            if first is None:
-                raise AmscError(f"{p}: empty file, no header")
-            header = first.cells
-            if header is None:
-                raise AmscError(f"{p}:1: the header cannot be read: {first.problem}")
-            missing = [c for c in REQUIRED if c not in header]
-            if missing:
-                what = "column" if len(missing) == 1 else "columns"
-                raise AmscError(f"{p}: header lacks required {what} {', '.join(missing)}")
-            if tuple(header) != HEADER:
-                problems.append(f"{p}:1: {HEADER_PROBLEM} ({header_difference(header)})")
-            index = {c: header.index(c) for c in HEADER if c in header}
-            seen = RunIndex()
-            for rec in records:
-                line, cells = rec.last_line, rec.cells
-                if cells is None:
-                    rows += 1
-                    problems.append(f"{p}:{line}: {rec.problem}")
-                    continue
-                if not any(c.strip() for c in cells):
-                    continue
-                rows += 1
-                if _NOT_UTF8.search("".join(cells)):
-                    problems.append(f"{p}:{line}: not UTF-8 text")
-                    continue
-                if len(cells) != len(header):
-                    problems.append(f"{p}:{line}: {len(cells)} cells, header has {len(header)}")
-                    continue
-                row = {c: cells[i] for c, i in index.items()}
-                if on_cells is not None:
-                    on_cells(line, row)
-                found = [f"{p}:{line}: {what}"
-                         for what in dashboard_problems(row) + bound_problems(row)]
-                found += [f"{p}:{line}: {what}" for what in unsafe_cells(row)]
-                first_seen = seen.first(run_key(row), line)
-                if first_seen is not None:
-                    found.append(f"{p}:{line}: same run as line {first_seen}")
-                problems.extend(found)
-                if zero_mfu(row):  # readable, but it would publish a made-up number
-                    problems.append(f"{p}:{line}: {ZERO_MFU_PROBLEM.format(row['mfu'])}")
-                if on_row is not None and not found:
-                    on_row(line, row)
+            check.read()
         except OSError as e:
             raise AmscError(f"{p}: cannot read: {e.strerror or e}") from None
-    return rows, problems
+        finally:
+            check.close()
+    return check.rows, check.problems
+
+
+def _clean_row_pattern() -> re.Pattern[str]:
+    """A line of :data:`HEADER`'s columns in which ``check`` can find no problem (but a
+    run seen before): the common row, told apart in one match. Narrower than the rules
+    (a row it does not match is judged cell by cell), never wider: every timestamp it
+    takes is a date :func:`~ezpz_amsc.results.schema.parse_timestamp` takes, every number
+    is finite and within its column's bounds, no cell is long, blank where required, or
+    starts like a formula, and mfu is not zero."""
+    text = r'[A-Za-z0-9_][^,"\x00]{0,4095}'  # starts with neither a space nor a formula sign
+    count = r"[1-9][0-9]{0,17}"
+    number = r"[0-9]{1,300}(?:\.[0-9]{1,300})?"  # finite: at most 300 digits before the point
+    mfu = r"(?:100(?:\.0{1,300})?|[1-9][0-9]?(?:\.[0-9]{1,300})?|0?\.(?=[0-9]*[1-9])[0-9]{1,300})"
+    day = (r"(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])|(?:0[13-9]|1[0-2])-(?:29|30)"
+           r"|(?:0[13578]|1[02])-31)")  # 29 February goes the long way (a leap year?)
+    stamp = rf"(?!0000)[0-9]{{4}}-{day}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|6[01])Z"
+    cells = {"timestamp": stamp, "system": text, "config": text, "nodes": count,
+             "gpus": count, "status": "(?:pass|fail)", "wall_time_sec": number,
+             "throughput_tokens_per_sec": f"(?:{number})?",
+             "throughput_tokens_per_sec_per_gpu": f"(?:{number})?", "mfu": f"(?:{mfu})?",
+             "tflops": f"(?:{number})?", "final_loss": f"(?:-?{number})?",
+             "steps": f"(?:{count})?", "error": f"(?:{text})?"}
+    key = ",".join(cells[c] for c in KEY_COLUMNS)
+    rest = ",".join(cells[c] for c in HEADER[len(KEY_COLUMNS):])
+    assert HEADER[:len(KEY_COLUMNS)] == KEY_COLUMNS and set(cells) == set(HEADER)
+    return re.compile(f"({key}),{rest}")
+
+
+class _Check:
+    """One results file being checked: what ``check_results_file`` keeps while it reads."""
+
+    def __init__(self, path: Path, f: BinaryIO,
+                 on_row: Callable[[int, list[str], int], None] | None,
+                 on_cells: Callable[[int, list[str], int], None] | None) -> None:
+        self.path, self.f, self.on_row, self.on_cells = path, f, on_row, on_cells
+        self.rows = 0
+        self.problems: list[str] = []
+        self.header: list[str] = []
+        self.index: dict[str, int] = {}
+        self.key_index: tuple[int, ...] = ()
+        self.in_order = False  # the header is HEADER: a row's cells are in HEADER's order
+        self.seen = SeenRuns(self._key_at)
+        self._again: BinaryIO | None = None  # the file opened again, to confirm a duplicate
+
+    def close(self) -> None:
+        if self._again is not None:
+            self._again.close()
+
+    def read(self) -> None:
+        p = self.path
+        blocks = read_blocks(self.f)
+        first = next(blocks, None)
+        if first is None:
+            raise AmscError(f"{p}: empty file, no header")
+        assert isinstance(first, Record)  # the first record is always read the exact way
+        header = first.cells
+        if header is None:
+            raise AmscError(f"{p}:1: the header cannot be read: {first.problem}")
+        missing = [c for c in REQUIRED if c not in header]
+        if missing:
+            what = "column" if len(missing) == 1 else "columns"
+            raise AmscError(f"{p}: header lacks required {what} {', '.join(missing)}")
+        if tuple(header) != HEADER:
+            self.problems.append(f"{p}:1: {HEADER_PROBLEM} ({header_difference(header)})")
+        self.header = header
+        self.index = {c: header.index(c) for c in HEADER if c in header}
+        self.key_index = tuple(header.index(c) for c in KEY_COLUMNS)
+        self.in_order = tuple(header) == HEADER
+        clean = _CLEAN_ROW.fullmatch if self.in_order else None
+        for block in blocks:
+            if type(block) is Plain:
+                self._plain(block, clean)
+            elif block.cells is None:
+                self.rows += 1
+                self.problems.append(f"{p}:{block.last_line}: {block.problem}")
+            else:
+                self._row(block.last_line, block.offset, block.cells)
+
+    def _plain(self, block: Plain, clean: Callable[[str], re.Match[str] | None] | None) -> None:
+        """Lines read as they stand: a clean row (the common case) in one match, the others
+        cell by cell."""
+        line, offset, wide = block.line, block.offset, not block.ascii
+        if clean is None:  # a header of its own: every row cell by cell
+            for text in block.texts:
+                self._row(line, offset, text.split(",") if text else [])
+                offset += 1 + len(text.encode() if wide else text)
+                line += 1
+            return
+        first, problems, on_row, on_cells = (self.seen.first, self.problems, self.on_row,
+                                              self.on_cells)
+        told, where, rows = on_row is not None or on_cells is not None, f"{self.path}:", 0
+        for text in block.texts:
+            m = clean(text)
+            if m is None:
+                self._row(line, offset, text.split(",") if text else [])
+            else:
+                rows += 1
+                seen_at = first(m[1], line, offset)
+                if told:
+                    cells = text.split(",")
+                    if on_cells is not None:
+                        on_cells(line, cells, offset)
+                    if on_row is not None and seen_at is None:
+                        on_row(line, cells, offset)
+                if seen_at is not None:
+                    problems.append(f"{where}{line}: same run as line {seen_at}")
+            offset += 1 + len(text.encode() if wide else text)
+            line += 1
+        self.rows += rows
+
+    def _row(self, line: int, offset: int, cells: list[str]) -> None:
+        """One record, every rule applied to each cell."""
+        p = self.path
+        if not any(c.strip() for c in cells):
+            return
+        self.rows += 1
+        if _NOT_UTF8.search("".join(cells)):
+            self.problems.append(f"{p}:{line}: not UTF-8 text")
+            return
+        if len(cells) != len(self.header):
+            self.problems.append(f"{p}:{line}: {len(cells)} cells, header has "
+                                 f"{len(self.header)}")
+            return
+        row = {c: cells[i] for c, i in self.index.items()}
+        ordered = cells if self.in_order else [row.get(c, "") for c in HEADER]
+        if self.on_cells is not None:
+            self.on_cells(line, ordered, offset)
+        found = [f"{p}:{line}: {what}" for what in dashboard_problems(row) + bound_problems(row)]
+        found += [f"{p}:{line}: {what}" for what in unsafe_cells(row)]
+        key = tuple(cells[i] for i in self.key_index)
+        first_seen = self.seen.first(",".join(key), line, offset, key)
+        if first_seen is not None:
+            found.append(f"{p}:{line}: same run as line {first_seen}")
+        self.problems.extend(found)
+        if zero_mfu(row):  # readable, but it would publish a made-up number
+            self.problems.append(f"{p}:{line}: {ZERO_MFU_PROBLEM.format(row['mfu'])}")
+        if self.on_row is not None and not found:
+            self.on_row(line, ordered, offset)
+
+    def _key_at(self, _where: int, offset: int) -> tuple[str, ...] | None:
+        """The run identity of the record at ``offset``, read again (a digest matched)."""
+        if self._again is None:
+            again = open_regular(self.path)
+            if os.fstat(again.fileno())[:3] != os.fstat(self.f.fileno())[:3]:
+                again.close()
+                raise AmscError(f"{self.path}: replaced while it was read; check it again")
+            self._again = again
+        rec = next(read_records(self._again, offset), None)
+        cells = rec.cells if rec is not None else None
+        if cells is None or len(cells) != len(self.header):
+            return None
+        return tuple(cells[i] for i in self.key_index)
+
+
+_CLEAN_ROW = _clean_row_pattern()
 
 
 def _csv_in(folder: Path) -> str:

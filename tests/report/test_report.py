@@ -459,6 +459,29 @@ def test_the_same_run_in_another_case_is_counted_once(tmp_path):
     assert rep["groups"][0]["points"][0]["repeats"] == 1
 
 
+def test_one_file_with_a_system_spelled_two_ways_counts_the_run_once(tmp_path):
+    s = Sweep().add("Aurora", 1, 12, 1000).add("Aurora", 2, 24, 990)
+    s.rows.append([s.rows[0][0], "AURORA", *s.rows[0][2:]])  # line 2's run, in capitals
+    p = s.add("aurora", 4, 48, 980).write(tmp_path / "one.csv")
+    rep = _report_of(p)
+    assert rep["problems"] == [f"{p}:4: same run as {p}:2"]
+    assert rep["rows"] == {"read": 4, "measured": 3, "without_throughput": 0, "failed": 0,
+                           "not_used": 1}
+    assert [pt["sources"] for pt in rep["groups"][0]["points"]] == [
+        [f"{p}:2"], [f"{p}:3"], [f"{p}:5"]]
+
+
+def test_one_file_with_one_spelling_a_system_is_read_without_an_index_of_runs(tmp_path,
+                                                                               monkeypatch):
+    from ezpz_amsc.report import data
+
+    p = Sweep().add("Aurora", 1, 12, 1000).add("Aurora", 2, 24, 990).write(tmp_path / "a.csv")
+    expected = _report_of(p)
+    monkeypatch.setattr(data, "SeenRuns", None)  # any index of the report's own would fail
+    assert _report_of(p) == expected
+    assert expected["rows"]["measured"] == 2 and expected["problems"] == []
+
+
 # --- input that is not clean ------------------------------------------------------------------
 
 

@@ -9,6 +9,8 @@ import os
 
 import pytest
 from helpers import CSV_FIELD_LIMIT
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ezpz_amsc.results.rows import Record, read_records, record_at
 from ezpz_amsc.results.schema import MAX_ROW_BYTES
@@ -134,3 +136,44 @@ def test_a_long_last_line_with_its_line_end_is_the_last_record(end):
     assert _read(data) == [
         (0, 1, 1, ["h"], None),
         (1 + len(end), 2, 2, None, f"line longer than {MAX_ROW_BYTES:,} bytes; not read")]
+
+
+# --- read_blocks: the same records, plain blocks given as their lines ----------------------------
+
+def _expanded(data: bytes, block_bytes: int) -> list[tuple]:
+    """read_blocks' records of ``data``, each plain line made the record it stands for."""
+    from ezpz_amsc.results import rows as rows_module
+    from ezpz_amsc.results.rows import Plain, read_blocks
+
+    out = []
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(rows_module, "_BLOCK_BYTES", block_bytes)
+        for item in read_blocks(io.BytesIO(data)):
+            if not isinstance(item, Plain):
+                out.append((item.offset, item.line, item.last_line, item.cells, item.problem))
+                continue
+            offset, line = item.offset, item.line
+            for text in item.texts:
+                out.append((offset, line, line, text.split(",") if text else [], None))
+                offset += len(text.encode("utf-8", "surrogateescape")) + 1
+                line += 1
+    return out
+
+
+_PIECES = [b"a,b", b"1,2,3", b"", b'"q,1",2', b'"multi\nline",x', b"\r", b"\r\n", b"\n",
+           b"\xff\xfe", "\u00e9t\u00e9".encode(), b"\x00", "\ufeff".encode(),
+           b",,,", b" , "]
+
+
+@given(pieces=st.lists(st.sampled_from(_PIECES), max_size=40),
+       block=st.sampled_from([1, 7, 16, 64, 1 << 16]))
+def test_read_blocks_gives_the_records_read_records_gives(pieces, block):
+    data = b"\n".join(pieces)
+    assert _expanded(data, block) == _read(data)
+
+
+def test_a_long_line_or_a_field_near_the_limit_goes_the_exact_way():
+    data = (b"h\n" + _line_of(LIMIT + 10) + b"\n" + b"y" * (LIMIT + 1) + b"\nok,1\n"
+            + b"x" * (MAX_ROW_BYTES + 5) + b"\nz\n")
+    assert _expanded(data, 1 << 16) == _read(data)
+    assert [r[4] is None for r in _read(data)] == [True, True, False, True, False, True]

@@ -361,3 +361,65 @@ def test_header_difference_says_what_differs(found, said):
 def test_zero_mfu_is_a_number_equal_to_zero(mfu, zero):
     assert zero_mfu({"mfu": mfu}) is zero
     assert zero_mfu({}) is False  # a file without the column
+
+
+def _strptime_epoch(text: str) -> float | None:
+    """What parse_timestamp answered before its fast path: time.strptime's reading."""
+    import calendar
+    import time
+
+    try:
+        return float(calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")))
+    except ValueError:
+        return None
+
+
+def _parsed(text: str) -> float | None:
+    from ezpz_amsc.results.schema import parse_timestamp
+
+    try:
+        return parse_timestamp(text)
+    except ValueError:
+        return None
+
+
+_DIGITS = st.sampled_from("0123456789")
+_FIELD = st.one_of(st.text(_DIGITS, min_size=1, max_size=5),
+                   st.sampled_from(["٢", " 1", "+1", "-1", "00", "60", "61", "62", "29", "31"]))
+
+
+@given(year=st.one_of(st.integers(0, 9999).map("{:04d}".format), _FIELD),
+       month=st.one_of(st.integers(0, 13).map("{:02d}".format), _FIELD),
+       day=st.one_of(st.integers(0, 32).map("{:02d}".format), _FIELD),
+       hour=st.one_of(st.integers(0, 25).map("{:02d}".format), _FIELD),
+       minute=st.one_of(st.integers(0, 61).map("{:02d}".format), _FIELD),
+       sec=st.one_of(st.integers(0, 62).map("{:02d}".format), _FIELD),
+       seps=st.sampled_from(["-", "-", "-", "T", "Z", "t", "z", ":", " ", "/"]),
+       tail=st.sampled_from(["Z", "z", "", "ZZ", " "]))
+def test_a_timestamp_is_read_exactly_as_strptime_reads_it(year, month, day, hour, minute, sec,
+                                                          seps, tail):
+    text = f"{year}-{month}-{day}T{hour}:{minute}:{sec}{tail}"
+    assert _parsed(text) == _strptime_epoch(text)
+    odd = f"{year}{seps}{month}-{day}T{hour}:{minute}:{sec}{tail}"
+    assert _parsed(odd) == _strptime_epoch(odd)
+
+
+@given(st.text(max_size=24))
+def test_any_text_is_a_timestamp_exactly_when_strptime_says_so(text):
+    assert _parsed(text) == _strptime_epoch(text)
+
+
+@pytest.mark.parametrize("text", ["2024-02-29T00:00:00Z", "2000-02-29T12:00:00Z",
+                                  "0001-01-01T00:00:00Z", "9999-12-31T23:59:61Z",
+                                  "2026-11-29T22:18:43Z"])
+def test_timestamps_at_the_edges_of_the_calendar(text):
+    assert _parsed(text) == _strptime_epoch(text) is not None
+
+
+@pytest.mark.parametrize("text", ["1900-02-29T00:00:00Z", "2026-02-29T00:00:00Z",
+                                  "0000-01-01T00:00:00Z", "2026-04-31T00:00:00Z",
+                                  "2026-12-31T23:59:62Z", "2026-12-31T24:00:00Z",
+                                  "2026-12-31T23:60:00Z", "2026-13-01T00:00:00Z",
+                                  "2026-00-01T00:00:00Z", "2026-01-00T00:00:00Z"])
+def test_dates_no_calendar_has_are_refused(text):
+    assert _parsed(text) is None is _strptime_epoch(text)

@@ -1,0 +1,201 @@
+"""``check``'s reading of a results file (results/validate.py): the fast path (plain blocks,
+clean rows in one match, run identities as digests) says exactly what the exact path says,
+line for line. The command's own behaviour is tested in tests/cli/test_check_command.py."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ezpz_amsc.results import rows as rows_module
+from ezpz_amsc.results import seen as seen_module
+from ezpz_amsc.results import validate
+from ezpz_amsc.results.fields import bound_problems
+from ezpz_amsc.results.rows import read_records
+from ezpz_amsc.results.schema import (
+    HEADER,
+    dashboard_problems,
+    unsafe_cells,
+    zero_mfu,
+)
+
+
+class ExactRuns:
+    """The duplicate rule with whole identities in a dict: what SeenRuns must agree with."""
+
+    def __init__(self, _key_at):
+        self.first_at = {}
+
+    def first(self, text, where, offset, key=None):
+        key = tuple(text.split(",")) if key is None else key
+        seen = self.first_at.get(key)
+        if seen is None:
+            self.first_at[key] = where
+        return seen
+
+
+def _exact_blocks(f, offset=0, line=1):
+    yield from read_records(f, offset, line)
+
+
+def _checked(path):
+    cells, passed = [], []
+    rows, problems = validate.check_results_file(
+        path, on_row=lambda line, row, offset: passed.append((line, row, offset)),
+        on_cells=lambda line, row, offset: cells.append((line, row, offset)))
+    return rows, problems, passed, cells
+
+
+def _both_ways(path, block_bytes=64):
+    """check's answer with the fast path (in small blocks) and with the exact one."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(rows_module, "_BLOCK_BYTES", block_bytes)
+        fast = _checked(path)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(validate, "read_blocks", _exact_blocks)
+        m.setattr(validate, "SeenRuns", ExactRuns)
+        exact = _checked(path)
+    return fast, exact
+
+
+GOOD = ["2026-11-29T22:18:43Z", "Aurora", "c", "1", "12", "pass", "4.034", "3930.349",
+        "327.529", "31.5", "0.014", "7.989204", "30", ""]
+
+# Per column: cells the fast path takes, and cells it must leave to the exact rules.
+CELLS = {
+    "timestamp": ["2026-11-29T22:18:43Z", "2024-02-29T00:00:00Z", "2026-02-29T00:00:00Z",
+                  "2026-04-31T00:00:00Z", "2026-12-31T23:59:60Z", "2026-1-05T00:00:00Z",
+                  "2026-01-05t00:00:00z", "0000-01-01T00:00:00Z", "2026-01-05T24:00:00Z", ""],
+    "system": ["Aurora", "aurora", "AURORA", " Aurora", "=cmd", "", "  ", "Sun,spot",
+               'say "hi"', "x" * 4097, "Aurora\u00e9"],
+    "config": ["c", "c2", "-2", "-2+3", "@x", "\ta", "multi\nline", "c\r"],
+    "nodes": ["1", "2", "0", "-1", "1.5", "01", " 2", "x", ""],
+    "gpus": ["12", "1", "0", "1e3", ""],
+    "status": ["pass", "fail", "PASS", ""],
+    "wall_time_sec": ["4.034", "0", "-1", "inf", "nan", "1e400", ".5", "5.", "1_000", ""],
+    "throughput_tokens_per_sec": ["3930.349", "", "-3", "1e5", " 7"],
+    "throughput_tokens_per_sec_per_gpu": ["327.529", "", "0.000"],
+    "mfu": ["31.5", "", "0", "0.000", "0.001", "100", "100.0", "100.5", "101", "-0",
+            ".5", "99.99"],
+    "tflops": ["0.014", "", "-0.1"],
+    "final_loss": ["7.989204", "-2.5", "", "nan", "+1"],
+    "steps": ["30", "", "0", "1.5", "-3"],
+    "error": ["", "oom", "=HYPERLINK()", "x" * 5000],
+}
+
+
+@st.composite
+def near_good(draw):
+    """A good row with one or two cells from CELLS: mostly rows the clean pattern judges."""
+    row = list(GOOD)
+    for _ in range(draw(st.integers(1, 2))):
+        at = draw(st.integers(0, len(HEADER) - 1))
+        row[at] = draw(st.sampled_from(CELLS[HEADER[at]]))
+    return row
+
+
+rows_strategy = st.lists(
+    st.one_of(
+        st.just(GOOD),
+        near_good(), near_good(),
+        st.fixed_dictionaries({c: st.sampled_from(v) for c, v in CELLS.items()}).map(
+            lambda d: [d[c] for c in HEADER]),
+        st.lists(st.sampled_from(["a", "", "1"]), max_size=16),  # wrong cell counts, blanks
+    ),
+    max_size=12,
+)
+
+
+def _file(rows, line_end="\n", dup_every=0):
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator=line_end)
+    w.writerow(HEADER)
+    for i, row in enumerate(rows):
+        w.writerow(row)
+        if dup_every and i % dup_every == 0:
+            w.writerow(row)
+    return out.getvalue().encode("utf-8", "surrogateescape")
+
+
+@given(rows=rows_strategy, line_end=st.sampled_from(["\n", "\r\n"]),
+       dup_every=st.integers(0, 3), block=st.sampled_from([16, 64, 300, 1 << 20]),
+       junk=st.sampled_from([b"", b"\xff\xfe,x\n", b"\n\n", b"a,b\x00c\n", b'"open\n']))
+def test_the_fast_path_says_what_the_exact_path_says(tmp_path_factory, rows, line_end,
+                                                     dup_every, block, junk):
+    path = tmp_path_factory.mktemp("f") / "runs.csv"
+    data = _file(rows, line_end, dup_every)
+    half = data.find(b"\n", len(data) // 2) + 1 or len(data)
+    path.write_bytes(data[:half] + junk + data[half:])
+    fast, exact = _both_ways(path, block)
+    assert fast == exact
+
+
+def test_a_long_clean_file_is_read_in_blocks_with_its_duplicates_found(tmp_path):
+    rows = [[f"2026-01-{1 + k % 28:02d}T{k // 60:02d}:{k % 60:02d}:00Z", "Aurora", "c", "2",
+             "12", "pass", "1.5", "", "", "", "", "", "", ""]
+            for k in (i % 1000 for i in range(3000))]  # each run three times
+    path = tmp_path / "runs.csv"
+    path.write_bytes(_file(rows))
+    fast, exact = _both_ways(path, block_bytes=4096)
+    assert fast == exact
+    rows_read, problems, passed, cells = fast
+    assert (rows_read, len(problems), len(cells)) == (3000, 2000, 3000)
+    assert problems[0] == f"{path}:1002: same run as line 2"
+    assert problems[-1] == f"{path}:3001: same run as line 1001"
+    assert [line for line, _, _ in passed] == list(range(2, 1002))
+    assert passed[1][1] == rows[1]
+    assert passed[1][2] == len(",".join(HEADER)) + 1 + len(",".join(rows[0])) + 1
+
+
+def test_digests_that_all_collide_still_find_exactly_the_duplicates(tmp_path, monkeypatch):
+    rows = [GOOD, [*GOOD[:2], "d", *GOOD[3:]], GOOD, [*GOOD[:2], "d", *GOOD[3:]],
+            ["2026-11-29T22:18:43Z", "Aurora", "c,1", "1", "12", *GOOD[5:]],
+            ["2026-11-29T22:18:43Z", "Aurora", "c", "1,1", "12", *GOOD[5:]]]
+    path = tmp_path / "runs.csv"
+    path.write_bytes(_file(rows))
+    monkeypatch.setattr(seen_module, "_digest", lambda text: 7)
+    rows_read, problems, passed, _ = _checked(path)
+    # Lines 6 and 7 join to the same text ("c,1,1" twice) and are still two runs.
+    assert (rows_read, problems) == (6, [f"{path}:4: same run as line 2",
+                                         f"{path}:5: same run as line 3",
+                                         f"{path}:7: nodes '1,1' is not an integer"])
+    assert [line for line, _, _ in passed] == [2, 3, 6]
+    assert (rows_read, problems, passed) == _both_ways(path)[1][:3]
+
+
+def test_a_file_replaced_while_a_duplicate_is_confirmed_is_checked_again(tmp_path,
+                                                                          monkeypatch):
+    path = tmp_path / "runs.csv"
+    path.write_bytes(_file([GOOD, GOOD]))
+    real = validate.open_regular
+    calls = []
+
+    def reopen(p):
+        calls.append(p)
+        if len(calls) == 2:  # the second open: the confirmation's
+            p.rename(tmp_path / "old.csv")
+            p.write_bytes(_file([GOOD, GOOD]))
+        return real(p)
+
+    monkeypatch.setattr(validate, "open_regular", reopen)
+    with pytest.raises(validate.AmscError, match=re.escape(
+            f"{path}: replaced while it was read; check it again")):
+        validate.check_results_file(path)
+
+
+@given(cells=near_good().map(lambda row: dict(zip(HEADER, row, strict=True))),
+       extra=st.text(alphabet=st.sampled_from("aZ09_ .-/=+@\t\u00e9,"), max_size=6))
+def test_a_row_the_clean_pattern_takes_has_no_problem(cells, extra):
+    for col in ("system", "config", "error"):
+        row = {**cells, col: cells[col] + extra}
+        text = ",".join(row[c] for c in HEADER)
+        if validate._CLEAN_ROW.fullmatch(text) is None:
+            continue
+        assert text.count(",") == len(HEADER) - 1
+        assert dashboard_problems(row) + bound_problems(row) + unsafe_cells(row) == []
+        assert not zero_mfu(row)
