@@ -101,8 +101,8 @@ DIST_CPU_1RANK = {
 
 # What the finalize hook reads from the environment (the conftest fixture clears them).
 HOOK_ENV = ("EZPZ_AMSC_CONFIG", "EZPZ_AMSC_APPEND", "EZPZ_AMSC_STATUS", "EZPZ_AMSC_WALL_TIME_SEC",
-            "EZPZ_AMSC_PROVENANCE", "EZPZ_AMSC_LOCK_TIMEOUT", "RANK", "PMI_RANK",
-            "OMPI_COMM_WORLD_RANK")
+            "EZPZ_AMSC_PROVENANCE", "EZPZ_AMSC_LOCK_TIMEOUT", "EZPZ_AMSC_HASH_BUDGET", "RANK",
+            "PMI_RANK", "OMPI_COMM_WORLD_RANK")
 
 # What click gives a terminal of 100 columns or more: --help's max_content_width is 100.
 HELP_WIDTH = 98

@@ -8,7 +8,6 @@ present but non-finite are counted, so the caller can say how many it dropped.
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import os
@@ -52,7 +51,7 @@ SERIES = tuple(SERIES_KEYS)
 TOKEN_KEYS = ("train/tokens", "train/ntokens")
 STEP_EPOCH_KEYS = ("train/epoch", "epoch")
 
-# Read buffer while hashing: the digest is fed a MiB at a time, not a line at a time.
+# Read size of the hashing thread: the digest is fed a MiB at a time.
 _HASH_BUFFER_BYTES = 1 << 20
 
 _NAN = float("nan")
@@ -94,47 +93,84 @@ class Steps:
 
 
 class Digest(NamedTuple):
-    """Size and sha256 of a file as it was read, for provenance records."""
+    """Size and sha256 of a file as it was on disk when read, for provenance records.
 
-    size: int
-    sha256: str
-
-
-class _HashingRaw(io.RawIOBase):
-    """A raw file that feeds every byte read through it to a sha256.
-
-    Under a ``BufferedReader`` the hash is taken in the same pass as the
-    parse, in buffer-sized chunks: a multi-GB metrics file is never read twice,
-    and ``readline`` stays the C one.
+    ``sha256`` is None for a file left unhashed by a :class:`Digests` budget.
     """
 
-    def __init__(self, raw: io.RawIOBase) -> None:
+    size: int
+    sha256: str | None
+
+
+class Digests(dict[Path, Digest]):
+    """The digests of the files an export read, by path; with an optional byte budget.
+
+    A file is hashed whole or not at all: one whose size would take the bytes
+    hashed so far past ``budget_bytes`` gets ``Digest(size, None)``.
+    """
+
+    def __init__(self, budget_bytes: int | None = None) -> None:
+        super().__init__()
+        self.budget_bytes = budget_bytes
+        self.hashed_bytes = 0
+
+    def admit(self, size: int) -> bool:
+        """Whether a file of ``size`` bytes fits what is left of the budget (then counted)."""
+        if self.budget_bytes is not None and self.hashed_bytes + size > self.budget_bytes:
+            return False
+        self.hashed_bytes += size
+        return True
+
+
+class _Hasher:
+    """The sha256 of an open file, taken on a thread from its own reads beside the parse.
+
+    The thread reads the file descriptor with ``os.pread`` (its own offset, so
+    the parse's reads, seeks and the skim's early stop are untouched) in
+    MiB-sized chunks; both ``pread`` and ``sha256.update`` release the GIL, so
+    on a second core the hash costs the parse almost nothing. Reads come from
+    the page cache the parse fills (or fills it first): the file is fetched
+    from disk once.
+    """
+
+    def __init__(self, fd: int) -> None:
         # Imported here: hashlib loads OpenSSL (~3.5 MB resident), which only
         # a --provenance export needs.
         import hashlib
+        import threading
 
-        super().__init__()
-        self.raw = raw
-        self.sha256 = hashlib.sha256()
-        self.size = 0
+        self._fd = fd
+        self._sha256 = hashlib.sha256()
+        self._size = 0
+        self._error: OSError | None = None
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="ezpz-amsc-sha256", daemon=True)
+        self._thread.start()
 
-    def readable(self) -> bool:
-        return True
+    def _run(self) -> None:
+        pread, update, fd = os.pread, self._sha256.update, self._fd
+        try:
+            while not self._stop:
+                chunk = pread(fd, _HASH_BUFFER_BYTES, self._size)
+                if not chunk:
+                    return
+                update(chunk)
+                self._size += len(chunk)
+        except OSError as e:
+            self._error = e
 
-    def readinto(self, b: Any) -> int | None:
-        n = self.raw.readinto(b)
-        if n:
-            with memoryview(b) as view:
-                self.sha256.update(view[:n])
-            self.size += n
-        return n
+    def stop(self) -> None:
+        """Stop early (the read failed): the digest is not wanted."""
+        self._stop = True
+        self._thread.join()
 
-    def close(self) -> None:
-        self.raw.close()
-        super().close()
-
-    def digest(self) -> Digest:
-        return Digest(self.size, self.sha256.hexdigest())
+    def digest(self, path: Path) -> Digest:
+        """The file's size and sha256, once the thread has read it to its end."""
+        self._thread.join()
+        if self._error is not None:
+            e = self._error
+            raise AmscError(f"{path}: cannot read metrics file: {e.strerror or e}")
+        return Digest(self._size, self._sha256.hexdigest())
 
 
 def _number(v: Any) -> float | None:
@@ -193,13 +229,14 @@ _ORJSON_INT_LIMIT = float(2**63)
 
 def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
                max_line: int, keep_unranked: bool = False,
-               digests: dict[Path, Digest] | None = None, skim: bool = True) -> int:
+               digests: Digests | None = None, skim: bool = True) -> int:
     """Append ``path``'s step records (of ``want_rank`` if filtering) to ``out``.
 
     ``keep_unranked``: records without a ``rank`` field count as ``want_rank``'s
     (a per-rank file; in an interleaved file they belong to no rank).
-    With ``digests``, the file's size and sha256 are taken while it is read
-    (once per file: a second pass over it is not hashed again).
+    With ``digests``, the file's size and sha256 are taken while it is read, on
+    a thread (:class:`_Hasher`), when the budget admits it (once per file: a
+    second pass over it is not hashed again).
 
     This loop runs once per logged step, so it keeps per-record work to the
     lookups themselves: no per-record containers, values appended straight
@@ -232,15 +269,17 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
 
     last_ok = True
     last_line: bytes | None = b""
-    hashing = None
+    hasher = None
     try:
         raw = open_regular(path)  # a symlink to /proc/kmsg or a FIFO would block: refused
         size = os.fstat(raw.fileno()).st_size
-        if digests is not None and path not in digests:
-            hashing = _HashingRaw(raw.detach())  # type: ignore[arg-type]
-            raw = io.BufferedReader(hashing, _HASH_BUFFER_BYTES)
     except OSError as e:
         raise AmscError(f"{path}: cannot read metrics file: {e.strerror or e}") from None
+    if digests is not None and path not in digests:
+        if digests.admit(size):
+            hasher = _Hasher(raw.fileno())
+        else:
+            digests[path] = Digest(size, None)
     f = open_metrics(path, raw)  # raw itself, or a gzip reader over it
     out.files_read.append(path)
     lines = iter_lines(f, max_line)
@@ -252,6 +291,7 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
 
         lines = skim_lines(f, max_line, want_rank, passed)
     cut_stream = False  # a gzip stream that ends early: a killed job's compressed file
+    read_all = False
     with raw, f:
         try:
             for line in lines:
@@ -367,14 +407,18 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
                             ignored[k] = ignored.get(k, 0) + 1
                 ts = _number(rec.get("timestamp"))
                 ts_app(ts if ts is not None and isfinite(ts) else nan)
+            read_all = True
         except EOFError:
-            cut_stream = True
+            cut_stream = read_all = True
         except OSError as e:
             raise AmscError(f"{path}: cannot read metrics file: {e.strerror or e}") from None
+        finally:
+            if hasher is not None and not read_all:
+                hasher.stop()  # before the file closes: its descriptor number may be reused
+        if hasher is not None and digests is not None:
+            digests[path] = hasher.digest(path)
     seen = out.counter.tobytes()  # the preferred counter any record carried
     out.step_key = next((k for i, k in counters if bytes((i,)) in seen), None)
-    if hashing is not None and digests is not None:
-        digests[path] = hashing.digest()
     if last_line is not None and not last_ok and not last_line.endswith(b"\n"):
         out.truncated_last_line = True
         out.bad_lines -= 1
@@ -386,7 +430,7 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
 
 
 def read_steps(source: MetricsSource, max_line: int = MAX_LINE_BYTES,
-               digests: dict[Path, Digest] | None = None) -> Steps:
+               digests: Digests | None = None) -> Steps:
     """Read the records of one rank: rank 0 if it logged, else the lowest that did.
 
     Per-rank files: only the chosen rank's file is opened (the next one only if

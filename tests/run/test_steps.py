@@ -38,6 +38,7 @@ from helpers import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ezpz_amsc.errors import AmscError
 from ezpz_amsc.export import export_run
 from ezpz_amsc.options import MAX_LINE_BYTES, ExportOptions
 from ezpz_amsc.run import steps as steps_mod
@@ -816,3 +817,105 @@ def test_the_fallback_past_50000_empty_rank_files_opens_each_once(tmp_path, monk
     assert res.details.files_read == [str(p) for p in opened[:n]]
     assert res.details.rank_files_not_read == 0
     assert f"rank 0 logged no step; used rank {n - 1}" in res.notes
+
+
+# ------------------------------------------------------------------------ hashing beside the read
+
+
+def test_hashing_leaves_the_skim_its_early_stop(tmp_path, monkeypatch):
+    """A per-rank file hashed for a record is read as without hashing: the skim classifies its
+    first 64 KB, then hands the rest to the line reader; the digest is still the whole file's."""
+    from helpers import sha256
+
+    from ezpz_amsc.run import skim as skim_mod
+    from ezpz_amsc.run.steps import Digest, Digests
+
+    run = write_run(tmp_path / "run", simple_steps(3000))
+    path = run / "metrics-0.jsonl"
+    assert path.stat().st_size > 4 * skim_mod.FIRST_READ_BYTES
+    calls: list[int] = []
+    real = skim_mod.classify_block
+    monkeypatch.setattr(skim_mod, "classify_block", lambda *a: calls.append(a[1]) or real(*a))
+    plain = read_steps(find_run_files(run).metrics)
+    assert len(calls) == 1 and calls[0] <= skim_mod.FIRST_READ_BYTES
+    digests = Digests()
+    hashed = read_steps(find_run_files(run).metrics, MAX_LINE_BYTES, digests)
+    assert len(calls) == 2 and calls[1] == calls[0]  # the same one block, hashing or not
+    assert (len(hashed), list(hashed.series["tps"])) == (3000, list(plain.series["tps"]))
+    assert digests == {path: Digest(path.stat().st_size, sha256(path))}
+    assert digests.hashed_bytes == path.stat().st_size
+
+
+def test_the_hash_budget_takes_whole_files_in_the_order_read(tmp_path):
+    """Per-rank files read until one holds steps: each hashed while the budget lasts."""
+    from helpers import sha256
+
+    from ezpz_amsc.run.steps import Digest, Digests
+
+    run = tmp_path / "run"
+    write_jsonl(run / "metrics-0.jsonl", ["not json"])  # 9 bytes, no step
+    write_jsonl(run / "metrics-1.jsonl", [step(i, rank=1, tps=5.0, dt=0.2) for i in (1, 2, 3)])
+    write_run_info(run, WORLD_SIZE_IN_USE="2", world_size="2")
+    first, second = run / "metrics-0.jsonl", run / "metrics-1.jsonl"
+    size0, size1 = first.stat().st_size, second.stat().st_size
+    for budget, hashed in [(None, 2), (size0 + size1, 2), (size0 + size1 - 1, 1), (size0, 1),
+                           (size0 - 1, 0), (0, 0)]:
+        digests = Digests(budget)
+        steps = read_steps(find_run_files(run).metrics, MAX_LINE_BYTES, digests)
+        assert (steps.rank, len(steps)) == (1, 3)
+        want = {first: Digest(size0, sha256(first)), second: Digest(size1, sha256(second))}
+        if hashed < 2:
+            want[second] = Digest(size1, None)
+        if hashed < 1:
+            want[first] = Digest(size0, None)
+        assert digests == want, budget
+        assert digests.hashed_bytes == [0, size0, size0 + size1][hashed]
+
+
+def test_an_empty_file_fits_any_budget(tmp_path):
+    from ezpz_amsc.run.steps import Digest, Digests
+
+    run = good_run(tmp_path / "run")
+    (run / "metrics-0.jsonl").write_bytes(b"")
+    digests = Digests(0)
+    read_steps(find_run_files(run).metrics, MAX_LINE_BYTES, digests)
+    empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"  # sha256 of b""
+    assert digests[run / "metrics-0.jsonl"] == Digest(0, empty)
+
+
+def test_a_read_that_fails_stops_the_hashing_thread(tmp_path, monkeypatch):
+    """The parse raises: the thread stops before the file closes, and no digest is kept."""
+    import threading
+
+    from ezpz_amsc.run.steps import Digests
+
+    run = good_run(tmp_path / "run", n=50)
+
+    def broken(f, limit):
+        yield from []
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(steps_mod, "iter_lines", broken)
+    monkeypatch.setattr(steps_mod, "SKIM", False)
+    digests = Digests()
+    with pytest.raises(AmscError) as e:
+        read_steps(find_run_files(run).metrics, MAX_LINE_BYTES, digests)
+    assert e.value.format_message() == (f"{run / 'metrics-0.jsonl'}: cannot read metrics file: "
+                                        "Input/output error")
+    assert digests == {}
+    assert not [t for t in threading.enumerate() if t.name == "ezpz-amsc-sha256"]
+
+
+def test_a_file_the_hashing_thread_cannot_read_is_an_error(tmp_path, monkeypatch):
+    from ezpz_amsc.run.steps import Digests
+
+    run = good_run(tmp_path / "run")
+
+    def pread(fd, n, offset):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(steps_mod.os, "pread", pread)
+    with pytest.raises(AmscError) as e:
+        read_steps(find_run_files(run).metrics, MAX_LINE_BYTES, Digests())
+    assert e.value.format_message() == (f"{run / 'metrics-0.jsonl'}: cannot read metrics file: "
+                                        "Input/output error")
