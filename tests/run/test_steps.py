@@ -910,11 +910,14 @@ def test_a_file_the_hashing_thread_cannot_read_is_an_error(tmp_path, monkeypatch
     from ezpz_amsc.run.steps import Digests
 
     run = good_run(tmp_path / "run")
+    monkeypatch.delattr(steps_mod.os, "preadv")  # any failure of the thread: no digest
+    with pytest.raises(AttributeError):
+        read_steps(find_run_files(run).metrics, MAX_LINE_BYTES, Digests())
 
-    def pread(fd, n, offset):
+    def preadv(fd, buffers, offset):
         raise OSError(errno.EIO, "Input/output error")
 
-    monkeypatch.setattr(steps_mod.os, "pread", pread)
+    monkeypatch.setattr(steps_mod.os, "preadv", preadv, raising=False)
     with pytest.raises(AmscError) as e:
         read_steps(find_run_files(run).metrics, MAX_LINE_BYTES, Digests())
     assert e.value.format_message() == (f"{run / 'metrics-0.jsonl'}: cannot read metrics file: "
