@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import stat
+import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -431,7 +432,8 @@ def snapshot(s) -> dict:
     """Everything the step reader reports, NaN-safe (arrays compared as bytes)."""
     return {
         "rank": s.rank, "step": s.step.tobytes(), "timestamp": s.timestamp.tobytes(),
-        "contentless": s.contentless, "tokens": s.tokens.tobytes(), "epochs": s.epochs,
+        "contentless": s.contentless, "tokens": s.tokens.tobytes(),
+        "tokens_run": (s.tokens_run, struct.pack("d", s.tokens_first)), "epochs": s.epochs,
         "series": {k: v.tobytes() for k, v in s.series.items()},
         "keys_used": s.keys_used, "step_key": s.step_key, "nonfinite": s.nonfinite,
         "files_read": [str(p) for p in s.files_read], "files_not_read": s.files_not_read,

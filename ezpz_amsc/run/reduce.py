@@ -554,6 +554,16 @@ def _epoch_column(steps: Steps) -> np.ndarray:
     return np.frombuffer(epoch_values(steps), dtype=np.float64)
 
 
+def _tokens_column(steps: Steps) -> np.ndarray:
+    """Every record's tokens: the leading run of one value, then the column of the rest
+    (a read-only view of one number when the run is all of them, the usual case)."""
+    first = np.float64(steps.tokens_first)
+    if steps.tokens_run >= len(steps):
+        return np.broadcast_to(first, (len(steps),))
+    rest = np.frombuffer(steps.tokens, dtype=np.float64)
+    return np.concatenate((np.full(steps.tokens_run, first), rest)) if steps.tokens_run else rest
+
+
 def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = None,
                  now: float | None = None) -> Reduced:
     """Keep the training steps (of one attempt), order them, and reduce every series.
@@ -570,7 +580,7 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = 
     step = np.frombuffer(steps.step, dtype=np.float64)
     ts_raw = np.frombuffer(steps.timestamp, dtype=np.float64)
     cols = {k: np.frombuffer(steps.series[k], dtype=np.float64) for k in SERIES}
-    cols[TOKENS] = np.frombuffer(steps.tokens, dtype=np.float64)
+    cols[TOKENS] = _tokens_column(steps)
     cols[EPOCH] = _epoch_column(steps)
     bad_loss = np.zeros(len(steps), dtype=bool)
     bad_loss[steps.loss_nonfinite] = True

@@ -69,9 +69,14 @@ class Steps:
     counter: array = field(default_factory=lambda: array("b"))  # COUNTER_KEYS index per record
     # records (their index here) holding no number in any of the SERIES: eval records
     contentless: list[int] = field(default_factory=list)
-    tokens: array = field(default_factory=lambda: array("d"))  # TOKEN_KEYS, NaN when absent
+    # TOKEN_KEYS, NaN when absent: the first tokens_run records all hold tokens_first (a
+    # run that logs one batch size, or none, keeps no column), ``tokens`` the records after.
+    tokens: array = field(default_factory=lambda: array("d"))
+    tokens_first: float = math.nan
+    tokens_run: int = 0
     # STEP_EPOCH_KEYS (NaN when absent) of the first record and of each whose step number
-    # does not increase: the epoch can change the order only there (epoch_values()).
+    # does not increase, where the epoch can change the order (epoch_values()); only where
+    # it differs from the one before (a run without step numbers keeps no entry per record).
     epochs: dict[int, float] = field(default_factory=dict)
     timestamp: array = field(default_factory=lambda: array("d"))
     series: dict[str, array] = field(default_factory=lambda: {k: array("d") for k in SERIES})
@@ -260,8 +265,11 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
     contentless = out.contentless
     tokens_app = out.tokens.append
     token_key, token_key_2 = TOKEN_KEYS
+    tok_first, tok_run = out.tokens_first, out.tokens_run
+    tok_same = not out.tokens  # still in the leading run of one value
     epochs = out.epochs
     last_step = math.inf  # the first record's epoch is always read
+    last_epoch = None  # never equal to a number: the first one read is kept
     counters = tuple(enumerate(COUNTER_KEYS))
     tps_series = series["tps"]
     ignored = out.ignored_throughput
@@ -399,15 +407,27 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
                 if v is None:
                     v = get(token_key_2)
                 t = type(v)
-                if t is float or t is int:
+                if t is int:
                     try:
-                        tokens_app(v)
+                        v = float(v)
                     except OverflowError:  # an int too large for a float
-                        tokens_app(nan)
+                        v = nan
+                elif t is not float:
+                    v = nan
+                if not tok_same:
+                    tokens_app(v)
+                elif v == tok_first or (v != v and tok_first != tok_first):
+                    tok_run += 1  # (0.0 and -0.0 alike: tokens count only when > 0)
+                elif not tok_run:
+                    tok_first, tok_run = v, 1
                 else:
-                    tokens_app(nan)
+                    tok_same = False
+                    tokens_app(v)
                 if not here > last_step:  # a counter that starts again (or no number)
-                    epochs[len(out.step) - 1] = _first_number(get, STEP_EPOCH_KEYS)
+                    e = _first_number(get, STEP_EPOCH_KEYS)
+                    if not (e == last_epoch and math.copysign(1, e) == math.copysign(
+                            1, last_epoch)) and not (e != e and last_epoch != last_epoch):
+                        epochs[len(out.step) - 1] = last_epoch = e
                 last_step = here
                 if tps_series[-1] != tps_series[-1]:  # no training throughput: say why
                     for k in NOT_TRAINING_THROUGHPUT:
@@ -425,6 +445,7 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
                 hasher.stop()  # before the file closes: its descriptor number may be reused
         if hasher is not None and digests is not None:
             digests[path] = hasher.digest(path)
+    out.tokens_first, out.tokens_run = tok_first, tok_run
     seen = out.counter.tobytes()  # the preferred counter any record carried
     out.step_key = next((k for i, k in counters if bytes((i,)) in seen), None)
     if last_line is not None and not last_ok and not last_line.endswith(b"\n"):

@@ -655,8 +655,8 @@ def test_content_tokens_and_epoch_are_read_beside_the_series(tmp_path):
     ]
     s = read_bytes_file(tmp_path, "".join(json.dumps(r) + "\n" for r in recs).encode(), False)
     assert s.contentless == [1]
-    assert [x if x == x else None for x in s.tokens] == [
-        512.0, None, 256.0, math.inf, None, None]
+    assert (s.tokens_first, s.tokens_run) == (512.0, 1)  # then the column of the rest
+    assert [x if x == x else None for x in s.tokens] == [None, 256.0, math.inf, None, None]
     # read where the step number does not increase: records 0, 1, 3 and 4
     assert {k: (v if v == v else None) for k, v in s.epochs.items()} == {
         0: 0.0, 1: 7.0, 3: None, 4: 3.0}
@@ -922,3 +922,50 @@ def test_a_file_the_hashing_thread_cannot_read_is_an_error(tmp_path, monkeypatch
         read_steps(find_run_files(run).metrics, MAX_LINE_BYTES, Digests())
     assert e.value.format_message() == (f"{run / 'metrics-0.jsonl'}: cannot read metrics file: "
                                         "Input/output error")
+
+
+@pytest.mark.parametrize("tokens, first, run, rest", [
+    ([512, 512.0, 512], 512.0, 3, []),  # one batch size: no column
+    ([None, None], None, 2, []),  # no token count logged: no column either
+    ([512, 512, 256, 512], 512.0, 2, [256.0, 512.0]),  # the column starts where it changes
+    ([None, 512, 512], None, 1, [512.0, 512.0]),
+    ([10**400, None, 7], None, 2, [7.0]),  # too large for a float: NaN, as absent
+    ([-0.0, 0, 0.0], -0.0, 3, []),  # zero's sign is not kept: tokens count only when > 0
+])
+def test_tokens_are_held_as_a_leading_run_and_a_column(tmp_path, tokens, first, run, rest):
+    from ezpz_amsc.run.reduce import _tokens_column
+
+    recs = [{"timestamp": 1795990000.0 + i, "rank": 0,
+             "metrics": {"train/iter": i + 1, "train/dt": 0.5,
+                         **({} if t is None else {"train/tokens": t})}}
+            for i, t in enumerate(tokens)]
+    s = read_bytes_file(tmp_path, "".join(json.dumps(r) + "\n" for r in recs).encode(), False)
+    assert (s.tokens_first if s.tokens_first == s.tokens_first else None, s.tokens_run) == (
+        first, run)
+    assert list(s.tokens) == rest
+    column = _tokens_column(s).tolist()
+    want = [first] * run + rest
+    assert [x if x == x else None for x in column] == [
+        None if x is None else float(x) for x in want]
+
+
+def test_an_epoch_is_kept_only_where_it_changes(tmp_path):
+    """Where the step number does not increase the epoch is read, and kept when it changed:
+    a run without step numbers keeps one entry, not one per record."""
+    plain = [{"timestamp": 1795990000.0 + i, "rank": 0, "metrics": {"train/dt": 0.5}}
+             for i in range(50)]
+    s = read_bytes_file(tmp_path, "".join(json.dumps(r) + "\n" for r in plain).encode(), False)
+    assert len(s) == 50 and s.step_key is None
+    assert list(s.epochs) == [0] and math.isnan(s.epochs[0])
+    # train/iter 1, 1, 1, 2, 1, 1, 1, 1, 1: read at every record but the fourth
+    epochs = [0, 0, 1, 5, 1, None, None, -0.0, 0.0]
+    recs = [{"timestamp": 1795990000.0 + i, "rank": 0,
+             "metrics": {"train/iter": 2 if i == 3 else 1, "train/dt": 0.5,
+                         **({} if e is None else {"train/epoch": e})}}
+            for i, e in enumerate(epochs)]
+    s = read_bytes_file(tmp_path, "".join(json.dumps(r) + "\n" for r in recs).encode(), False)
+    kept = {k: (None if v != v else (v, math.copysign(1, v))) for k, v in s.epochs.items()}
+    assert kept == {0: (0.0, 1.0), 2: (1.0, 1.0), 5: None, 7: (0.0, -1.0), 8: (0.0, 1.0)}
+    got = steps_mod.epoch_values(s).tolist()
+    assert [x if x == x else None for x in got] == [0.0, 0.0, 1.0, 1.0, 1.0, None, None, -0.0,
+                                                     0.0]
