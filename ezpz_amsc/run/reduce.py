@@ -349,9 +349,10 @@ def typical_and_long(span: np.ndarray, steps: np.ndarray, ok: np.ndarray
                      ) -> tuple[float, np.ndarray]:
     """The typical seconds per step over the ``ok`` intervals (a non-empty mask), and which
     of them are long: over :data:`GAP_FACTOR` times it for the steps they cover."""
-    if ok.all():  # no masked copies of a long run's columns
-        typical = median_of(span / steps, overwrite=True)
-        return typical, span > GAP_FACTOR * typical * steps
+    if ok.all():  # no masked copies of a long run's columns, one scratch column
+        scratch = span / steps
+        typical = median_of(scratch, overwrite=True)
+        return typical, span > np.multiply(steps, GAP_FACTOR * typical, out=scratch)
     typical = median_of(span[ok] / steps[ok])
     long = np.zeros(ok.size, dtype=bool)
     long[ok] = span[ok] > GAP_FACTOR * typical * steps[ok]
