@@ -475,7 +475,7 @@ def find_segments(step: np.ndarray, ts: np.ndarray, ranks: np.ndarray,
     out = []
     for a, b in zip(bounds, bounds[1:], strict=False):
         st, tt, rr = step[a:b], ts[a:b], ranks[a:b]
-        fs, ft, fr = st[np.isfinite(st)], tt[np.isfinite(tt)], rr[np.isfinite(rr)]
+        fs, ft, fr = _finite(st), _finite(tt), _finite(rr)
         out.append(Segment(a, b, float(fs[0]) if fs.size else None,
                            float(fs[-1]) if fs.size else None,
                            float(ft[0]) if ft.size else None,
