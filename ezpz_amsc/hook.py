@@ -161,7 +161,7 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
         result = export(run_dir, opts)
         result.notes.insert(0, f"no step was logged: timestamp {opts.timestamp} and "
                                f"wall_time_sec {opts.wall_time_sec:.3f} are the job's, {how}")
-    notes = [*result.notes, *unhashed_notes(result)]
+    notes = [*result.notes, *unhashed_notes(result.read.digests)]  # read: hash_files=True
     if target:
         publish([result], opts, PublishOptions(append=target, provenance=records,
                                                lock_timeout=lock_timeout))
@@ -200,15 +200,15 @@ def hash_budget(environ: dict[str, str] | None = None) -> int:
     return int(digits) * _UNITS[unit]
 
 
-def unhashed_notes(result: Any) -> list[str]:
-    """One note per metrics file the hash budget left unhashed: reproduce cannot compare it."""
-    read = result.read
-    if read is None:
-        return []
+def unhashed_notes(digests: Any) -> list[str]:
+    """One note per metrics file the hash budget left unhashed: reproduce cannot compare it.
+
+    ``digests``: the export's :class:`~ezpz_amsc.run.steps.Digests`.
+    """
     return [f"{path.name} ({d.size} bytes) is not hashed in the provenance record: over "
-            f"{ENV_HASH_BUDGET}={read.digests.budget_bytes} bytes, so reproduce cannot compare "
+            f"{ENV_HASH_BUDGET}={digests.budget_bytes} bytes, so reproduce cannot compare "
             f"it; raise {ENV_HASH_BUDGET} to hash it"
-            for path, d in read.digests.items() if d.sha256 is None]
+            for path, d in digests.items() if d.sha256 is None]
 
 
 def job_window(run_dir: Path) -> tuple[float, float, str] | None:

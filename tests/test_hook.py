@@ -941,6 +941,13 @@ def test_a_run_over_the_hash_budget_gets_its_row_and_an_unhashed_record(fixture_
     data = json.loads(run_group("reproduce", run / "amsc.json", "--format", "json").stdout)
     assert (data["files_unchanged"], data["files_changed"]) == (1, [])
     assert data["files_not_compared"] == [result.stdout.splitlines()[1].strip()]
+    # a record from elsewhere that says no more than "no sha256"
+    rec = json.loads((run / "amsc.json").read_text())
+    del rec["files"][0]["not_hashed"]
+    (run / "other.json").write_text(json.dumps(rec))
+    assert run_group("reproduce", run / "other.json").stdout.splitlines()[1] == (
+        f"  metrics-0.jsonl: not compared: no sha256 in the record (not hashed), same size "
+        f"({size} bytes)")
     # a change of size is seen without a sha256
     with metrics.open("a") as f:
         f.write("\n")

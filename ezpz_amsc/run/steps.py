@@ -150,7 +150,8 @@ class _Hasher:
         self._size = 0
         self._error: BaseException | None = None
         self._stop = False
-        self._thread = threading.Thread(target=self._run, name="ezpz-amsc-sha256", daemon=True)
+        # Always joined (digest() or stop()) before the file closes: not a daemon.
+        self._thread = threading.Thread(target=self._run, name="ezpz-amsc-sha256")
         self._thread.start()
 
     def _run(self) -> None:

@@ -884,26 +884,44 @@ def test_an_empty_file_fits_any_budget(tmp_path):
 
 
 def test_a_read_that_fails_stops_the_hashing_thread(tmp_path, monkeypatch):
-    """The parse raises: the thread stops before the file closes, and no digest is kept."""
+    """The parse raises: the thread stops reading at once (before the file closes), and no
+    digest is kept."""
     import threading
 
-    from ezpz_amsc.run.steps import Digests
+    from ezpz_amsc.run.steps import Digests, _Hasher
 
-    run = good_run(tmp_path / "run", n=50)
+    run = good_run(tmp_path / "run", n=500)
+    stopping, reads = threading.Event(), []
+    real_preadv, real_stop = os.preadv, _Hasher.stop
+
+    def preadv(fd, buffers, offset):  # the first read returns only once stop() is called
+        reads.append(offset)
+        if len(reads) == 1:
+            assert stopping.wait(10)
+        return real_preadv(fd, buffers, offset)
+
+    def stop(self):
+        stopping.set()
+        real_stop(self)
 
     def broken(f, limit):
         yield from []
         raise OSError(errno.EIO, "Input/output error")
 
+    monkeypatch.setattr(steps_mod, "_HASH_BUFFER_BYTES", 1024)  # the file is ~60 chunks
+    monkeypatch.setattr(steps_mod.os, "preadv", preadv)
+    monkeypatch.setattr(_Hasher, "stop", stop)
     monkeypatch.setattr(steps_mod, "iter_lines", broken)
     monkeypatch.setattr(steps_mod, "SKIM", False)
+    threads = threading.active_count()
     digests = Digests()
     with pytest.raises(AmscError) as e:
         read_steps(find_run_files(run).metrics, MAX_LINE_BYTES, digests)
     assert e.value.format_message() == (f"{run / 'metrics-0.jsonl'}: cannot read metrics file: "
                                         "Input/output error")
     assert digests == {}
-    assert not [t for t in threading.enumerate() if t.name == "ezpz-amsc-sha256"]
+    assert threading.active_count() == threads  # joined, not left running
+    assert reads == [0]  # the read under way when stop() came, then no other
 
 
 def test_a_file_the_hashing_thread_cannot_read_is_an_error(tmp_path, monkeypatch):
