@@ -29,7 +29,7 @@ from ezpz_amsc.run.details import (
 )
 from ezpz_amsc.run.layout import RunFiles, finalized_beside, find_run_files, where_the_run_is
 from ezpz_amsc.run.placement import load_provenance, resolve_placement
-from ezpz_amsc.run.steps import Digest, Steps, read_steps
+from ezpz_amsc.run.steps import Digests, Steps, read_steps
 
 if TYPE_CHECKING:
     from ezpz_amsc.run.reduce import Reduced
@@ -44,7 +44,7 @@ class FilesRead:
 
     root: Path
     metrics: list[Path]  # in the order read
-    digests: dict[Path, Digest]  # of the metrics files, taken while they were read
+    digests: Digests  # of the metrics files, taken while they were read
     provenance: list[Path]  # the files placement used
     run_info: list[Path]  # every run_info.json found, nearest first
 
@@ -72,12 +72,13 @@ class ExportResult:
 
 
 def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions, *,
-               hash_files: bool = False) -> ExportResult:
+               hash_files: bool = False, hash_budget_bytes: int | None = None) -> ExportResult:
     """Export one run directory. Raises :class:`AmscError` for anything a user caused.
 
     ``opts`` validated itself when it was built (:class:`ExportOptions`).
     ``hash_files``: take the metrics files' sha256 while reading them (for a
-    provenance record), returned in :attr:`ExportResult.read`.
+    provenance record), returned in :attr:`ExportResult.read`; with ``hash_budget_bytes``, only as
+    many bytes of them, whole files in the order read (the others are left unhashed).
     """
     files = find_files(run_dir, opts)
     # Provenance before the (possibly long) read: a missing flag fails fast.
@@ -88,7 +89,7 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions, *,
         if files.finalized_elsewhere is not None:
             e.message = f"{e.message}; but {files.finalized_elsewhere}"
         raise
-    digests: dict[Path, Digest] | None = {} if hash_files else None
+    digests = Digests(hash_budget_bytes) if hash_files else None
     steps = read_run_steps(files, opts, digests)
     red = reduce_run(steps, files, opts)
     ctx = Context(opts, files, prov, placement, steps, red)
@@ -176,7 +177,7 @@ def find_files(run_dir: str | os.PathLike[str], opts: ExportOptions) -> RunFiles
 
 
 def read_run_steps(files: RunFiles, opts: ExportOptions,
-                   digests: dict[Path, Digest] | None = None) -> Steps:
+                   digests: Digests | None = None) -> Steps:
     """The chosen rank's step records; none (an empty :class:`Steps`) without a metrics file.
 
     ``digests``, when given, receives the size and sha256 of every file read.

@@ -28,6 +28,10 @@ Environment (read when the hook runs, so a job script can ``export`` them):
 - ``EZPZ_AMSC_WALL_TIME_SEC``: the scheduler's wall time, seconds.
 - ``EZPZ_AMSC_LOCK_TIMEOUT``: seconds to wait for the results file's lock
   (default: ``--lock-timeout``'s); past it the row is not written.
+- ``EZPZ_AMSC_HASH_BUDGET``: bytes of metrics files the provenance record
+  hashes (:data:`HASH_BUDGET_BYTES` by default; ``512M``, ``2G``; ``0``: none).
+  A file past it is listed unhashed, and a note says so: the row never waits
+  for a hash it cannot afford.
 
 Where the lines go: the ``ezpz_amsc`` logger propagates to the root logger.
 ezpz configures that one when ``ezpz.history`` is imported (its terminal handler
@@ -60,6 +64,12 @@ from ezpz_amsc.options import (
 )
 
 log = logging.getLogger("ezpz_amsc")
+
+ENV_HASH_BUDGET = "EZPZ_AMSC_HASH_BUDGET"
+# The hash runs on a thread beside the parse (steps._Hasher): ~1 s of one core per GiB.
+# 1 GiB covers a 1,000,000-step run of one rank (~800 MB), the largest benchmark case.
+HASH_BUDGET_BYTES = 1 << 30
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 RANK_ENV = ("RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK")
 _DONE_ATTR = "_ezpz_amsc_exported"  # on the History object: run dirs already exported
@@ -133,11 +143,12 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
         return
     target, records = _env_path(ENV_APPEND), _env_path(ENV_PROVENANCE)
     lock_timeout = lock_timeout_from_env()  # a bad value is refused before the export
+    export = functools.partial(export_run, hash_files=True, hash_budget_bytes=hash_budget())
     try:
-        result = export_run(run_dir, opts, hash_files=True)
+        result = export(run_dir, opts)
     except SeveralAttempts as e:  # a retried job: this hook ends the attempt that wrote last
         opts = replace(opts, attempt="last")  # the record says so too: reproduce needs it
-        result = export_run(run_dir, opts, hash_files=True)
+        result = export(run_dir, opts)
         result.notes.insert(0, f"the records hold {e.attempts} attempts (a retried job); "
                                "exported the last, the one this finalize ended (--attempt last)")
     except NoStepTime:  # a failed run that logged no step: the hook knows when the job ran
@@ -147,10 +158,10 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
         start, seconds, how = window
         opts = replace(opts, timestamp=opts.timestamp or format_timestamp(start),
                        wall_time_sec=opts.wall_time_sec or seconds)
-        result = export_run(run_dir, opts, hash_files=True)
+        result = export(run_dir, opts)
         result.notes.insert(0, f"no step was logged: timestamp {opts.timestamp} and "
                                f"wall_time_sec {opts.wall_time_sec:.3f} are the job's, {how}")
-    notes = list(result.notes)
+    notes = [*result.notes, *unhashed_notes(result.read.digests)]  # read: hash_files=True
     if target:
         publish([result], opts, PublishOptions(append=target, provenance=records,
                                                lock_timeout=lock_timeout))
@@ -173,6 +184,31 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
     # INFO where INFO is shown (ezpz's logging), else WARNING: the line is never lost.
     shown = log.isEnabledFor(logging.INFO) and log.hasHandlers()
     log.log(logging.INFO if shown else logging.WARNING, "ezpz-amsc: %s", where)
+
+
+def hash_budget(environ: dict[str, str] | None = None) -> int:
+    """``EZPZ_AMSC_HASH_BUDGET`` in bytes (``512M``, ``2G``: binary units), else the default."""
+    raw = (os.environ if environ is None else environ).get(ENV_HASH_BUDGET, "").strip()
+    if not raw:
+        return HASH_BUDGET_BYTES
+    number = raw.lower().removesuffix("ib").removesuffix("b")
+    unit = number[-1:] if number[-1:] in _UNITS else ""
+    digits = number[:len(number) - len(unit)].strip()
+    if not digits.isdigit() or not digits.isascii():
+        raise _Skip(f"{ENV_HASH_BUDGET}={raw!r} is not a number of bytes (e.g. 512M, 2G, "
+                    "or 0 to hash no metrics file)")
+    return int(digits) * _UNITS[unit]
+
+
+def unhashed_notes(digests: Any) -> list[str]:
+    """One note per metrics file the hash budget left unhashed: reproduce cannot compare it.
+
+    ``digests``: the export's :class:`~ezpz_amsc.run.steps.Digests`.
+    """
+    return [f"{path.name} ({d.size} bytes) is not hashed in the provenance record: over "
+            f"{ENV_HASH_BUDGET}={digests.budget_bytes} bytes, so reproduce cannot compare "
+            f"it; raise {ENV_HASH_BUDGET} to hash it"
+            for path, d in digests.items() if d.sha256 is None]
 
 
 def job_window(run_dir: Path) -> tuple[float, float, str] | None:

@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import stat
+import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -102,8 +103,8 @@ DIST_CPU_1RANK = {
 
 # What the finalize hook reads from the environment (the conftest fixture clears them).
 HOOK_ENV = ("EZPZ_AMSC_CONFIG", "EZPZ_AMSC_APPEND", "EZPZ_AMSC_STATUS", "EZPZ_AMSC_WALL_TIME_SEC",
-            "EZPZ_AMSC_PROVENANCE", "EZPZ_AMSC_LOCK_TIMEOUT", "RANK", "PMI_RANK",
-            "OMPI_COMM_WORLD_RANK")
+            "EZPZ_AMSC_PROVENANCE", "EZPZ_AMSC_LOCK_TIMEOUT", "EZPZ_AMSC_HASH_BUDGET", "RANK",
+            "PMI_RANK", "OMPI_COMM_WORLD_RANK")
 
 # What click gives a terminal of 100 columns or more: --help's max_content_width is 100.
 HELP_WIDTH = 98
@@ -432,7 +433,8 @@ def snapshot(s) -> dict:
     """Everything the step reader reports, NaN-safe (arrays compared as bytes)."""
     return {
         "rank": s.rank, "step": s.step.tobytes(), "timestamp": s.timestamp.tobytes(),
-        "contentless": s.contentless, "tokens": s.tokens.tobytes(), "epochs": s.epochs,
+        "contentless": s.contentless, "tokens": s.tokens.tobytes(),
+        "tokens_run": (s.tokens_run, struct.pack("d", s.tokens_first)), "epochs": s.epochs,
         "series": {k: v.tobytes() for k, v in s.series.items()},
         "keys_used": s.keys_used, "step_key": s.step_key, "nonfinite": s.nonfinite,
         "files_read": [str(p) for p in s.files_read], "files_not_read": s.files_not_read,

@@ -905,3 +905,103 @@ def test_hook_wall_time_from_the_environment_wins(tmp_path, monkeypatch, caplog)
     monkeypatch.setenv("EZPZ_AMSC_WALL_TIME_SEC", "900")
     row, _ = _hook_row(run, monkeypatch, caplog)
     assert (row["timestamp"], row["wall_time_sec"]) == ("2026-11-29T22:06:40Z", "900.000")
+
+
+# ---------------------------------------------------------------------------- the hash budget
+
+
+def test_a_run_over_the_hash_budget_gets_its_row_and_an_unhashed_record(fixture_run, monkeypatch,
+                                                                         caplog):
+    caplog.set_level(logging.WARNING, logger="ezpz_amsc")
+    run = fixture_run("fsdp_tp-2rank")
+    expected = _cli_row(run)
+    metrics = run / "metrics-0.jsonl"
+    size = metrics.stat().st_size
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "fsdp_tp/tp1")
+    monkeypatch.setenv("EZPZ_AMSC_HASH_BUDGET", "1K")
+    finalize_hook(Bare(), run)
+    assert parse_csv((run / "amsc.csv").read_text()) == [expected]
+    rec = load_record(run / "amsc.json")
+    assert rec["files"] == [
+        {"path": "metrics-0.jsonl", "role": "metrics", "size": size, "sha256": None,
+         "not_hashed": "over the hash budget of 1024 bytes"},
+        {"path": "run_info.json", "role": "run_info",
+         "size": (run / "run_info.json").stat().st_size, "sha256": sha256(run / "run_info.json")}]
+    unhashed = (f"ezpz-amsc: note: metrics-0.jsonl ({size} bytes) is not hashed in the provenance "
+                "record: over EZPZ_AMSC_HASH_BUDGET=1024 bytes, so reproduce cannot compare it; "
+                "raise EZPZ_AMSC_HASH_BUDGET to hash it")
+    assert unhashed in [r.getMessage() for r in caplog.records]
+    # reproduce says what it could not compare, and still compares the row
+    result = run_group("reproduce", run / "amsc.json")
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout.splitlines() == [
+        f"{run / 'amsc.json'}: identical row (14 cells); 1 source file unchanged, 1 not compared",
+        f"  metrics-0.jsonl: not compared: no sha256 in the record (over the hash budget of "
+        f"1024 bytes), same size ({size} bytes)"]
+    data = json.loads(run_group("reproduce", run / "amsc.json", "--format", "json").stdout)
+    assert (data["files_unchanged"], data["files_changed"]) == (1, [])
+    assert data["files_not_compared"] == [result.stdout.splitlines()[1].strip()]
+    # a record from elsewhere that says no more than "no sha256"
+    rec = json.loads((run / "amsc.json").read_text())
+    del rec["files"][0]["not_hashed"]
+    (run / "other.json").write_text(json.dumps(rec))
+    assert run_group("reproduce", run / "other.json").stdout.splitlines()[1] == (
+        f"  metrics-0.jsonl: not compared: no sha256 in the record (not hashed), same size "
+        f"({size} bytes)")
+    # a change of size is seen without a sha256
+    with metrics.open("a") as f:
+        f.write("\n")
+    result = run_group("reproduce", run / "amsc.json")
+    assert result.stdout.splitlines() == [
+        f"{run / 'amsc.json'}: identical row (14 cells); but source files changed:",
+        f"  metrics-0.jsonl: changed: {size} -> {size + 1} bytes (no sha256 to compare: over "
+        "the hash budget of 1024 bytes)"]
+    assert result.exit_code == 0
+
+
+def test_check_provenance_takes_records_with_unhashed_files(fixture_run, tmp_path, monkeypatch):
+    results, folder = tmp_path / "res.csv", tmp_path / "records"
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+    monkeypatch.setenv("EZPZ_AMSC_APPEND", str(results))
+    monkeypatch.setenv("EZPZ_AMSC_PROVENANCE", str(folder))
+    monkeypatch.setenv("EZPZ_AMSC_HASH_BUDGET", "0")
+    finalize_hook(Bare(), fixture_run("minimal-1rank"))
+    (path,) = records_in(folder)
+    assert [f["sha256"] for f in load_record(path)["files"] if f["role"] == "metrics"] == [None]
+    result = run_group("check", results, "--provenance", folder)
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout.endswith(f"; 1 record in {folder}, one per row\n")
+
+
+def test_within_the_budget_every_file_is_hashed(fixture_run, monkeypatch):
+    run = fixture_run("minimal-1rank")
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+    monkeypatch.setenv("EZPZ_AMSC_HASH_BUDGET", str((run / "metrics.jsonl").stat().st_size))
+    finalize_hook(Bare(), run)
+    files = load_record(run / "amsc.json")["files"]
+    assert files[0]["sha256"] == sha256(run / "metrics.jsonl")
+    assert not [f for f in files if "not_hashed" in f]
+
+
+@pytest.mark.parametrize("raw, budget", [
+    (None, 1 << 30), ("", 1 << 30), ("  ", 1 << 30), ("0", 0), ("512", 512), (" 512K ", 512 << 10),
+    ("3m", 3 << 20), ("2G", 2 << 30), ("2GiB", 2 << 30), ("2gb", 2 << 30), ("1 T", 1 << 40),
+    ("7B", 7),
+])
+def test_the_hash_budget_variable(raw, budget):
+    env = {} if raw is None else {"EZPZ_AMSC_HASH_BUDGET": raw}
+    assert hook.hash_budget(env) == budget
+    assert hook.HASH_BUDGET_BYTES == 1 << 30
+
+
+@pytest.mark.parametrize("value", ["lots", "-1", "1.5G", "1e9", "G", "5X", "٣"])
+def test_a_bad_hash_budget_is_one_warning_and_no_row(fixture_run, monkeypatch, caplog, value):
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+    monkeypatch.setenv("EZPZ_AMSC_HASH_BUDGET", value)
+    run = fixture_run("minimal-1rank")
+    caplog.set_level(logging.WARNING)
+    finalize_hook(object(), run)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"ezpz-amsc: no row written for {run}: EZPZ_AMSC_HASH_BUDGET={value!r} is not a number "
+        "of bytes (e.g. 512M, 2G, or 0 to hash no metrics file)"]
+    assert not (run / "amsc.csv").exists()

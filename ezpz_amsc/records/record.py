@@ -34,6 +34,7 @@ from ezpz_amsc.version import TOOL, __version__
 
 if TYPE_CHECKING:
     from ezpz_amsc.export import ExportResult, FilesRead
+    from ezpz_amsc.run.steps import Digest
 
 SCHEMA = 1
 RUN_INFO_SECTIONS = ("Python", "Torch", "Distributed", "Environment Variables")
@@ -80,7 +81,8 @@ def _sources(read: FilesRead) -> _Sources:
     src = _Sources(read.root)
     for p in read.metrics:
         d = read.digests.get(p)  # taken while the export read it
-        src.add(p, "metrics", {"size": d.size, "sha256": d.sha256} if d else digest_file(p))
+        src.add(p, "metrics", _metrics_entry(d, read.digests.budget_bytes) if d
+                else digest_file(p))
     # The run_info.json whose sections are copied: the one placement used, else the nearest.
     run_info = next((p for p in read.provenance if p.name == "run_info.json"),
                     read.run_info[0] if read.run_info else None)
@@ -91,6 +93,15 @@ def _sources(read: FilesRead) -> _Sources:
         if rel_to(read.root, p) not in src.files:
             src.add(p, _role(p), digest_file(p))
     return src
+
+
+def _metrics_entry(d: Digest, budget_bytes: int | None) -> dict[str, Any]:
+    """A metrics file's size and sha256; ``sha256`` null and ``not_hashed`` saying why
+    for a file the hash budget left unhashed (``reproduce`` cannot compare it)."""
+    if d.sha256 is not None:
+        return {"size": d.size, "sha256": d.sha256}
+    return {"size": d.size, "sha256": None,
+            "not_hashed": f"over the hash budget of {budget_bytes} bytes"}
 
 
 def _read_run_info(path: Path) -> tuple[dict[str, Any] | None, dict[str, Any]]:
@@ -229,8 +240,10 @@ _OPTIONAL: dict[str, tuple[type, ...]] = {
     "exported": (dict,), "exported.at": (str,), "exported.host": (str, type(None)),
     "exported.user": (str, type(None)), "exported.results_file": (str, type(None)),
 }
+# sha256 is null for a file the hook's hash budget left unhashed; not_hashed says why.
 _FILE_FIELDS: dict[str, tuple[type, ...]] = {"path": (str,), "role": (str,), "size": (int,),
-                                             "sha256": (str,)}
+                                             "sha256": (str, type(None))}
+_FILE_OPTIONAL: dict[str, tuple[type, ...]] = {"not_hashed": (str,)}
 
 
 def _check_fields(rec: dict[str, Any]) -> None:
@@ -245,7 +258,10 @@ def _check_fields(rec: dict[str, Any]) -> None:
         raise ValueError(f"run_dir {run_dir[:80]!r} is not a run directory's absolute path")
     for i, entry in enumerate(rec["files"]):
         for name, types in _FILE_FIELDS.items():
-            if not _is(entry.get(name), types):
+            if name not in entry or not _is(entry[name], types):
+                raise ValueError(f"files[{i}].{name} is not {_kind(types)}")
+        for name, types in _FILE_OPTIONAL.items():
+            if name in entry and not _is(entry[name], types):
                 raise ValueError(f"files[{i}].{name} is not {_kind(types)}")
     options = rec["options"]
     for f in fields(ExportOptions):

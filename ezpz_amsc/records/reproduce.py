@@ -28,6 +28,7 @@ class Reproduction:
     cells: list[tuple[str, str, str]] = field(default_factory=list)  # column, recorded, now
     files_changed: list[str] = field(default_factory=list)
     files_same: int = 0
+    files_not_compared: list[str] = field(default_factory=list)  # not hashed when recorded
     version_note: str | None = None
 
     @property
@@ -41,6 +42,7 @@ class Reproduction:
                 "cells": [{"column": c, "recorded": old, "now": new}
                           for c, old, new in self.cells],
                 "files_changed": list(self.files_changed), "files_unchanged": self.files_same,
+                "files_not_compared": list(self.files_not_compared),
                 "note": self.version_note}
 
 
@@ -78,7 +80,8 @@ def reproduce(record_path: str | os.PathLike[str],
     rep = Reproduction(Path(where), target)
     rep.cells = [(c, rec["row"][c], now["row"][c]) for c in HEADER
                  if rec["row"][c] != now["row"][c]]
-    rep.files_changed, rep.files_same = _compare_files(rec["files"], now["files"], target)
+    rep.files_changed, rep.files_same, rep.files_not_compared = _compare_files(
+        rec["files"], now["files"], target)
     by = (rec.get("tool") or {}).get("version")
     if by != __version__:
         rep.version_note = (f"recorded by {TOOL} {by}, re-exported by {__version__}: a "
@@ -98,14 +101,24 @@ def _name(run_dir: str) -> str:
 
 
 def _compare_files(recorded: list[dict[str, Any]], now: list[dict[str, Any]],
-                   run_dir: str) -> tuple[list[str], int]:
-    """What changed among the source files, by path in the run directory; and how many did not."""
+                   run_dir: str) -> tuple[list[str], int, list[str]]:
+    """What changed among the source files, by path in the run directory; how many did not;
+    and the files that cannot be compared, being unhashed in the record."""
     before = {f.get("path"): f for f in recorded}
     after = {f["path"]: f for f in now}
-    changed, same = [], 0
+    changed, same, unknown = [], 0, []
     for path, old in before.items():
         new = after.get(path)
-        if new is None:
+        # The re-export hashes every file (no budget): only the record can lack a sha256.
+        if new is not None and old.get("sha256") is None:
+            why = old.get("not_hashed") or "not hashed"
+            if old.get("size") != new["size"]:  # the size alone tells
+                changed.append(f"{path}: changed: {old.get('size')} -> {new['size']} bytes "
+                               f"(no sha256 to compare: {why})")
+            else:
+                unknown.append(f"{path}: not compared: no sha256 in the record ({why}), "
+                               f"same size ({new['size']} bytes)")
+        elif new is None:
             gone = not os.path.lexists(os.path.join(run_dir, str(path)))
             changed.append(f"{path}: {'gone' if gone else 'no longer read'} "
                            f"(recorded sha256 {_short(old.get('sha256'))})")
@@ -117,7 +130,7 @@ def _compare_files(recorded: list[dict[str, Any]], now: list[dict[str, Any]],
     for path, new in after.items():
         if path not in before:
             changed.append(f"{path}: read now, not in the record (sha256 {_short(new['sha256'])})")
-    return changed, same
+    return changed, same, unknown
 
 
 def _short(sha: Any) -> str:
@@ -127,6 +140,8 @@ def _short(sha: Any) -> str:
 def render(rep: Reproduction) -> list[str]:
     """The report for one record: a verdict line, then what differs and what changed."""
     files = f"{plural(rep.files_same, 'source file')} unchanged"
+    if rep.files_not_compared:
+        files += f", {len(rep.files_not_compared)} not compared"
     if rep.identical:
         head = f"{rep.record}: identical row ({len(HEADER)} cells)"
         head += f"; {files}" if not rep.files_changed else "; but source files changed:"
@@ -137,6 +152,7 @@ def render(rep: Reproduction) -> list[str]:
     if rep.files_changed and not rep.identical:
         lines.append(f"  source files ({files}):")
     lines += [f"  {what}" for what in rep.files_changed]
+    lines += [f"  {what}" for what in rep.files_not_compared]
     if rep.version_note:
         lines.append(f"  note: {rep.version_note}")
     return lines

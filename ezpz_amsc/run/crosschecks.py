@@ -341,7 +341,10 @@ def _step_time(ctx: Context) -> list[str]:
     timed = np.isfinite(span_each) & (span_each > 0) & np.isfinite(dt_each)
     if not timed.any():
         return []
-    span, summed = float(span_each[timed].sum()), float(dt_each[timed].sum())
+    if timed.all():  # the same sums without masked copies of a long run's columns
+        span, summed = float(span_each.sum()), float(dt_each.sum())
+    else:
+        span, summed = float(span_each[timed].sum()), float(dt_each[timed].sum())
     if not summed <= STEP_TIME_OVER_SPAN_MAX * span + 1e-3 * int(timed.sum()):
         why = (f"step times add up to {summed:.4g} s, {summed / span:.3g}x the {span:.4g} s "
                "between the first and last record: dt is not in seconds, or the records are "
@@ -370,8 +373,11 @@ def _step_time(ctx: Context) -> list[str]:
             f"(eval, checkpointing, a restart?){checkpoint_evidence(ctx)}; wall_time_sec, "
             f"the summed step time, leaves {'it' if n == 1 else 'them'} out{hint}")
     rest = ok & ~gap
-    covered = float((dt_each[rest] * steps_each[rest]).sum())
-    between = float(span_each[rest].sum())
+    if rest.all():
+        covered, between = float((dt_each * steps_each).sum()), float(span_each.sum())
+    else:
+        covered = float((dt_each[rest] * steps_each[rest]).sum())
+        between = float(span_each[rest].sum())
     if (not flag and covered < STEP_TIME_UNDER_SPAN_MIN * between  # dt > 0: between > 0 too
             and between - covered >= UNCOVERED_MIN_SEC):
         scaled = " (scaled for the steps not logged)" if bool((steps_each[rest] > 1).any()) else ""

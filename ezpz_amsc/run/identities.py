@@ -49,7 +49,11 @@ class Finding:
 
 
 def _median(x: np.ndarray) -> float:
-    return median_sorted(np.sort(x))
+    """The median of a scratch array of the caller's, which it sorts in place (no copy of a
+    long run's column; every caller passes a fresh array, or one whose order it no longer
+    needs)."""
+    x.sort()
+    return median_sorted(x)
 
 
 def logged_world_size(red: Reduced) -> int | None:
@@ -196,13 +200,15 @@ def _against_the_clock(red: Reduced, rate: np.ndarray, per_step: np.ndarray, nam
     span = np.diff(ts)
     steps_each = np.diff(step) if red.counter is not None else np.ones(span.size)
     with np.errstate(all="ignore"):  # values near float max: inf, not a warning
-        need = per_step[1:] * steps_each / rate[1:]  # seconds the rate needs for those tokens
+        need = per_step[1:] * steps_each  # seconds the rate needs for those tokens:
+        need /= rate[1:]  # divided in place, the same numbers without a second column
         ok = (np.isfinite(span) & (span > 0) & np.isfinite(steps_each) & (steps_each >= 1)
               & np.isfinite(need) & (need > 0))
         if not ok.any():
             return Finding()
-        over = _median(span[ok] / need[ok])
-        uncovered = float((span[ok] - need[ok]).sum())
+        every = bool(ok.all())  # then no masked copies of a long run's columns
+        over = _median(span / need if every else span[ok] / need[ok])
+        uncovered = float((span - need if every else span[ok] - need[ok]).sum())
         if not (over > RATE_OVER_CLOCK_MAX and uncovered >= UNCOVERED_MIN_SEC):
             return Finding()
         tokens = float((per_step[1:][ok] * steps_each[ok]).sum())

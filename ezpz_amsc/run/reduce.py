@@ -133,14 +133,20 @@ def median_sorted(ordered: np.ndarray) -> float:
     return (float(ordered[mid - 1]) + float(ordered[mid])) / 2
 
 
-def median_of(x: np.ndarray) -> float:
+def median_of(x: np.ndarray, overwrite: bool = False) -> float:
     """``np.median`` of a NaN-free, non-empty 1-D array, in linear time (a partition,
-    not a sort: run on every run's intervals)."""
+    not a sort: run on every run's intervals). ``overwrite``: partition ``x`` itself,
+    a scratch array of the caller's, instead of a copy."""
     n = x.size
     mid = n // 2
+    kth = mid if n % 2 else (mid - 1, mid)
+    if overwrite:
+        x.partition(kth)
+        part = x
+    else:
+        part = np.partition(x, kth)
     if n % 2:
-        return float(np.partition(x, mid)[mid])
-    part = np.partition(x, (mid - 1, mid))
+        return float(part[mid])
     return (float(part[mid - 1]) + float(part[mid])) / 2
 
 
@@ -187,14 +193,20 @@ def reduce_series(values: np.ndarray, warmup: int, reducer: str) -> SeriesStats:
         kept = values[finite]
         kept_warmup = warmup > 0
     dropped = present - int(kept.size)
-    ordered = np.sort(kept)
+    head = values[:0] if kept_warmup else values[:warmup]  # finite values not in kept
+    all_zero = not (kept.any() or head[np.isfinite(head)].any())
+    # kept is a copy: sorted in place unless the reducer needs it in step order.
+    if reducer in ("mean", "last"):
+        ordered = np.sort(kept)
+    else:
+        kept.sort()
+        ordered = kept
     # Near float max, mean/median overflow; such a value is unusable, not a crash.
     with np.errstate(over="ignore", invalid="ignore"):
         p10, p90 = percentile_sorted(ordered, 10), percentile_sorted(ordered, 90)
         value = _reduce(kept, ordered, reducer)
     return SeriesStats(_finite_or_none(value), present, int(kept.size), dropped, kept_warmup,
-                       _finite_or_none(p10), _finite_or_none(p90), values,
-                       all_zero=not values[finite].any())
+                       _finite_or_none(p10), _finite_or_none(p90), values, all_zero=all_zero)
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -211,12 +223,15 @@ def step_coverage(step: np.ndarray) -> StepCoverage | None:
     stride is the most common distance, so that a final step logged off the
     stride does not shrink it (0, 10, .., 90, 99 → ~100, not ~108).
     """
-    finite = step[np.isfinite(step)]
+    finite = _finite(step)
     if finite.size < 2 or not np.all(finite == np.floor(finite)):
         return None
-    ordered = np.sort(finite)
-    # Distinct values by comparing sorted neighbours: np.unique imports numpy.ma (~7 ms).
-    uniq = ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
+    if np.all(finite[1:] > finite[:-1]):  # logged in order: sorted and distinct already
+        uniq = finite
+    else:
+        ordered = np.sort(finite)
+        # Distinct values by comparing sorted neighbours: np.unique imports numpy.ma (~7 ms).
+        uniq = ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
     if uniq.size < 2:
         return None
     diffs = np.diff(uniq)
@@ -325,15 +340,21 @@ def ranks_per_step(tps: np.ndarray, tps_per_gpu: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
         ratio = tps / tps_per_gpu
         whole = np.round(ratio)
-        ok = (np.isfinite(ratio) & (whole >= 1) & (whole <= MAX_COUNT)
-              & (np.abs(ratio - whole) <= RATIO_TOLERANCE * whole))
-    return np.where(ok, whole, np.nan)
+        ok = np.isfinite(ratio) & (whole >= 1) & (whole <= MAX_COUNT)
+        off = np.abs(np.subtract(ratio, whole, out=ratio), out=ratio)  # in place: long runs
+        ok &= off <= RATIO_TOLERANCE * whole
+    whole[~ok] = np.nan
+    return whole
 
 
 def typical_and_long(span: np.ndarray, steps: np.ndarray, ok: np.ndarray
                      ) -> tuple[float, np.ndarray]:
     """The typical seconds per step over the ``ok`` intervals (a non-empty mask), and which
     of them are long: over :data:`GAP_FACTOR` times it for the steps they cover."""
+    if ok.all():  # no masked copies of a long run's columns, one scratch column
+        scratch = span / steps
+        typical = median_of(scratch, overwrite=True)
+        return typical, span > np.multiply(steps, GAP_FACTOR * typical, out=scratch)
     typical = median_of(span[ok] / steps[ok])
     long = np.zeros(ok.size, dtype=bool)
     long[ok] = span[ok] > GAP_FACTOR * typical * steps[ok]
@@ -352,7 +373,8 @@ def _pauses(step: np.ndarray, ts: np.ndarray) -> list[tuple[int, float]]:
         if not ok.any():
             return []
         typical, long = typical_and_long(span, steps, ok)
-        at = np.flatnonzero(long & (span - typical * np.where(ok, steps, 0) > GAP_MIN_SEC))
+        at = np.flatnonzero(long)  # few: judged one by one
+        at = at[span[at] - typical * np.where(ok[at], steps[at], 0) > GAP_MIN_SEC]
     return [(int(i) + 1, float(span[i])) for i in at]
 
 
@@ -362,8 +384,8 @@ def restarts_each_epoch(step: np.ndarray, epoch: np.ndarray) -> bool:
     Every record with a step number must carry an epoch; one restart at an advancing
     epoch is enough (a retry from scratch goes back to epoch 0, an attempt all the same).
     """
-    idx = np.flatnonzero(np.isfinite(step))
-    s, e = step[idx], epoch[idx]
+    numbered = np.isfinite(step)
+    s, e = (step, epoch) if numbered.all() else (step[numbered], epoch[numbered])
     if s.size < 2 or not np.isfinite(e).all():
         return False
     back = np.flatnonzero(s[1:] <= s[:-1]) + 1
@@ -389,6 +411,18 @@ def duplicate_records(columns: list[np.ndarray]) -> np.ndarray:
         same &= (c[1:] == c[:-1]) | (np.isnan(c[1:]) & np.isnan(c[:-1]))
     dup[order[1:][same]] = True
     return dup
+
+
+def _finite(x: np.ndarray) -> np.ndarray:
+    """The finite values of ``x``: ``x`` itself when all are (no copy of a long column)."""
+    ok = np.isfinite(x)
+    return x if ok.all() else x[ok]
+
+
+def _finite_at(x: np.ndarray) -> np.ndarray | None:
+    """Positions of the finite values of ``x``; None when that is all of them."""
+    ok = np.isfinite(x)
+    return None if ok.all() else np.flatnonzero(ok)
 
 
 def _step_back(s: np.ndarray, e: np.ndarray | None) -> np.ndarray:
@@ -423,17 +457,18 @@ def find_segments(step: np.ndarray, ts: np.ndarray, ranks: np.ndarray,
     """
     n = int(step.size)
     cuts: dict[int, Boundary] = {}
-    idx = np.flatnonzero(np.isfinite(step))
-    s = step[idx]
-    e = epoch[idx] if epoch is not None else None
+    idx = _finite_at(step)  # None: all of them (no index array for a long run)
+    s = step if idx is None else step[idx]
+    e = epoch if epoch is None or idx is None else epoch[idx]
     back = _step_back(s, e)  # none in a run logged in order: no sort
     if back.size and _repeats(s, e):
         for j in back.tolist():
-            cuts[int(idx[j])] = Boundary(restart=(float(s[j - 1]), float(s[j])))
-    ridx = np.flatnonzero(np.isfinite(ranks))
-    r = ranks[ridx]
+            cuts[j if idx is None else int(idx[j])] = Boundary(restart=(float(s[j - 1]),
+                                                                        float(s[j])))
+    ridx = _finite_at(ranks)
+    r = ranks if ridx is None else ranks[ridx]
     for j in (np.flatnonzero(r[1:] != r[:-1]) + 1).tolist():
-        at = int(ridx[j])
+        at = j if ridx is None else int(ridx[j])
         cuts[at] = replace(cuts.get(at, Boundary()), ranks=(int(r[j - 1]), int(r[j])))
     if rate is not None:
         for at, shift in _level_shifts(step, ts, rate, sorted(cuts)):
@@ -442,7 +477,7 @@ def find_segments(step: np.ndarray, ts: np.ndarray, ranks: np.ndarray,
     out = []
     for a, b in zip(bounds, bounds[1:], strict=False):
         st, tt, rr = step[a:b], ts[a:b], ranks[a:b]
-        fs, ft, fr = st[np.isfinite(st)], tt[np.isfinite(tt)], rr[np.isfinite(rr)]
+        fs, ft, fr = _finite(st), _finite(tt), _finite(rr)
         out.append(Segment(a, b, float(fs[0]) if fs.size else None,
                            float(fs[-1]) if fs.size else None,
                            float(ft[0]) if ft.size else None,
@@ -488,20 +523,22 @@ def _pick_attempt(segments: list[Segment], attempt: str) -> int:
 
 def _first_timestamp(ts: np.ndarray, step: np.ndarray, out: Timestamps) -> float | None:
     """The row's timestamp: the first step's, unless its clock is off (then the next one's)."""
-    cand = np.flatnonzero(np.isfinite(ts))
-    if not cand.size:
+    stamped = np.isfinite(ts)
+    if not stamped.any():
         return None
-    used = int(cand[0])
-    if cand.size > 1:
-        a, b = float(ts[cand[0]]), float(ts[cand[1]])
-        nxt = _step_text(step[cand[1]])
+    used = first = int(np.argmax(stamped))
+    rest = stamped[first + 1:]
+    if rest.any():
+        second = first + 1 + int(np.argmax(rest))
+        a, b = float(ts[first]), float(ts[second])
+        nxt = _step_text(step[second])
         if a > b + 1.0:
             out.skewed_first = f"is later than {nxt}'s"
         elif b - a > FIRST_GAP_MAX_SEC:
             out.skewed_first = f"is {(b - a) / 86400:.0f} days before {nxt}'s"
         if out.skewed_first:
-            out.skewed_step, out.skewed_ts = float(step[cand[0]]), a
-            used = int(cand[1])
+            out.skewed_step, out.skewed_ts = float(step[first]), a
+            used = second
     out.used_index = used
     out.used_step = float(step[used]) if np.isfinite(step[used]) else None
     return float(ts[used])
@@ -509,6 +546,25 @@ def _first_timestamp(ts: np.ndarray, step: np.ndarray, out: Timestamps) -> float
 
 def _step_text(x: float) -> str:
     return f"step {int(x)}" if np.isfinite(x) and x == int(x) else "the next step"
+
+
+def _epoch_column(steps: Steps) -> np.ndarray:
+    """Every record's epoch; one that never changes (read at the first record only, the usual
+    case) is one number repeated by a read-only view, not a column of a long run's length."""
+    at = [k for k in steps.epochs if 0 <= k < len(steps)]
+    if at == [0]:
+        return np.broadcast_to(np.float64(steps.epochs[0]), (len(steps),))
+    return np.frombuffer(epoch_values(steps), dtype=np.float64)
+
+
+def _tokens_column(steps: Steps) -> np.ndarray:
+    """Every record's tokens: the leading run of one value, then the column of the rest
+    (a read-only view of one number when the run is all of them, the usual case)."""
+    first = np.float64(steps.tokens_first)
+    if steps.tokens_run >= len(steps):
+        return np.broadcast_to(first, (len(steps),))
+    rest = np.frombuffer(steps.tokens, dtype=np.float64)
+    return np.concatenate((np.full(steps.tokens_run, first), rest)) if steps.tokens_run else rest
 
 
 def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = None,
@@ -527,8 +583,8 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = 
     step = np.frombuffer(steps.step, dtype=np.float64)
     ts_raw = np.frombuffer(steps.timestamp, dtype=np.float64)
     cols = {k: np.frombuffer(steps.series[k], dtype=np.float64) for k in SERIES}
-    cols[TOKENS] = np.frombuffer(steps.tokens, dtype=np.float64)
-    cols[EPOCH] = np.frombuffer(epoch_values(steps), dtype=np.float64)
+    cols[TOKENS] = _tokens_column(steps)
+    cols[EPOCH] = _epoch_column(steps)
     bad_loss = np.zeros(len(steps), dtype=bool)
     bad_loss[steps.loss_nonfinite] = True
 
@@ -554,7 +610,7 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = 
     # A line written twice is one record: only a step number that repeats can be one
     # (and only a step that does not increase can repeat one: no sort in the usual case).
     duplicates = 0
-    finite_step = step[np.isfinite(step)]
+    finite_step = _finite(step)
     if _step_back(finite_step, None).size and _repeats(finite_step, None):
         dup = duplicate_records([ts_raw, step, *cols.values()])
         duplicates = int(dup.sum())
@@ -565,8 +621,12 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = 
 
     hi = (time.time() if now is None else now) + CLOCK_SLACK_SEC
     with np.errstate(invalid="ignore"):
-        ts = np.where((ts_raw >= TIMESTAMP_MIN) & (ts_raw <= hi), ts_raw, np.nan)
-    last_read = float(np.max(ts[np.isfinite(ts)])) if np.isfinite(ts).any() else None
+        plausible = (ts_raw >= TIMESTAMP_MIN) & (ts_raw <= hi)
+    # Every timestamp plausible (the usual case): the column itself, not a copy of it.
+    ts = ts_raw if plausible.all() else np.where(plausible, ts_raw, np.nan)
+    del plausible
+    latest = float(np.fmax.reduce(ts))  # NaN (no timestamp) is passed over
+    last_read = latest if math.isfinite(latest) else None
 
     by_epoch = restarts_each_epoch(step, cols[EPOCH])
     epoch = cols[EPOCH] if by_epoch else None
@@ -583,7 +643,7 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = 
         cols = {k: v[part] for k, v in cols.items()}
     n = int(step.size)
 
-    step_key = np.where(np.isfinite(step), step, np.inf)
+    step_key = step if np.isfinite(step).all() else np.where(np.isfinite(step), step, np.inf)
     epoch_key = np.where(np.isfinite(cols[EPOCH]), cols[EPOCH], np.inf) if by_epoch else None
     # Strictly increasing step keys (a run logged in order, the usual case)
     # already are the sorted order, whatever the timestamps: skip the sort and
@@ -622,8 +682,8 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = 
 
     dt = cols["dt"]
     dt_ok = np.isfinite(dt)
-    with np.errstate(over="ignore"):
-        wall = float(dt[dt_ok].sum()) if dt_ok.any() else None
+    with np.errstate(over="ignore"):  # all finite: the same sum, without a copy
+        wall = float((dt if dt_ok.all() else dt[dt_ok]).sum()) if dt_ok.any() else None
     if wall is not None and not np.isfinite(wall):
         notes.append("summed step time overflows a float; left unknown")
         wall = None
@@ -650,14 +710,20 @@ def _final_loss(loss: np.ndarray, bad: np.ndarray, step: np.ndarray
                 ) -> tuple[float | None, int, tuple[float, float | None] | None]:
     """The last logged loss; ``None`` when it was NaN/inf (a diverged run), with the
     number of such trailing steps and the stale last finite value it must not become."""
-    finite = np.flatnonzero(np.isfinite(loss))
-    logged = np.flatnonzero(np.isfinite(loss) | bad)
-    if not logged.size:
+    finite = np.isfinite(loss)
+    logged = finite | bad
+    if not logged.any():
         return None, 0, None
-    if not bad[logged[-1]]:
-        return float(loss[logged[-1]]), 0, None
-    if not finite.size:
-        return None, int(logged.size), None
-    last = int(finite[-1])
+    last_logged = _last_true(logged)
+    if not bad[last_logged]:
+        return float(loss[last_logged]), 0, None
+    if not finite.any():
+        return None, int(logged.sum()), None
+    last = _last_true(finite)
     at = float(step[last]) if np.isfinite(step[last]) else None
-    return None, int((logged > last).sum()), (float(loss[last]), at)
+    return None, int(logged[last + 1:].sum()), (float(loss[last]), at)
+
+
+def _last_true(mask: np.ndarray) -> int:
+    """The position of the last True of a mask holding one."""
+    return int(mask.size - 1 - np.argmax(mask[::-1]))

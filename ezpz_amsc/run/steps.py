@@ -8,7 +8,6 @@ present but non-finite are counted, so the caller can say how many it dropped.
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import os
@@ -52,8 +51,8 @@ SERIES = tuple(SERIES_KEYS)
 TOKEN_KEYS = ("train/tokens", "train/ntokens")
 STEP_EPOCH_KEYS = ("train/epoch", "epoch")
 
-# Read buffer while hashing: the digest is fed a MiB at a time, not a line at a time.
-_HASH_BUFFER_BYTES = 1 << 20
+# Read size of the hashing thread (the memory it adds to a --provenance export).
+_HASH_BUFFER_BYTES = 8 << 20
 
 _NAN = float("nan")
 # Pass over other ranks' lines of a shared file unparsed (see skim.py). Tests
@@ -70,9 +69,14 @@ class Steps:
     counter: array = field(default_factory=lambda: array("b"))  # COUNTER_KEYS index per record
     # records (their index here) holding no number in any of the SERIES: eval records
     contentless: list[int] = field(default_factory=list)
-    tokens: array = field(default_factory=lambda: array("d"))  # TOKEN_KEYS, NaN when absent
+    # TOKEN_KEYS, NaN when absent: the first tokens_run records all hold tokens_first (a
+    # run that logs one batch size, or none, keeps no column), ``tokens`` the records after.
+    tokens: array = field(default_factory=lambda: array("d"))
+    tokens_first: float = math.nan
+    tokens_run: int = 0
     # STEP_EPOCH_KEYS (NaN when absent) of the first record and of each whose step number
-    # does not increase: the epoch can change the order only there (epoch_values()).
+    # does not increase, where the epoch can change the order (epoch_values()); only where
+    # it differs from the one before (a run without step numbers keeps no entry per record).
     epochs: dict[int, float] = field(default_factory=dict)
     timestamp: array = field(default_factory=lambda: array("d"))
     series: dict[str, array] = field(default_factory=lambda: {k: array("d") for k in SERIES})
@@ -94,47 +98,93 @@ class Steps:
 
 
 class Digest(NamedTuple):
-    """Size and sha256 of a file as it was read, for provenance records."""
+    """Size and sha256 of a file as it was on disk when read, for provenance records.
 
-    size: int
-    sha256: str
-
-
-class _HashingRaw(io.RawIOBase):
-    """A raw file that feeds every byte read through it to a sha256.
-
-    Under a ``BufferedReader`` the hash is taken in the same pass as the
-    parse, in buffer-sized chunks: a multi-GB metrics file is never read twice,
-    and ``readline`` stays the C one.
+    ``sha256`` is None for a file left unhashed by a :class:`Digests` budget.
     """
 
-    def __init__(self, raw: io.RawIOBase) -> None:
+    size: int
+    sha256: str | None
+
+
+class Digests(dict[Path, Digest]):
+    """The digests of the files an export read, by path; with an optional byte budget.
+
+    A file is hashed whole or not at all: one whose size would take the bytes
+    hashed so far past ``budget_bytes`` gets ``Digest(size, None)``.
+    """
+
+    def __init__(self, budget_bytes: int | None = None) -> None:
+        super().__init__()
+        self.budget_bytes = budget_bytes
+        self.hashed_bytes = 0
+
+    def admit(self, size: int) -> bool:
+        """Whether a file of ``size`` bytes fits what is left of the budget (then counted)."""
+        if self.budget_bytes is not None and self.hashed_bytes + size > self.budget_bytes:
+            return False
+        self.hashed_bytes += size
+        return True
+
+
+class _Hasher:
+    """The sha256 of an open file, taken on a thread from its own reads beside the parse.
+
+    The thread reads the file descriptor with ``os.preadv`` (its own offset, so
+    the parse's reads, seeks and the skim's early stop are untouched) in 8 MiB
+    chunks; both the read and ``sha256.update`` release the GIL, so on a second
+    core the hash costs the parse almost nothing (on a busy machine it costs what
+    hashing costs: about a second of CPU per GiB). Reads come from
+    the page cache the parse fills (or fills it first): the file is fetched
+    from disk once.
+    """
+
+    def __init__(self, fd: int) -> None:
         # Imported here: hashlib loads OpenSSL (~3.5 MB resident), which only
         # a --provenance export needs.
         import hashlib
+        import threading
 
-        super().__init__()
-        self.raw = raw
-        self.sha256 = hashlib.sha256()
-        self.size = 0
+        self._fd = fd
+        self._sha256 = hashlib.sha256()
+        self._size = 0
+        self._error: BaseException | None = None
+        self._stop = False
+        # Always joined (digest() or stop()) before the file closes: not a daemon.
+        self._thread = threading.Thread(target=self._run, name="ezpz-amsc-sha256")
+        self._thread.start()
 
-    def readable(self) -> bool:
-        return True
+    def _run(self) -> None:
+        # One reused buffer (a fresh 8 MiB object per read costs page faults), and few,
+        # large reads: each read and each update hands the GIL back and forth once.
+        buf = bytearray(_HASH_BUFFER_BYTES)
+        view, update, fd = memoryview(buf), self._sha256.update, self._fd
+        try:
+            while not self._stop:
+                n = os.preadv(fd, [buf], self._size)
+                if not n:
+                    return
+                update(view[:n])
+                self._size += n
+        except BaseException as e:  # noqa: BLE001 - re-raised by digest(), in the caller
+            self._error = e
+        finally:
+            view.release()
 
-    def readinto(self, b: Any) -> int | None:
-        n = self.raw.readinto(b)
-        if n:
-            with memoryview(b) as view:
-                self.sha256.update(view[:n])
-            self.size += n
-        return n
+    def stop(self) -> None:
+        """Stop early (the read failed): the digest is not wanted."""
+        self._stop = True
+        self._thread.join()
 
-    def close(self) -> None:
-        self.raw.close()
-        super().close()
-
-    def digest(self) -> Digest:
-        return Digest(self.size, self.sha256.hexdigest())
+    def digest(self, path: Path) -> Digest:
+        """The file's size and sha256, once the thread has read it to its end."""
+        self._thread.join()
+        e = self._error
+        if isinstance(e, OSError):
+            raise AmscError(f"{path}: cannot read metrics file: {e.strerror or e}")
+        if e is not None:  # never a digest of part of the file
+            raise e
+        return Digest(self._size, self._sha256.hexdigest())
 
 
 def _number(v: Any) -> float | None:
@@ -193,13 +243,14 @@ _ORJSON_INT_LIMIT = float(2**63)
 
 def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
                max_line: int, keep_unranked: bool = False,
-               digests: dict[Path, Digest] | None = None, skim: bool = True) -> int:
+               digests: Digests | None = None, skim: bool = True) -> int:
     """Append ``path``'s step records (of ``want_rank`` if filtering) to ``out``.
 
     ``keep_unranked``: records without a ``rank`` field count as ``want_rank``'s
     (a per-rank file; in an interleaved file they belong to no rank).
-    With ``digests``, the file's size and sha256 are taken while it is read
-    (once per file: a second pass over it is not hashed again).
+    With ``digests``, the file's size and sha256 are taken while it is read, on
+    a thread (:class:`_Hasher`), when the budget admits it (once per file: a
+    second pass over it is not hashed again).
 
     This loop runs once per logged step, so it keeps per-record work to the
     lookups themselves: no per-record containers, values appended straight
@@ -215,8 +266,11 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
     contentless = out.contentless
     tokens_app = out.tokens.append
     token_key, token_key_2 = TOKEN_KEYS
+    tok_first, tok_run = out.tokens_first, out.tokens_run
+    tok_same = not out.tokens  # still in the leading run of one value
     epochs = out.epochs
     last_step = math.inf  # the first record's epoch is always read
+    last_epoch = None  # never equal to a number: the first one read is kept
     counters = tuple(enumerate(COUNTER_KEYS))
     tps_series = series["tps"]
     ignored = out.ignored_throughput
@@ -232,15 +286,17 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
 
     last_ok = True
     last_line: bytes | None = b""
-    hashing = None
+    hasher = None
     try:
         raw = open_regular(path)  # a symlink to /proc/kmsg or a FIFO would block: refused
         size = os.fstat(raw.fileno()).st_size
-        if digests is not None and path not in digests:
-            hashing = _HashingRaw(raw.detach())  # type: ignore[arg-type]
-            raw = io.BufferedReader(hashing, _HASH_BUFFER_BYTES)
     except OSError as e:
         raise AmscError(f"{path}: cannot read metrics file: {e.strerror or e}") from None
+    if digests is not None and path not in digests:
+        if digests.admit(size):
+            hasher = _Hasher(raw.fileno())
+        else:
+            digests[path] = Digest(size, None)
     f = open_metrics(path, raw)  # raw itself, or a gzip reader over it
     out.files_read.append(path)
     lines = iter_lines(f, max_line)
@@ -252,6 +308,7 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
 
         lines = skim_lines(f, max_line, want_rank, passed)
     cut_stream = False  # a gzip stream that ends early: a killed job's compressed file
+    read_all = False
     with raw, f:
         try:
             for line in lines:
@@ -351,15 +408,27 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
                 if v is None:
                     v = get(token_key_2)
                 t = type(v)
-                if t is float or t is int:
+                if t is int:
                     try:
-                        tokens_app(v)
+                        v = float(v)
                     except OverflowError:  # an int too large for a float
-                        tokens_app(nan)
+                        v = nan
+                elif t is not float:
+                    v = nan
+                if not tok_same:
+                    tokens_app(v)
+                elif v == tok_first or (v != v and tok_first != tok_first):
+                    tok_run += 1  # (0.0 and -0.0 alike: tokens count only when > 0)
+                elif not tok_run:
+                    tok_first, tok_run = v, 1
                 else:
-                    tokens_app(nan)
+                    tok_same = False
+                    tokens_app(v)
                 if not here > last_step:  # a counter that starts again (or no number)
-                    epochs[len(out.step) - 1] = _first_number(get, STEP_EPOCH_KEYS)
+                    e = _first_number(get, STEP_EPOCH_KEYS)
+                    if not (e == last_epoch and math.copysign(1, e) == math.copysign(
+                            1, last_epoch)) and not (e != e and last_epoch != last_epoch):
+                        epochs[len(out.step) - 1] = last_epoch = e
                 last_step = here
                 if tps_series[-1] != tps_series[-1]:  # no training throughput: say why
                     for k in NOT_TRAINING_THROUGHPUT:
@@ -367,14 +436,19 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
                             ignored[k] = ignored.get(k, 0) + 1
                 ts = _number(rec.get("timestamp"))
                 ts_app(ts if ts is not None and isfinite(ts) else nan)
+            read_all = True
         except EOFError:
-            cut_stream = True
+            cut_stream = read_all = True
         except OSError as e:
             raise AmscError(f"{path}: cannot read metrics file: {e.strerror or e}") from None
+        finally:
+            if hasher is not None and not read_all:
+                hasher.stop()  # before the file closes: its descriptor number may be reused
+        if hasher is not None and digests is not None:
+            digests[path] = hasher.digest(path)
+    out.tokens_first, out.tokens_run = tok_first, tok_run
     seen = out.counter.tobytes()  # the preferred counter any record carried
     out.step_key = next((k for i, k in counters if bytes((i,)) in seen), None)
-    if hashing is not None and digests is not None:
-        digests[path] = hashing.digest()
     if last_line is not None and not last_ok and not last_line.endswith(b"\n"):
         out.truncated_last_line = True
         out.bad_lines -= 1
@@ -386,7 +460,7 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
 
 
 def read_steps(source: MetricsSource, max_line: int = MAX_LINE_BYTES,
-               digests: dict[Path, Digest] | None = None) -> Steps:
+               digests: Digests | None = None) -> Steps:
     """Read the records of one rank: rank 0 if it logged, else the lowest that did.
 
     Per-rank files: only the chosen rank's file is opened (the next one only if

@@ -203,7 +203,7 @@ def test_reproduce_as_json_lines(fixture_run, tmp_path):
     assert result.exit_code == 0
     assert [json.loads(ln) for ln in result.stdout.splitlines()] == [{
         "record": str(path), "run_dir": str(run), "identical": True, "cells": [],
-        "files_changed": [], "files_unchanged": 2, "note": None}]
+        "files_changed": [], "files_unchanged": 2, "files_not_compared": [], "note": None}]
     old_sha = sha256(run / "metrics.jsonl")
     with open(run / "metrics.jsonl", "a") as f:
         f.write(json.dumps({"timestamp": 1795991000.0, "rank": 0,

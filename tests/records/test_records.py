@@ -38,7 +38,7 @@ from ezpz_amsc.records.record import SCHEMA, load_record
 from ezpz_amsc.records.redact import REDACTED
 from ezpz_amsc.results.schema import HEADER
 from ezpz_amsc.run.layout import find_run_files
-from ezpz_amsc.run.steps import read_steps
+from ezpz_amsc.run.steps import Digests, read_steps
 
 pytestmark = pytest.mark.usefixtures("clean_hook_env")
 
@@ -159,7 +159,7 @@ def test_the_metrics_digest_covers_every_byte_read_in_one_pass(tmp_path):
     (run).mkdir()
     (run / "metrics.jsonl").write_text("\n".join(lines) + "\n{\"rank\": 1, \"metr")
     write_run_info(run)
-    digests: dict = {}
+    digests = Digests()
     steps = read_steps(find_run_files(run).metrics, 4096, digests)
     assert (steps.rank, len(steps), steps.long_lines) == (1, 4, 1)  # read twice, hashed once
     data = (run / "metrics.jsonl").read_bytes()
@@ -719,7 +719,12 @@ def test_recorded_options_that_cannot_be_used_are_refused(options, why):
      "files[0].size is not a whole number"),
     ({"files": [{"path": "a", "role": "metrics", "size": True, "sha256": "x"}]},
      "files[0].size is not a whole number"),
-    ({"files": [{"path": "a", "role": "metrics", "size": 1}]}, "files[0].sha256 is not a string"),
+    ({"files": [{"path": "a", "role": "metrics", "size": 1}]},
+     "files[0].sha256 is not a string or null"),  # null: unhashed, but never left out
+    ({"files": [{"path": "a", "role": "metrics", "size": 1, "sha256": 7}]},
+     "files[0].sha256 is not a string or null"),
+    ({"files": [{"path": "a", "role": "metrics", "size": 1, "sha256": None, "not_hashed": 1}]},
+     "files[0].not_hashed is not a string"),
     ({"options": {"config": 3}}, "options.config is not a string"),
     ({"options": {"config": "c", "max_line_bytes": "64"}},
      "options.max_line_bytes is not a whole number"),

@@ -38,6 +38,7 @@ from helpers import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ezpz_amsc.errors import AmscError
 from ezpz_amsc.export import export_run
 from ezpz_amsc.options import MAX_LINE_BYTES, ExportOptions
 from ezpz_amsc.run import steps as steps_mod
@@ -643,8 +644,8 @@ def test_content_tokens_and_epoch_are_read_beside_the_series(tmp_path):
     ]
     s = read_bytes_file(tmp_path, "".join(json.dumps(r) + "\n" for r in recs).encode(), False)
     assert s.contentless == [1]
-    assert [x if x == x else None for x in s.tokens] == [
-        512.0, None, 256.0, math.inf, None, None]
+    assert (s.tokens_first, s.tokens_run) == (512.0, 1)  # then the column of the rest
+    assert [x if x == x else None for x in s.tokens] == [None, 256.0, math.inf, None, None]
     # read where the step number does not increase: records 0, 1, 3 and 4
     assert {k: (v if v == v else None) for k, v in s.epochs.items()} == {
         0: 0.0, 1: 7.0, 3: None, 4: 3.0}
@@ -805,3 +806,173 @@ def test_the_fallback_past_50000_empty_rank_files_opens_each_once(tmp_path, monk
     assert res.details.files_read == [str(p) for p in opened[:n]]
     assert res.details.rank_files_not_read == 0
     assert f"rank 0 logged no step; used rank {n - 1}" in res.notes
+
+
+# ------------------------------------------------------------------------ hashing beside the read
+
+
+def test_hashing_leaves_the_skim_its_early_stop(tmp_path, monkeypatch):
+    """A per-rank file hashed for a record is read as without hashing: the skim classifies its
+    first 64 KB, then hands the rest to the line reader; the digest is still the whole file's."""
+    from helpers import sha256
+
+    from ezpz_amsc.run import skim as skim_mod
+    from ezpz_amsc.run.steps import Digest, Digests
+
+    run = write_run(tmp_path / "run", simple_steps(3000))
+    path = run / "metrics-0.jsonl"
+    assert path.stat().st_size > 4 * skim_mod.FIRST_READ_BYTES
+    calls: list[int] = []
+    real = skim_mod.classify_block
+    monkeypatch.setattr(skim_mod, "classify_block", lambda *a: calls.append(a[1]) or real(*a))
+    plain = read_steps(find_run_files(run).metrics)
+    assert len(calls) == 1 and calls[0] <= skim_mod.FIRST_READ_BYTES
+    digests = Digests()
+    hashed = read_steps(find_run_files(run).metrics, MAX_LINE_BYTES, digests)
+    assert len(calls) == 2 and calls[1] == calls[0]  # the same one block, hashing or not
+    assert (len(hashed), list(hashed.series["tps"])) == (3000, list(plain.series["tps"]))
+    assert digests == {path: Digest(path.stat().st_size, sha256(path))}
+    assert digests.hashed_bytes == path.stat().st_size
+
+
+def test_the_hash_budget_takes_whole_files_in_the_order_read(tmp_path):
+    """Per-rank files read until one holds steps: each hashed while the budget lasts."""
+    from helpers import sha256
+
+    from ezpz_amsc.run.steps import Digest, Digests
+
+    run = tmp_path / "run"
+    write_jsonl(run / "metrics-0.jsonl", ["not json"])  # 9 bytes, no step
+    write_jsonl(run / "metrics-1.jsonl", [step(i, rank=1, tps=5.0, dt=0.2) for i in (1, 2, 3)])
+    write_run_info(run, WORLD_SIZE_IN_USE="2", world_size="2")
+    first, second = run / "metrics-0.jsonl", run / "metrics-1.jsonl"
+    size0, size1 = first.stat().st_size, second.stat().st_size
+    for budget, hashed in [(None, 2), (size0 + size1, 2), (size0 + size1 - 1, 1), (size0, 1),
+                           (size0 - 1, 0), (0, 0)]:
+        digests = Digests(budget)
+        steps = read_steps(find_run_files(run).metrics, MAX_LINE_BYTES, digests)
+        assert (steps.rank, len(steps)) == (1, 3)
+        want = {first: Digest(size0, sha256(first)), second: Digest(size1, sha256(second))}
+        if hashed < 2:
+            want[second] = Digest(size1, None)
+        if hashed < 1:
+            want[first] = Digest(size0, None)
+        assert digests == want, budget
+        assert digests.hashed_bytes == [0, size0, size0 + size1][hashed]
+
+
+def test_an_empty_file_fits_any_budget(tmp_path):
+    from ezpz_amsc.run.steps import Digest, Digests
+
+    run = good_run(tmp_path / "run")
+    (run / "metrics-0.jsonl").write_bytes(b"")
+    digests = Digests(0)
+    read_steps(find_run_files(run).metrics, MAX_LINE_BYTES, digests)
+    empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"  # sha256 of b""
+    assert digests[run / "metrics-0.jsonl"] == Digest(0, empty)
+
+
+def test_a_read_that_fails_stops_the_hashing_thread(tmp_path, monkeypatch):
+    """The parse raises: the thread stops reading at once (before the file closes), and no
+    digest is kept."""
+    import threading
+
+    from ezpz_amsc.run.steps import Digests, _Hasher
+
+    run = good_run(tmp_path / "run", n=500)
+    stopping, reads = threading.Event(), []
+    real_preadv, real_stop = os.preadv, _Hasher.stop
+
+    def preadv(fd, buffers, offset):  # the first read returns only once stop() is called
+        reads.append(offset)
+        if len(reads) == 1:
+            assert stopping.wait(10)
+        return real_preadv(fd, buffers, offset)
+
+    def stop(self):
+        stopping.set()
+        real_stop(self)
+
+    def broken(f, limit):
+        yield from []
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(steps_mod, "_HASH_BUFFER_BYTES", 1024)  # the file is ~60 chunks
+    monkeypatch.setattr(steps_mod.os, "preadv", preadv)
+    monkeypatch.setattr(_Hasher, "stop", stop)
+    monkeypatch.setattr(steps_mod, "iter_lines", broken)
+    monkeypatch.setattr(steps_mod, "SKIM", False)
+    threads = threading.active_count()
+    digests = Digests()
+    with pytest.raises(AmscError) as e:
+        read_steps(find_run_files(run).metrics, MAX_LINE_BYTES, digests)
+    assert e.value.format_message() == (f"{run / 'metrics-0.jsonl'}: cannot read metrics file: "
+                                        "Input/output error")
+    assert digests == {}
+    assert threading.active_count() == threads  # joined, not left running
+    assert reads == [0]  # the read under way when stop() came, then no other
+
+
+def test_a_file_the_hashing_thread_cannot_read_is_an_error(tmp_path, monkeypatch):
+    from ezpz_amsc.run.steps import Digests
+
+    run = good_run(tmp_path / "run")
+    monkeypatch.delattr(steps_mod.os, "preadv")  # any failure of the thread: no digest
+    with pytest.raises(AttributeError):
+        read_steps(find_run_files(run).metrics, MAX_LINE_BYTES, Digests())
+
+    def preadv(fd, buffers, offset):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(steps_mod.os, "preadv", preadv, raising=False)
+    with pytest.raises(AmscError) as e:
+        read_steps(find_run_files(run).metrics, MAX_LINE_BYTES, Digests())
+    assert e.value.format_message() == (f"{run / 'metrics-0.jsonl'}: cannot read metrics file: "
+                                        "Input/output error")
+
+
+@pytest.mark.parametrize("tokens, first, run, rest", [
+    ([512, 512.0, 512], 512.0, 3, []),  # one batch size: no column
+    ([None, None], None, 2, []),  # no token count logged: no column either
+    ([512, 512, 256, 512], 512.0, 2, [256.0, 512.0]),  # the column starts where it changes
+    ([None, 512, 512], None, 1, [512.0, 512.0]),
+    ([10**400, None, 7], None, 2, [7.0]),  # too large for a float: NaN, as absent
+    ([-0.0, 0, 0.0], -0.0, 3, []),  # zero's sign is not kept: tokens count only when > 0
+])
+def test_tokens_are_held_as_a_leading_run_and_a_column(tmp_path, tokens, first, run, rest):
+    from ezpz_amsc.run.reduce import _tokens_column
+
+    recs = [{"timestamp": 1795990000.0 + i, "rank": 0,
+             "metrics": {"train/iter": i + 1, "train/dt": 0.5,
+                         **({} if t is None else {"train/tokens": t})}}
+            for i, t in enumerate(tokens)]
+    s = read_bytes_file(tmp_path, "".join(json.dumps(r) + "\n" for r in recs).encode(), False)
+    assert (s.tokens_first if s.tokens_first == s.tokens_first else None, s.tokens_run) == (
+        first, run)
+    assert list(s.tokens) == rest
+    column = _tokens_column(s).tolist()
+    want = [first] * run + rest
+    assert [x if x == x else None for x in column] == [
+        None if x is None else float(x) for x in want]
+
+
+def test_an_epoch_is_kept_only_where_it_changes(tmp_path):
+    """Where the step number does not increase the epoch is read, and kept when it changed:
+    a run without step numbers keeps one entry, not one per record."""
+    plain = [{"timestamp": 1795990000.0 + i, "rank": 0, "metrics": {"train/dt": 0.5}}
+             for i in range(50)]
+    s = read_bytes_file(tmp_path, "".join(json.dumps(r) + "\n" for r in plain).encode(), False)
+    assert len(s) == 50 and s.step_key is None
+    assert list(s.epochs) == [0] and math.isnan(s.epochs[0])
+    # train/iter 1, 1, 1, 2, 1, 1, 1, 1, 1: read at every record but the fourth
+    epochs = [0, 0, 1, 5, 1, None, None, -0.0, 0.0]
+    recs = [{"timestamp": 1795990000.0 + i, "rank": 0,
+             "metrics": {"train/iter": 2 if i == 3 else 1, "train/dt": 0.5,
+                         **({} if e is None else {"train/epoch": e})}}
+            for i, e in enumerate(epochs)]
+    s = read_bytes_file(tmp_path, "".join(json.dumps(r) + "\n" for r in recs).encode(), False)
+    kept = {k: (None if v != v else (v, math.copysign(1, v))) for k, v in s.epochs.items()}
+    assert kept == {0: (0.0, 1.0), 2: (1.0, 1.0), 5: None, 7: (0.0, -1.0), 8: (0.0, 1.0)}
+    got = steps_mod.epoch_values(s).tolist()
+    assert [x if x == x else None for x in got] == [0.0, 0.0, 1.0, 1.0, 1.0, None, None, -0.0,
+                                                     0.0]
