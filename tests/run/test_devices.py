@@ -13,7 +13,7 @@ from ezpz_amsc.run.devices import PEAKS, Device, nearest
 
 
 def test_the_table_entry_by_entry():
-    assert PEAKS == (
+    want = (
         Device("NVIDIA H100 SXM", "BF16 dense", 989.0),
         Device("NVIDIA H100 NVL", "BF16 dense", 835.0),
         Device("NVIDIA H100 PCIe", "BF16 dense", 756.0),
@@ -27,6 +27,7 @@ def test_the_table_entry_by_entry():
         Device("Intel Max 1550 tile, 512 CUs", "BF16", 340.8),
         Device("Intel Max 1550 tile, 448 CUs", "BF16", 298.2),
     )
+    assert PEAKS == want
 
 
 @pytest.mark.parametrize(("tflops", "name"), [
