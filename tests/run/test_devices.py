@@ -27,7 +27,7 @@ def test_the_table_entry_by_entry():
         Device("Intel Max 1550 tile, 512 CUs", "BF16", 340.8),
         Device("Intel Max 1550 tile, 448 CUs", "BF16", 298.2),
     )
-    assert PEAKS == want
+    assert want == PEAKS
 
 
 @pytest.mark.parametrize(("tflops", "name"), [
