@@ -505,3 +505,17 @@ def test_exactly_one_second_uncovered_is_enough():
     assert _throughput(red) == Finding(THROUGHPUT_CELLS, _INFLATED.format(
         name="train/tps", value="1,024", over="5", tokens="256", source="the logged tokens",
         clock="205", accum=""))
+
+
+def test_the_clock_judges_only_intervals_it_can():
+    """Three intervals of 0.625 s whose 256 tokens at 2,048 tokens/s need 0.125 s (5x, 1.5 s
+    not covered); each other interval lacks something: a timestamp (NaN), time (0 s, or
+    backwards), a whole step (0 or 0.5 of one), a finite positive need (an infinite or
+    missing rate). Judged, any of them would change the median, the seconds or the rate."""
+    nan, inf = np.nan, np.inf
+    red = _red(ts=[0.0, 0.625, 1.25, 1.875, nan, 3.125, 2.5, 3.125, 3.75, 4.375, 4.375, 5.0],
+               step=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 7.0, 7.5, 8.5, 9.5, 10.5],
+               tps=[2048.0] * 9 + [inf, 2048.0, nan], dt=[0.125] * 12, tokens=[256.0] * 12)
+    assert _throughput(red) == Finding(THROUGHPUT_CELLS, _INFLATED.format(
+        name="train/tps", value="2,048", over="5", tokens="256", source="the logged tokens",
+        clock="410", accum=""))
