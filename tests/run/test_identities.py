@@ -49,6 +49,7 @@ from ezpz_amsc.run.identities import (
     _clearly_nearer,
     _cumulative,
     _tokens_per_step,
+    logged_world_size,
     peak_finding,
     throughput_finding,
 )
@@ -519,3 +520,12 @@ def test_the_clock_judges_only_intervals_it_can():
     assert _throughput(red) == Finding(THROUGHPUT_CELLS, _INFLATED.format(
         name="train/tps", value="2,048", over="5", tokens="256", source="the logged tokens",
         clock="410", accum=""))
+
+
+@pytest.mark.parametrize(("tps", "tps_per_gpu", "world"), [
+    ([np.nan, 800.0, 1200.0], [100.0, 200.0, 200.0], 4),  # the first whole ratio, 4 (not 6)
+    ([800.0], [200.0], 4),
+    ([810.0, 10.0], [200.0, np.nan], None),  # 4.05: not a whole rank count
+])
+def test_logged_world_size_is_the_first_whole_ratio(tps, tps_per_gpu, world):
+    assert logged_world_size(_red(tps=tps, tps_per_gpu=tps_per_gpu)) == world
