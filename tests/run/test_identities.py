@@ -529,3 +529,14 @@ def test_the_clock_judges_only_intervals_it_can():
 ])
 def test_logged_world_size_is_the_first_whole_ratio(tps, tps_per_gpu, world):
     assert logged_world_size(_red(tps=tps, tps_per_gpu=tps_per_gpu)) == world
+
+
+def test_a_rate_without_a_reduced_value_is_named_without_one():
+    """The per-GPU series reduced to nothing (too large for a float): the note names the
+    rate alone."""
+    red = _red(tps_per_gpu=[250.0] * 3, dt=[1.0] * 3, tokens=[1000.0] * 3, ts=[0.0, 8.0, 16.0])
+    red.stats["tps_per_gpu"].value = None
+    assert _throughput(red, 4) == Finding(THROUGHPUT_CELLS, _INFLATED.format(
+        name="train/tps_per_gpu x 4 gpus", value="", over="8", tokens="1,000",
+        source="the logged tokens", clock="125", accum="").replace(" ( tokens/s, the median)",
+                                                                   ""))
