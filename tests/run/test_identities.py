@@ -540,3 +540,36 @@ def test_a_rate_without_a_reduced_value_is_named_without_one():
         name="train/tps_per_gpu x 4 gpus", value="", over="8", tokens="1,000",
         source="the logged tokens", clock="125", accum="").replace(" ( tokens/s, the median)",
                                                                    ""))
+
+
+def test_an_mfu_up_to_one_only_is_a_fraction():
+    """mfu 1.5 beside 511.2 TFLOPS: x 100 would be a tile's peak, but 1.5 is no fraction."""
+    got = peak_finding(_red(mfu=[1.5, 1.5], tflops=[511.2, 511.2]), 1)
+    assert got == Finding(frozenset({"mfu", "tflops"}), _BOTH_EMPTY.format(
+        peak="34,080", n=2, side="above"))
+
+
+def test_tokens_counted_per_rank_only_near_the_world_size():
+    assert _tokens_per_step(5.0, np.array([256.0]), 2) is None
+
+
+def test_rate_times_dt_of_one_timed_step_says_nothing():
+    """The first step has no dt: one rate x dt is no evidence the rate came from dt."""
+    red = _red(tps=[1000.0, 1000.0], dt=[np.nan, 1.0], ts=[0.0, 8.0])
+    assert _throughput(red) == Finding()
+
+
+@pytest.mark.parametrize("ts", [[0.0, 0.95], [0.0, 0.95, np.nan]])
+def test_under_a_second_uncovered_is_not_enough(ts):
+    """9.5x inflated, but 0.95 s between records of which 0.1 s is covered: 0.85 s."""
+    n = len(ts)
+    red = _red(tps=[2560.0] * n, dt=[0.1] * n, tokens=[256.0] * n, ts=ts)
+    assert _throughput(red) == Finding()
+
+
+def test_the_tokens_of_several_steps_between_records():
+    """Records every 2 steps, 16 s apart: 2,000 tokens in each interval, 125 tokens/s."""
+    red = _red(tps=[1000.0] * 3, dt=[1.0] * 3, ts=[0.0, 16.0, 32.0], step=[2.0, 4.0, 6.0])
+    assert _throughput(red) == Finding(THROUGHPUT_CELLS, _INFLATED.format(
+        name="train/tps", value="1,000", over="8", tokens="1,000", source="train/tps x dt",
+        clock="125", accum=""))
