@@ -514,7 +514,7 @@ def test_the_clock_judges_only_intervals_it_can():
     backwards), a whole step (0 or 0.5 of one), a finite positive need (an infinite or
     missing rate). Judged, any of them would change the median, the seconds or the rate."""
     nan, inf = np.nan, np.inf
-    red = _red(ts=[0.0, 0.625, 1.25, 1.875, nan, 3.125, 2.5, 3.125, 3.75, 4.375, 4.375, 5.0],
+    red = _red(ts=[0.0, 0.625, 1.25, 1.875, nan, 3.125, 2.5, 3.125, 3.75, 4.5, 4.5, 5.0],
                step=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 7.0, 7.5, 8.5, 9.5, 10.5],
                tps=[2048.0] * 9 + [inf, 2048.0, nan], dt=[0.125] * 12, tokens=[256.0] * 12)
     assert _throughput(red) == Finding(THROUGHPUT_CELLS, _INFLATED.format(
