@@ -386,11 +386,11 @@ def test_ranks_per_step_at_its_tolerance_and_range_edges():
 # ------------------------------------------------------------- exact values of the helpers
 
 
-@pytest.mark.parametrize("n", [10_000, 10_001, 4_096, 4_097])
-def test_median_of_a_long_shuffled_array(n):
-    """Long enough that numpy partitions instead of sorting: only the middle one or two
-    positions are in place, so those must be the ones asked for. The caller's array is
-    left as it was unless ``overwrite`` is passed."""
+@pytest.mark.parametrize("n", [8, 10, 50, 10_000, 10_001, 4_096, 4_097])
+def test_median_of_a_shuffled_array(n):
+    """A partition puts only the positions asked for in place (8, 10 and 50 shuffled so
+    that position mid - 1 is not, unless asked for; the long ones are partitioned, not
+    sorted). The caller's array is left as it was unless ``overwrite`` is passed."""
     x = np.random.default_rng(n).permutation(n).astype(float)
     kept = x.copy()
     want = (n - 1) / 2
