@@ -11,6 +11,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+import numpy as np
 import pytest
 from helpers import (
     LAUNCH,
@@ -40,7 +41,19 @@ from ezpz_amsc.run.devices import (
     nearest,
     plausible_peak,
 )
-from ezpz_amsc.run.identities import RATE_OVER_CLOCK_MAX, TOKENS_RATE_FACTOR
+from ezpz_amsc.run.identities import (
+    RATE_OVER_CLOCK_MAX,
+    THROUGHPUT_CELLS,
+    TOKENS_RATE_FACTOR,
+    Finding,
+    _clearly_nearer,
+    _cumulative,
+    _tokens_per_step,
+    logged_world_size,
+    peak_finding,
+    throughput_finding,
+)
+from ezpz_amsc.run.reduce import Reduced, SeriesStats
 
 LAUNCH_ROW = expected_row(LAUNCH)
 
@@ -340,3 +353,223 @@ def test_only_a_per_gpu_rate_is_checked_times_gpus(tmp_path):
     r = run_cli(run, "--config", "c")
     assert one_row(r)["throughput_tokens_per_sec_per_gpu"] == ""
     assert any(n.startswith("train/tps_per_gpu x 1 gpus (") for n in notes_of(r))
+
+
+# ---------------------------------------------------------------- the identities, value by value
+# Each function on a Reduced built by hand: the masks, the bounds and the readings are
+# checked on the exact Finding, cell by cell and word by word.
+
+
+def _red(n: int | None = None, *, counter: str | None = "train/iter", **cols) -> Reduced:
+    """A Reduced whose series are ``cols`` (NaN where not given), one step per second
+    unless ``ts`` is given, numbered from 1 unless ``step`` is."""
+    n = n or len(next(iter(cols.values())))
+    nan = np.full(n, np.nan)
+    stats = {k: SeriesStats(None, 0, 0, 0, False, values=np.asarray(cols.get(k, nan), float))
+             for k in ("mfu", "tflops", "tps", "tps_per_gpu", "dt")}
+    for k in ("tps", "tps_per_gpu"):
+        vals = stats[k].values[np.isfinite(stats[k].values)]
+        stats[k].value = float(np.median(vals)) if vals.size else None
+    return Reduced(n, None, None, None, stats,
+                   step_values=np.asarray(cols.get("step", np.arange(1.0, n + 1)), float),
+                   ts_values=np.asarray(cols.get("ts", np.arange(float(n))), float),
+                   tokens_values=np.asarray(cols.get("tokens", nan), float), counter=counter)
+
+
+_BOTH_EMPTY = ("tflops / (mfu / 100) implies a {peak} TFLOPS device (median of {n} steps), "
+               "{side} any accelerator's (18.3 to 10,000 TFLOPS): mfu is not a percentage of "
+               "one device's peak or tflops not one device's; mfu and tflops left empty")
+
+
+def test_only_steps_with_both_finite_and_positive_imply_a_peak():
+    """Four steps imply 1 TFLOPS; each other step lacks one of the two (inf, NaN, 0):
+    counted, it would change the count of steps or the median."""
+    inf, nan = np.inf, np.nan
+    mfu = [50.0, 50.0, 50.0, 0.5, inf, 50.0, 0.0, 50.0, nan, 50.0]
+    tflops = [0.5, 0.5, 0.5, 0.005, 0.5, inf, 0.5, 0.0, 0.5, nan]
+    got = peak_finding(_red(mfu=mfu, tflops=tflops), 1)
+    assert got == Finding(frozenset({"mfu", "tflops"}),
+                          _BOTH_EMPTY.format(peak="1", n=4, side="below"))
+
+
+def test_no_step_with_both_is_no_finding():
+    assert peak_finding(_red(mfu=[0.0, 50.0], tflops=[5.0, 0.0]), 8) == Finding()
+
+
+def test_an_mfu_of_exactly_one_can_be_a_fraction():
+    """mfu 1.0 (100 % as a fraction) beside 340.8 TFLOPS: x 100, a tile's peak exactly."""
+    got = peak_finding(_red(mfu=[1.0, 1.0, 1.0], tflops=[340.8, 340.8, 340.8]), 1)
+    assert got == Finding(frozenset({"mfu"}), (
+        "tflops / (mfu / 100) implies a 34,080 TFLOPS device (median of 3 steps), above any "
+        "accelerator's; every mfu is at most 1, and x 100 the peak is 340.8 TFLOPS, near 340.8 "
+        "(Intel Max 1550 tile, 512 CUs): mfu was logged as a fraction, not a percentage; mfu "
+        "left empty"))
+
+
+def test_tflops_for_a_job_of_two_gpus():
+    """2 % mfu beside 204 TFLOPS on 2 GPUs: 10,200 implied, 5,100 per GPU (MI355X's 5,000)."""
+    got = peak_finding(_red(mfu=[2.0, 2.0], tflops=[204.0, 204.0]), 2)
+    assert got == Finding(frozenset({"tflops"}), (
+        "tflops / (mfu / 100) implies a 10,200 TFLOPS device (median of 2 steps), above any "
+        "accelerator's; per GPU (2) it is 5,100.0 TFLOPS, near 5,000.0 (AMD Instinct MI355X): "
+        "tflops was logged for the whole job, not per GPU; tflops left empty"))
+
+
+@pytest.mark.parametrize(("off", "other", "nearer"), [
+    (0.05, 1.0, True), (0.0501, 1.0, False),  # within PEAK_MATCH, the bound included
+    (0.02, 0.0401, True), (0.02, 0.04, False),  # under half as far, strictly
+    (0.02, 0.05, True), (0.02, 0.03, False),
+])
+def test_clearly_nearer(off, other, nearer):
+    assert _clearly_nearer(off, other) is nearer
+
+
+@pytest.mark.parametrize(("ratio", "gpus", "source"), [
+    (1.0, 1, "the logged tokens"), (1.5, 1, "the logged tokens"), (1.501, 1, None),
+    (1000.0, 1, "the logged tokens"), (1499.5, 1, "the logged tokens"), (1501.0, 1, None),
+    (1000.0 / 1.5 * 0.999, 1, None),
+    (2.0, 2, "the logged tokens x 2 ranks"), (2000.0, 2, "the logged tokens x 2 ranks"),
+    (8.0, 8, "the logged tokens x 8 ranks"), (3.0, 1, None),
+])
+def test_tokens_per_step_units(ratio, gpus, source):
+    tokens = np.array([256.0, 256.0])
+    got = _tokens_per_step(ratio, tokens, gpus)
+    if source is None:
+        assert got is None
+    else:
+        assert got[1] == source
+        assert got[0].tolist() == [256.0 * (gpus if "ranks" in source else 1)] * 2
+
+
+@pytest.mark.parametrize(("tokens", "cumulative"), [
+    ([1.0, 2.0, 3.0], True), ([1.0, 2.0], False), ([1.0, 2.0, 2.0], False),
+    ([3.0, 2.0, 1.0], False), ([1.0, 2.0, 3.0, 4.0], True)])
+def test_a_running_total_grows_on_three_steps_or_more(tokens, cumulative):
+    assert _cumulative(np.array(tokens)) is cumulative
+
+
+_KEYS = {"tps": "train/tps", "tps_per_gpu": "train/tps_per_gpu"}
+_INFLATED = ("{name} ({value} tokens/s, the median) is {over}x what the records' clock "
+             "sustains: {tokens} tokens per step ({source}) over the time between records is "
+             "{clock} tokens/s{accum}; dt times part of each step (the last micro-batch?), so "
+             "the logged rate is inflated; throughput left empty")
+
+
+def _throughput(red: Reduced, gpus: int = 1, accum: str = "") -> Finding:
+    return throughput_finding(red, _KEYS, gpus, lambda: accum)
+
+
+def test_only_steps_with_a_positive_finite_rate_dt_and_tokens_are_counted():
+    """Three steps give rate x dt / tokens = 0.25 (each value at most 1); each other step
+    lacks one of the three (inf, 0, NaN): counted, it would change the count or the median."""
+    inf, nan = np.inf, np.nan
+    red = _red(tps=[0.5, 0.5, 0.5, inf, 0.5, 0.0, 0.5, 0.5, 0.5, nan, 0.5],
+               dt=[0.5, 0.5, 0.5, 0.5, inf, 0.5, 0.0, 0.5, 0.5, 0.5, nan],
+               tokens=[1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, inf, 0.0, 1.0, 1.0])
+    assert _throughput(red) == Finding(THROUGHPUT_CELLS, _NOT_TOKENS.format(ratio="0.25")
+                                       .replace("30 steps", "3 steps"))
+
+
+def test_a_per_gpu_rate_times_gpus_against_the_clock():
+    """train/tps_per_gpu 250 on 4 GPUs, 1,000 tokens a step in 1 s of dt, records 8 s apart."""
+    red = _red(tps_per_gpu=[250.0] * 3, dt=[1.0] * 3, tokens=[1000.0] * 3, ts=[0.0, 8.0, 16.0])
+    assert _throughput(red, 4, "; accum") == Finding(THROUGHPUT_CELLS, _INFLATED.format(
+        name="train/tps_per_gpu x 4 gpus", value="1,000", over="8", tokens="1,000",
+        source="the logged tokens", clock="125", accum="; accum"))
+
+
+@pytest.mark.parametrize("tps", [[1000.0, 1000.0], [1000.0, 1000.0, 1001.0]])
+def test_rate_times_dt_the_same_to_a_thousandth_gives_the_tokens(tps):
+    """Two steps are enough; a spread of exactly 1e-3 of the median is still the same."""
+    red = _red(tps=tps, dt=[1.0] * len(tps), ts=[8.0 * k for k in range(len(tps))])
+    assert _throughput(red) == Finding(THROUGHPUT_CELLS, _INFLATED.format(
+        name="train/tps", value="1,000", over="8", tokens="1,000", source="train/tps x dt",
+        clock="125", accum=""))
+
+
+def test_one_step_of_rate_times_dt_says_nothing():
+    assert _throughput(_red(tps=[1000.0], dt=[1.0], ts=[0.0])) == Finding()
+
+
+@pytest.mark.parametrize(("counter", "noted"), [("train/iter", False), (None, True)])
+def test_the_clock_counts_the_steps_between_records(counter, noted):
+    """Records every 2 steps, 8 s apart, 1 s a step: 4x (allowed). Without a step counter
+    the records are one step apart: 8x."""
+    red = _red(tps=[1000.0, 1000.0], dt=[1.0, 1.0], ts=[0.0, 8.0], step=[2.0, 4.0],
+               counter=counter)
+    assert (_throughput(red) != Finding()) == noted
+
+
+def test_exactly_one_second_uncovered_is_enough():
+    """256 tokens at 1,024 tokens/s need 0.25 s; the records are 1.25 s apart: 5x, 1 s."""
+    red = _red(tps=[1024.0, 1024.0], dt=[0.25, 0.25], tokens=[256.0, 256.0], ts=[0.0, 1.25])
+    assert _throughput(red) == Finding(THROUGHPUT_CELLS, _INFLATED.format(
+        name="train/tps", value="1,024", over="5", tokens="256", source="the logged tokens",
+        clock="205", accum=""))
+
+
+def test_the_clock_judges_only_intervals_it_can():
+    """Three intervals of 0.625 s whose 256 tokens at 2,048 tokens/s need 0.125 s (5x, 1.5 s
+    not covered); each other interval lacks something: a timestamp (NaN), time (0 s, or
+    backwards), a whole step (0 or 0.5 of one), a finite positive need (an infinite or
+    missing rate). Judged, any of them would change the median, the seconds or the rate."""
+    nan, inf = np.nan, np.inf
+    red = _red(ts=[0.0, 0.625, 1.25, 1.875, nan, 3.125, 2.5, 3.125, 3.75, 4.5, 4.5, 5.0],
+               step=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 7.0, 7.5, 8.5, 9.5, 10.5],
+               tps=[2048.0] * 9 + [inf, 2048.0, nan], dt=[0.125] * 12, tokens=[256.0] * 12)
+    assert _throughput(red) == Finding(THROUGHPUT_CELLS, _INFLATED.format(
+        name="train/tps", value="2,048", over="5", tokens="256", source="the logged tokens",
+        clock="410", accum=""))
+
+
+@pytest.mark.parametrize(("tps", "tps_per_gpu", "world"), [
+    ([np.nan, 800.0, 1200.0], [100.0, 200.0, 200.0], 4),  # the first whole ratio, 4 (not 6)
+    ([800.0], [200.0], 4),
+    ([810.0, 10.0], [200.0, np.nan], None),  # 4.05: not a whole rank count
+])
+def test_logged_world_size_is_the_first_whole_ratio(tps, tps_per_gpu, world):
+    assert logged_world_size(_red(tps=tps, tps_per_gpu=tps_per_gpu)) == world
+
+
+def test_a_rate_without_a_reduced_value_is_named_without_one():
+    """The per-GPU series reduced to nothing (too large for a float): the note names the
+    rate alone."""
+    red = _red(tps_per_gpu=[250.0] * 3, dt=[1.0] * 3, tokens=[1000.0] * 3, ts=[0.0, 8.0, 16.0])
+    red.stats["tps_per_gpu"].value = None
+    assert _throughput(red, 4) == Finding(THROUGHPUT_CELLS, _INFLATED.format(
+        name="train/tps_per_gpu x 4 gpus", value="", over="8", tokens="1,000",
+        source="the logged tokens", clock="125", accum="").replace(" ( tokens/s, the median)",
+                                                                   ""))
+
+
+def test_an_mfu_up_to_one_only_is_a_fraction():
+    """mfu 1.5 beside 511.2 TFLOPS: x 100 would be a tile's peak, but 1.5 is no fraction."""
+    got = peak_finding(_red(mfu=[1.5, 1.5], tflops=[511.2, 511.2]), 1)
+    assert got == Finding(frozenset({"mfu", "tflops"}), _BOTH_EMPTY.format(
+        peak="34,080", n=2, side="above"))
+
+
+def test_tokens_counted_per_rank_only_near_the_world_size():
+    assert _tokens_per_step(5.0, np.array([256.0]), 2) is None
+
+
+def test_rate_times_dt_of_one_timed_step_says_nothing():
+    """The first step has no dt: one rate x dt is no evidence the rate came from dt."""
+    red = _red(tps=[1000.0, 1000.0], dt=[np.nan, 1.0], ts=[0.0, 8.0])
+    assert _throughput(red) == Finding()
+
+
+@pytest.mark.parametrize("ts", [[0.0, 0.95], [0.0, 0.95, np.nan]])
+def test_under_a_second_uncovered_is_not_enough(ts):
+    """9.5x inflated, but 0.95 s between records of which 0.1 s is covered: 0.85 s."""
+    n = len(ts)
+    red = _red(tps=[2560.0] * n, dt=[0.1] * n, tokens=[256.0] * n, ts=ts)
+    assert _throughput(red) == Finding()
+
+
+def test_the_tokens_of_several_steps_between_records():
+    """Records every 2 steps, 16 s apart: 2,000 tokens in each interval, 125 tokens/s."""
+    red = _red(tps=[1000.0] * 3, dt=[1.0] * 3, ts=[0.0, 16.0, 32.0], step=[2.0, 4.0, 6.0])
+    assert _throughput(red) == Finding(THROUGHPUT_CELLS, _INFLATED.format(
+        name="train/tps", value="1,000", over="8", tokens="1,000", source="train/tps x dt",
+        clock="125", accum=""))

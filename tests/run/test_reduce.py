@@ -25,6 +25,9 @@ from ezpz_amsc.errors import AmscError
 from ezpz_amsc.options import CLOCK_SLACK_SEC, TIMESTAMP_MIN
 from ezpz_amsc.results.schema import dashboard_problems
 from ezpz_amsc.run.reduce import (
+    Timestamps,
+    _first_timestamp,
+    _pauses,
     median_of,
     median_sorted,
     percentile_sorted,
@@ -378,3 +381,53 @@ def test_ranks_per_step_at_its_tolerance_and_range_edges():
     got = ranks_per_step(np.array([50.5, 10.2, 1e6, 1e6 + 1]), np.ones(4))
     # 50.5 is within 1% of 50 (0.5 <= 0.01 * 50); 10.2 is not within 1% of 10.
     assert got[0] == 50.0 and np.isnan(got[1]) and got[2] == 1e6 and np.isnan(got[3])
+
+
+# ------------------------------------------------------------- exact values of the helpers
+
+
+@pytest.mark.parametrize("n", [8, 10, 50, 10_000, 10_001, 4_096, 4_097])
+def test_median_of_a_shuffled_array(n):
+    """A partition puts only the positions asked for in place (8, 10 and 50 shuffled so
+    that position mid - 1 is not, unless asked for; the long ones are partitioned, not
+    sorted). The caller's array is left as it was unless ``overwrite`` is passed."""
+    x = np.random.default_rng(n).permutation(n).astype(float)
+    kept = x.copy()
+    want = (n - 1) / 2
+    assert median_of(x) == want
+    assert np.array_equal(x, kept)
+    assert median_of(x, overwrite=True) == want
+    assert not np.array_equal(x, kept)  # partitioned in place
+
+
+def test_step_coverage_of_in_order_steps_with_a_repeat():
+    """0, 10, 10, 20 is not strictly increasing: the repeat is counted once."""
+    got = step_coverage(np.array([0.0, 10.0, 10.0, 20.0]))
+    assert (got.logged, got.first, got.last, got.stride, got.estimated_total) == (
+        3, 0, 20, 10, 30)
+
+
+@pytest.mark.parametrize(("gap_sec", "gap_steps", "found"), [
+    (61.0, 1, False),  # 60 s longer than the typical 1 s: not over a minute
+    (61.5, 1, True),
+    (62.0, 2, False),  # two steps: 2 s typical, 60 s longer
+    (62.5, 2, True),
+])
+def test_a_pause_is_over_a_minute_longer_than_its_steps_take(gap_sec, gap_steps, found):
+    step = np.arange(1.0, 21.0)
+    step[10:] += gap_steps - 1
+    ts = np.arange(20.0)
+    ts[10:] += gap_sec - 1
+    assert _pauses(step, ts) == ([(10, gap_sec)] if found else [])
+
+
+def test_the_second_stamped_step_is_found_past_unstamped_ones():
+    """The first step 3 days before the next stamped one (two records on, the one between
+    has no timestamp): the first step's clock is off, the third's is used."""
+    t = 1795990000.0
+    ts = np.array([np.nan, t, np.nan, t + 3 * 86400.0, t + 3 * 86400.0 + 1])
+    stamps = Timestamps()
+    got = _first_timestamp(ts, np.array([1.0, 2.0, 3.0, 4.0, 5.0]), stamps)
+    assert got == t + 3 * 86400.0
+    assert (stamps.skewed_first, stamps.skewed_step, stamps.skewed_ts, stamps.used_index,
+            stamps.used_step) == ("is 3 days before step 4's", 2.0, t, 3, 4.0)
