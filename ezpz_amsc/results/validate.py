@@ -19,6 +19,8 @@ from ezpz_amsc.results.rows import Plain, Record, read_blocks, read_records
 from ezpz_amsc.results.schema import (
     HEADER,
     KEY_COLUMNS,
+    MAX_CELL_CHARS,
+    MFU_MAX_PCT,
     MFU_ZERO_MEANS,
     REQUIRED,
     dashboard_problems,
@@ -85,7 +87,8 @@ def _clean_row_pattern() -> re.Pattern[str]:
     takes is a date :func:`~ezpz_amsc.results.schema.parse_timestamp` takes, every number
     is finite and within its column's bounds, no cell is long, blank where required, or
     starts like a formula, and mfu is not zero."""
-    text = r'[A-Za-z0-9_][^,"\x00]{0,4095}'  # starts with neither a space nor a formula sign
+    # starts with neither a space nor a formula sign; at most MAX_CELL_CHARS long
+    text = rf'[A-Za-z0-9_][^,"\x00]{{0,{MAX_CELL_CHARS - 1}}}'
     count = r"[1-9][0-9]{0,17}"
     number = r"[0-9]{1,300}(?:\.[0-9]{1,300})?"  # finite: at most 300 digits before the point
     mfu = r"(?:100(?:\.0{1,300})?|[1-9][0-9]?(?:\.[0-9]{1,300})?|0?\.(?=[0-9]*[1-9])[0-9]{1,300})"
@@ -101,6 +104,7 @@ def _clean_row_pattern() -> re.Pattern[str]:
     key = ",".join(cells[c] for c in KEY_COLUMNS)
     rest = ",".join(cells[c] for c in HEADER[len(KEY_COLUMNS):])
     assert HEADER[:len(KEY_COLUMNS)] == KEY_COLUMNS and set(cells) == set(HEADER)
+    assert MFU_MAX_PCT == 100  # the mfu pattern spells its bound out: change both together
     return re.compile(f"({key}),{rest}")
 
 
