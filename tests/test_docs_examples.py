@@ -267,6 +267,32 @@ def test_readme_examples_write_only_into_ignored_folders():
     assert [t for t in written if Path(t).parts[0] not in ignored] == []
 
 
+# The README is for a newcomer: what, install, quick start, everyday workflow. Depth goes
+# into a page of docs/ that the README links; this bound keeps it from growing back.
+README_MAX_LINES = 170
+
+
+def test_readme_stays_short():
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= README_MAX_LINES, (
+        f"README.md has {len(lines)} lines (at most {README_MAX_LINES}): move the detail into a "
+        "page of docs/ and link it")
+
+
+def _readme_documentation_list() -> str:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    start = readme.index("\n## Documentation\n")
+    end = readme.find("\n## ", start + 1)
+    return readme[start:end if end != -1 else len(readme)]
+
+
+def test_readme_documentation_list_links_every_page_of_docs():
+    listed = _readme_documentation_list()
+    missing = [page.name for page in sorted((REPO / "docs").glob("*.md"))
+               if f"](docs/{page.name})" not in listed]
+    assert missing == [], f"README.md's Documentation list does not link {missing}"
+
+
 def _slug(heading: str) -> str:
     """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
     text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
