@@ -13,7 +13,8 @@ standalone main), so when they show up they come from outside — Ctrl-C, or a
 scheduler's SIGTERM turned into ``sys.exit`` by the job — and swallowing them
 would keep a job alive that was told to stop.
 
-Environment (read when the hook runs, so a job script can ``export`` them):
+Environment (read when the hook runs, so a job script can ``export`` them; their
+names, defaults and parsing live in :mod:`ezpz_amsc.options`):
 
 - ``EZPZ_AMSC_CONFIG``: the config label. Unset or empty: the ``ezpz.finalize``
   entry point does nothing (nobody configured it); after :func:`install` (a
@@ -29,9 +30,9 @@ Environment (read when the hook runs, so a job script can ``export`` them):
 - ``EZPZ_AMSC_LOCK_TIMEOUT``: seconds to wait for the results file's lock
   (default: ``--lock-timeout``'s); past it the row is not written.
 - ``EZPZ_AMSC_HASH_BUDGET``: bytes of metrics files the provenance record
-  hashes (:data:`HASH_BUDGET_BYTES` by default; ``512M``, ``2G``; ``0``: none).
-  A file past it is listed unhashed, and a note says so: the row never waits
-  for a hash it cannot afford.
+  hashes (1 GiB by default, :data:`~ezpz_amsc.options.HASH_BUDGET_BYTES`;
+  ``512M``, ``2G``; ``0``: none). A file past it is listed unhashed, and a
+  note says so: the row never waits for a hash it cannot afford.
 
 Where the lines go: the ``ezpz_amsc`` logger propagates to the root logger.
 ezpz configures that one when ``ezpz.history`` is imported (its terminal handler
@@ -55,21 +56,17 @@ from ezpz_amsc.errors import AmscError, about
 from ezpz_amsc.options import (
     ENV_APPEND,
     ENV_CONFIG,
+    ENV_HASH_BUDGET,
     ENV_LOCK_TIMEOUT,
     ENV_PROVENANCE,
     ExportOptions,
     PublishOptions,
     expand_home,
+    hash_budget_from_env,
     lock_timeout_from_env,
 )
 
 log = logging.getLogger("ezpz_amsc")
-
-ENV_HASH_BUDGET = "EZPZ_AMSC_HASH_BUDGET"
-# The hash runs on a thread beside the parse (steps._Hasher): ~1 s of one core per GiB.
-# 1 GiB covers a 1,000,000-step run of one rank (~800 MB), the largest benchmark case.
-HASH_BUDGET_BYTES = 1 << 30
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 RANK_ENV = ("RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK")
 _DONE_ATTR = "_ezpz_amsc_exported"  # on the History object: run dirs already exported
@@ -142,8 +139,9 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
     if opts is None:  # the variable was unset while the hook ran
         return
     target, records = _env_path(ENV_APPEND), _env_path(ENV_PROVENANCE)
-    lock_timeout = lock_timeout_from_env()  # a bad value is refused before the export
-    export = functools.partial(export_run, hash_files=True, hash_budget_bytes=hash_budget())
+    # A bad value of either is refused before the export.
+    lock_timeout, budget_bytes = lock_timeout_from_env(), hash_budget_from_env()
+    export = functools.partial(export_run, hash_files=True, hash_budget_bytes=budget_bytes)
     try:
         result = export(run_dir, opts)
     except SeveralAttempts as e:  # a retried job: this hook ends the attempt that wrote last
@@ -184,20 +182,6 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
     # INFO where INFO is shown (ezpz's logging), else WARNING: the line is never lost.
     shown = log.isEnabledFor(logging.INFO) and log.hasHandlers()
     log.log(logging.INFO if shown else logging.WARNING, "ezpz-amsc: %s", where)
-
-
-def hash_budget(environ: dict[str, str] | None = None) -> int:
-    """``EZPZ_AMSC_HASH_BUDGET`` in bytes (``512M``, ``2G``: binary units), else the default."""
-    raw = (os.environ if environ is None else environ).get(ENV_HASH_BUDGET, "").strip()
-    if not raw:
-        return HASH_BUDGET_BYTES
-    number = raw.lower().removesuffix("ib").removesuffix("b")
-    unit = number[-1:] if number[-1:] in _UNITS else ""
-    digits = number[:len(number) - len(unit)].strip()
-    if not digits.isdigit() or not digits.isascii():
-        raise _Skip(f"{ENV_HASH_BUDGET}={raw!r} is not a number of bytes (e.g. 512M, 2G, "
-                    "or 0 to hash no metrics file)")
-    return int(digits) * _UNITS[unit]
 
 
 def unhashed_notes(digests: Any) -> list[str]:

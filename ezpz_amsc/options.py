@@ -45,6 +45,11 @@ ENV_STATUS = "EZPZ_AMSC_STATUS"
 ENV_WALL_TIME = "EZPZ_AMSC_WALL_TIME_SEC"
 ENV_PROVENANCE = "EZPZ_AMSC_PROVENANCE"  # with ENV_APPEND: the folder of provenance records
 ENV_LOCK_TIMEOUT = "EZPZ_AMSC_LOCK_TIMEOUT"  # seconds the hook waits for the results file's lock
+ENV_HASH_BUDGET = "EZPZ_AMSC_HASH_BUDGET"  # bytes of metrics files the hook's record hashes
+# The hash runs on a thread beside the parse (steps._Hasher): ~1 s of one core per GiB.
+# 1 GiB covers a 1,000,000-step run of one rank (~800 MB), the largest benchmark case.
+HASH_BUDGET_BYTES = 1 << 30
+_BYTE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 # The test seams for crashes and races at any instant of a write (fs/create.py, crash_point).
 ENV_CRASH_AT = "EZPZ_AMSC_CRASH_AT"
 ENV_PAUSE_AT = "EZPZ_AMSC_PAUSE_AT"
@@ -260,6 +265,22 @@ def lock_timeout_from_env(environ: Mapping[str, str] | None = None) -> float:
     except (ValueError, OptionError):
         raise OptionError("lock_timeout", f"must be 0 or more seconds, got {raw!r}",
                           ENV_LOCK_TIMEOUT) from None
+
+
+def hash_budget_from_env(environ: Mapping[str, str] | None = None) -> int:
+    """The finalize hook's hash budget: ``EZPZ_AMSC_HASH_BUDGET`` bytes (``512M``, ``2G``:
+    binary units), else :data:`HASH_BUDGET_BYTES`."""
+    env = os.environ if environ is None else environ
+    raw = env.get(ENV_HASH_BUDGET, "").strip()
+    if not raw:
+        return HASH_BUDGET_BYTES
+    number = raw.lower().removesuffix("ib").removesuffix("b")
+    unit = number[-1:] if number[-1:] in _BYTE_UNITS else ""
+    count = number[:len(number) - len(unit)].strip()
+    if not count.isdigit() or not count.isascii():  # isdigit alone takes "٣" and "²"
+        raise OptionError("hash_budget", "must be a number of bytes (e.g. 512M, 2G, or 0 to "
+                                         f"hash no metrics file), got {raw!r}", ENV_HASH_BUDGET)
+    return int(count) * _BYTE_UNITS[unit]
 
 
 def default_of(cls: type, name: str) -> Any:

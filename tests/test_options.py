@@ -16,12 +16,15 @@ from ezpz_amsc import options as options_mod
 from ezpz_amsc.errors import AmscError, AmscUsageError, about
 from ezpz_amsc.hook import finalize_hook
 from ezpz_amsc.options import (
+    HASH_BUDGET_BYTES,
     MAX_COUNT,
     ExportOptions,
     OptionError,
     PublishOptions,
     check_lock_timeout,
     default_of,
+    hash_budget_from_env,
+    lock_timeout_from_env,
 )
 
 GOOD = RUNS / "fsdp_tp-2rank"
@@ -243,25 +246,40 @@ def test_options_cannot_change_after_validation():
     assert opts.nodes is None
 
 
-@pytest.mark.parametrize("env, want", [
-    ({}, 10.0), ({"EZPZ_AMSC_LOCK_TIMEOUT": ""}, 10.0), ({"EZPZ_AMSC_LOCK_TIMEOUT": " 2.5 "}, 2.5),
-    ({"EZPZ_AMSC_LOCK_TIMEOUT": "0"}, 0.0),
+LOCK, BUDGET = "EZPZ_AMSC_LOCK_TIMEOUT", "EZPZ_AMSC_HASH_BUDGET"
+
+
+@pytest.mark.parametrize("read, var, raw, want", [
+    (lock_timeout_from_env, LOCK, None, 10.0), (lock_timeout_from_env, LOCK, "", 10.0),
+    (lock_timeout_from_env, LOCK, " 2.5 ", 2.5), (lock_timeout_from_env, LOCK, "0", 0.0),
+    *[(hash_budget_from_env, BUDGET, raw, budget) for raw, budget in [
+        (None, 1 << 30), ("", 1 << 30), ("  ", 1 << 30), ("0", 0), ("512", 512),
+        (" 512K ", 512 << 10), ("3m", 3 << 20), ("2G", 2 << 30), ("2GiB", 2 << 30),
+        ("2gb", 2 << 30), ("1 T", 1 << 40), ("7B", 7), ("8kib", 8 << 10)]],
 ])
-def test_the_hooks_lock_timeout_comes_from_its_variable_else_the_default(env, want):
-    from ezpz_amsc.options import lock_timeout_from_env
+def test_the_hooks_variables_else_their_defaults(read, var, raw, want):
+    env = {} if raw is None else {var: raw}
+    assert read(env) == want
+    assert type(read(env)) is type(want)
 
-    assert lock_timeout_from_env(env) == want
+
+def test_the_hooks_defaults_have_one_home():
     assert lock_timeout_from_env({}) == default_of(PublishOptions, "lock_timeout")
+    assert hash_budget_from_env({}) == HASH_BUDGET_BYTES == 1 << 30  # 1 GiB, docs say so
 
 
-@pytest.mark.parametrize("raw", ["soon", "-0.1", "nan", "inf"])
-def test_a_bad_lock_timeout_variable_is_named(raw):
-    from ezpz_amsc.options import lock_timeout_from_env
-
+@pytest.mark.parametrize("read, var, name, raw, reason", [
+    *[(lock_timeout_from_env, LOCK, "lock_timeout", raw, "must be 0 or more seconds")
+      for raw in ["soon", "-0.1", "nan", "inf"]],
+    *[(hash_budget_from_env, BUDGET, "hash_budget", raw,
+       "must be a number of bytes (e.g. 512M, 2G, or 0 to hash no metrics file)")
+      for raw in ["lots", "-1", "1.5G", "1e9", "G", "5X", "٣", "2²", "kb", "1KK"]],
+])
+def test_a_bad_hook_variable_is_named(read, var, name, raw, reason):
     with pytest.raises(OptionError) as e:
-        lock_timeout_from_env({"EZPZ_AMSC_LOCK_TIMEOUT": raw})
-    assert str(e.value) == f"EZPZ_AMSC_LOCK_TIMEOUT must be 0 or more seconds, got {raw!r}"
-    assert (e.value.name, e.value.exit_code) == ("lock_timeout", 2)
+        read({var: raw})
+    assert str(e.value) == f"{var} {reason}, got {raw!r}"
+    assert (e.value.name, e.value.exit_code) == (name, 2)
 
 
 @pytest.mark.parametrize("kwargs, message", [

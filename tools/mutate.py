@@ -62,7 +62,8 @@ DEFAULT_MODULES = ("run/reduce", "results/schema", "run/placement", "run/steps",
                    "render/terminal", "records/record", "records/folder", "records/redact",
                    "records/pairing", "run/details", "run/identities", "run/devices",
                    "results/fields", "results/index", "results/rows", "results/package",
-                   "report/markdown", "render/progress", "records/reproduce", "hook")
+                   "results/seen", "report/markdown", "render/progress", "records/reproduce",
+                   "hook")
 EQUIVALENTS = REPO / "tools" / "mutation-equivalents.txt"
 CACHE = REPO / ".mutate"
 CACHE_VERSION = "1"

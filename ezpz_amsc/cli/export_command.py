@@ -22,7 +22,7 @@ from ezpz_amsc.cli.params import (
     row_options,
     run_dirs_argument,
 )
-from ezpz_amsc.errors import about
+from ezpz_amsc.errors import about, plural
 from ezpz_amsc.options import CONFIG_EXAMPLE, ExportOptions, PublishOptions
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ def export(ctx: click.Context, run_dirs: tuple[str, ...], append: str | None, no
     if failed and not batch:
         raise failed[0][1]
     if failed and not keep_going:
-        _report_failures(failed, written=False)
+        _report_failures(failed, written=None)
         ctx.exit(1)
     published = _write_rows([result for _, result in done], opts, pub, out_format)
     # Notes only once the rows are out: a failed command prints its error line alone.
@@ -136,7 +136,8 @@ def export(ctx: click.Context, run_dirs: tuple[str, ...], append: str | None, no
         for note in _append_notes(published, [result for _, result in done], append, provenance):
             click.echo(f"note: {note}", err=True)
     if failed:
-        _report_failures(failed, written=True)
+        _report_failures(failed, written=_rows_written(published, len(done), append),
+                         append=append)
         ctx.exit(1)
 
 
@@ -173,7 +174,6 @@ def _write_rows(results: list[ExportResult], opts: ExportOptions, pub: PublishOp
 def _append_notes(published: Published, results: list[ExportResult], append: str | None,
                   provenance: str | None) -> list[str]:
     """What the append did: rows skipped (--skip-existing) or finished, rows and records out."""
-    from ezpz_amsc.errors import plural
     from ezpz_amsc.results.schema import HEADER, cells_of, run_key
 
     out = published.appended
@@ -201,14 +201,29 @@ def _append_notes(published: Published, results: list[ExportResult], append: str
     return notes
 
 
-def _report_failures(failed: list[tuple[str, Any]], written: bool) -> None:
+def _rows_written(published: Published, exported: int, append: str | None) -> int:
+    """How many of the ``exported`` rows went out: all of them on stdout; to a results file,
+    those appended (``--skip-existing`` skips some, an interrupted export wrote others)."""
+    if not append:
+        return exported
+    return len(published.appended.written) if published.appended is not None else 0
+
+
+def _report_failures(failed: list[tuple[str, Any]], written: int | None,
+                     append: str | None = None) -> None:
+    """An error line per failed run, then one that says what was written: ``written`` rows
+    (None: nothing, the batch stopped), to stdout or appended to ``append``."""
     for run_dir, err in failed:
         click.echo(f"error: {about(run_dir, err.format_message())}", err=True)
-    n = len(failed)
-    click.echo(f"error: {n} run{'s' if n > 1 else ''} failed; "
-               + ("the other rows were written" if written else
-                  "nothing written (pass --keep-going to write the rows that worked)"),
-               err=True)
+    if written is None:
+        outcome = "nothing written (pass --keep-going to write the rows that worked)"
+    elif written == 0:
+        outcome = "no row written"
+    elif append:
+        outcome = f"{plural(written, 'row')} appended to {append}"
+    else:
+        outcome = f"{plural(written, 'row')} written to stdout"
+    click.echo(f"error: {plural(len(failed), 'run')} failed; {outcome}", err=True)
 
 
 def _write_explain(result: Any, quiet: bool) -> None:

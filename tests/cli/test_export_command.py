@@ -13,11 +13,14 @@ from pathlib import Path
 
 import pytest
 from helpers import (
+    EXPECTED,
     HUGE,
     MFU_NOTE,
     NO_THROUGHPUT_NOTE,
     RUNS,
+    copy_run,
     error_line,
+    expected_row,
     good_run,
     launch,
     notes_of,
@@ -35,6 +38,7 @@ from helpers import (
 
 from ezpz_amsc.export import batch_notes, export_many, export_run
 from ezpz_amsc.options import ExportOptions
+from ezpz_amsc.results.schema import HEADER
 
 A = RUNS / "fsdp_tp-2rank"
 B = RUNS / "fsdp_tp-1rank-launch"
@@ -212,13 +216,73 @@ def test_batch_with_a_failure_writes_nothing(tmp_path):
     assert "Traceback" not in r.stderr
 
 
-def test_batch_keep_going_writes_good_rows_and_fails(tmp_path):
-    out = tmp_path / "runs.csv"
-    bad = tmp_path / "missing"
-    r = run_cli(A, bad, B, "--config", "c", "--append", out, "--keep-going")
-    assert r.exit_code == 1
-    assert f"error: {bad}: " in r.stderr
-    assert [x["steps"] for x in parse_csv(out.read_text())] == ["30", "30"]
+# --keep-going: the rows that worked go out, the command still fails, and its last line says
+# how many rows went where. {a} and {c}: copies of fsdp_tp-2rank and minimal-1rank; {bad}: a
+# copy of minimal-1rank whose metrics file is empty; {gone}: no such folder; {out}: the
+# results file, already holding the rows of the runs in `held`.
+_BROKEN = ("error: {bad}/metrics.jsonl: no step records (lines with numeric 'metrics'); if the "
+           "run failed, pass --status fail")
+_GONE = "error: {gone}: no such directory; pass the run directory ezpz wrote"
+_NOTES = [f"note: {MFU_NOTE} (runs {{a}}, {{c}})", f"note: {{c}}: {NO_THROUGHPUT_NOTE}"]
+_NAMES = {"a": "fsdp_tp-2rank", "c": "minimal-1rank"}
+
+
+@pytest.mark.parametrize("runs, args, held, stderr, rows", [
+    pytest.param(["bad", "gone"], [], [], [_BROKEN, _GONE, "error: 2 runs failed; no row written"],
+                 [], id="all-fail-stdout"),
+    pytest.param(["bad", "gone"], ["--append", "{out}"], [],
+                 [_BROKEN, _GONE, "error: 2 runs failed; no row written"], None,
+                 id="all-fail-append"),
+    pytest.param(["a", "bad", "c"], [], [],
+                 [*_NOTES, _BROKEN, "error: 1 run failed; 2 rows written to stdout"], ["a", "c"],
+                 id="some-fail-stdout"),
+    pytest.param(["gone", "a", "bad", "c"], ["--format", "json"], [],
+                 [*_NOTES, _GONE, _BROKEN, "error: 2 runs failed; 2 rows written to stdout"],
+                 ["a", "c"], id="some-fail-json"),
+    pytest.param(["a", "bad", "c"], ["--append", "{out}"], [],
+                 [*_NOTES, "note: appended 2 rows to {out}", _BROKEN,
+                  "error: 1 run failed; 2 rows appended to {out}"], ["a", "c"],
+                 id="some-fail-append"),
+    pytest.param(["gone", "c"], ["--append", "{out}"], ["a"],
+                 [f"note: {{c}}: {NO_THROUGHPUT_NOTE}", f"note: {{c}}: {MFU_NOTE}",
+                  "note: appended 1 row to {out}", _GONE,
+                  "error: 1 run failed; 1 row appended to {out}"], ["a", "c"],
+                 id="some-fail-append-to-a-file-with-rows"),
+    pytest.param(["a", "bad", "c"], ["--append", "{out}", "--skip-existing"], ["a", "c"],
+                 [*_NOTES,
+                  "note: the run (2026-11-29T22:18:43Z, localhost, test/cfg, 1, 2) is already at "
+                  "line 2 of {out}; skipped it (--skip-existing)",
+                  "note: the run (2026-11-29T22:21:30Z, localhost, test/cfg, 1, 1) is already at "
+                  "line 3 of {out}; skipped it (--skip-existing)",
+                  _BROKEN, "error: 1 run failed; no row written"], ["a", "c"],
+                 id="some-fail-the-rest-skipped"),
+])
+def test_keep_going_says_how_many_rows_went_where(fixture_run, tmp_path, runs, args, held,
+                                                  stderr, rows):
+    paths = {key: fixture_run(name) for key, name in _NAMES.items()}
+    bad = copy_run("minimal-1rank", tmp_path / "broken")
+    (bad / "metrics.jsonl").write_text("")
+    paths.update(bad=bad, gone=tmp_path / "gone", out=tmp_path / "results.csv")
+    if held:
+        paths["out"].write_text(",".join(HEADER) + "\n"
+                                + "".join(EXPECTED[_NAMES[k]] + "\n" for k in held))
+    result = run_group(*[paths[k] for k in runs], "--config", "test/cfg", "--keep-going",
+                       *[arg.format(**paths) for arg in args])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == [line.format(**paths) for line in stderr]
+    want = [expected_row(_NAMES[k]) for k in rows or []]
+    if "--append" in args:
+        assert result.stdout == ""
+        if rows is None:
+            assert not paths["out"].exists()
+        else:
+            assert parse_csv(paths["out"].read_text()) == want
+    elif not want:
+        assert result.stdout == ""  # not even a header
+    elif "json" in args:
+        assert [json.loads(line)["row"] for line in result.stdout.splitlines()] == want
+    else:
+        assert parse_csv(result.stdout) == want
 
 
 def test_batch_same_dir_twice_is_a_duplicate(tmp_path):
@@ -253,7 +317,7 @@ def test_batch_error_without_the_path_gets_it(tmp_path):
     assert [r["config"] for r in parse_csv(result.stdout)] == ["c"]
     errors = [ln for ln in result.stderr.splitlines() if ln.startswith("error: ")]
     assert errors[0].startswith(f"error: {run}: cannot tell system, gpus, nodes of this run")
-    assert errors[1] == "error: 1 run failed; the other rows were written"
+    assert errors[1] == "error: 1 run failed; 1 row written to stdout"
 
 
 @pytest.mark.parametrize("runs, said", [([A], "appended 1 row to"),
@@ -267,14 +331,6 @@ def test_append_says_what_it_did(tmp_path, runs, said):
     quiet = run_group(*runs, "--config", "d", "--append", out, "-q")
     assert outcome(quiet) == (0, "", "")
     assert len(parse_csv(out.read_text())) == 2 * len(runs)
-
-
-def test_append_keep_going_counts_only_written_rows(tmp_path):
-    out = tmp_path / "results.csv"
-    result = run_group(tmp_path / "gone", A, "--config", "c", "--append", out, "--keep-going")
-    assert result.exit_code == 1
-    assert f"note: appended 1 row to {out}" in result.stderr.splitlines()
-    assert len(parse_csv(out.read_text())) == 1
 
 
 def test_json_with_several_runs_is_json_lines():
