@@ -213,6 +213,8 @@ def test_warm_builds_a_missing_index_without_the_lock(results, tmp_path, monkeyp
     assert _lookup(results, "b") == ((3, len(HEADER_LINE) + len(_line("a"))), False)
     name = index_path(results).name
     assert sorted(p.name for p in index_path(results).parent.iterdir()) == [name, f"{name}.build"]
+    build = index_path(results).with_name(f"{name}.build")
+    assert build.stat().st_mode & 0o777 == 0o600  # the user's own, as the cache is
 
 
 def test_warm_leaves_an_index_close_enough_alone_and_rebuilds_one_far_behind(results):
@@ -269,6 +271,8 @@ def test_warm_waits_for_a_writer_building_the_index_and_uses_its_index(results, 
 
 def test_warm_builds_its_own_index_when_the_builder_takes_too_long(results, tmp_path,
                                                                    monkeypatch):
+    docs = " ".join((Path(__file__).parents[2] / "docs" / "results-files.md").read_text().split())
+    assert "waits for that build, up to 60 s" in docs and index_mod._BUILD_WAIT_SEC == 60.0
     _lookup(results, "a")
     os.utime(results, ns=(1, 1))
     build = index_path(results).with_name(index_path(results).name + ".build")
