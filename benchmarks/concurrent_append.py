@@ -2,6 +2,7 @@
 
     python benchmarks/concurrent_append.py 64 [--rows ROWS] [--dir DIR]
     python benchmarks/concurrent_append.py 64 --compare      # at 1,000 rows, then 1,000,000
+    python benchmarks/concurrent_append.py 16 --rows 200000 --cold   # no index yet
 
 Each writer is a separate Python process that waits on a shared start signal,
 then calls the same ``append_rows`` that ``--append`` uses, with a distinct
@@ -10,6 +11,12 @@ many rows (built in the folder first) and one append before the burst builds
 the run index (results/index.py), as the first append to a file does.
 Afterwards the file must hold exactly one header, every row, no duplicates,
 and pass ``check``. Exit 0 when it does.
+
+With ``--cold``, the burst meets a file whose run index was never built (a
+team's file that this user's jobs append to for the first time, all at once):
+one writer builds it before taking the lock, the others wait for that build
+instead of each reading the whole file (results/index.py); the report counts
+the whole-file builds.
 
 Besides the burst, ``--rows`` times 20 appends made one after the other (no
 wait for the lock): what one append costs at that size. ``--compare`` does
@@ -32,6 +39,13 @@ CHILD = r"""
 import os, sys, time
 from ezpz_amsc.results.schema import build_row
 from ezpz_amsc.results.append import append_rows
+from ezpz_amsc.results.index import RunIndexFile
+if os.environ.get("BENCH_BUILDS"):  # count the whole-file builds of the index
+    def counted(self, _rebuild=RunIndexFile.rebuild):
+        with open(os.environ["BENCH_BUILDS"], "a") as f:
+            f.write("built\n")
+        _rebuild(self)
+    RunIndexFile.rebuild = counted
 target, go, i = sys.argv[1], sys.argv[2], int(sys.argv[3])
 while not os.path.exists(go):
     time.sleep(0.001)
@@ -62,20 +76,23 @@ def build(target: Path, rows: int) -> None:
                             for i in range(start, min(rows, start + block))))
 
 
-def run(n: int, folder: Path, rows: int = 0) -> tuple[bool, str]:
-    """The burst of ``n`` writers on ``folder/results/runs.csv`` (holding ``rows`` rows)."""
+def run(n: int, folder: Path, rows: int = 0, cold: bool = False) -> tuple[bool, str]:
+    """The burst of ``n`` writers on ``folder/results/runs.csv`` (holding ``rows`` rows);
+    ``cold``: without the append that builds the run index first."""
     from ezpz_amsc.results.append import append_rows
 
     target = folder / "results" / "runs.csv"
     go = folder / "go"
+    builds = folder / "builds"
     lines = []
     if rows:
         build(target, rows)
+    if rows and not cold:
         start = time.perf_counter()
         append_rows(target, [_row("warm-up")])
         lines.append(f"first append to the {rows:,}-row file (builds the run index): "
                      f"{time.perf_counter() - start:.3f} s")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+    env = {**os.environ, "BENCH_BUILDS": str(builds), "PYTHONPATH": os.pathsep.join(
         [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")])}
     procs = [subprocess.Popen([sys.executable, "-c", CHILD, str(target), str(go), str(i)],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -89,12 +106,15 @@ def run(n: int, folder: Path, rows: int = 0) -> tuple[bool, str]:
     from ezpz_amsc.results.validate import check_results_file
 
     got, problems = check_results_file(target)
-    configs = _configs(target, rows)
-    want = rows + (1 if rows else 0) + n
+    before = rows + (1 if rows and not cold else 0)  # the rows built, and the warm-up's
+    configs = _configs(target, before)
+    want = before + n
     ok = (all(c == 0 for c in codes) and got == want and not problems
           and configs == sorted(f"sweep/{i}" for i in range(n)))
+    built = len(builds.read_text().splitlines()) if builds.exists() else 0
     lines.append(f"{n} writers: exit codes {sorted(set(codes))}, rows {got:,} of {want:,}, new "
-                 f"configs {len(set(configs))}, check problems {len(problems)}")
+                 f"configs {len(set(configs))}, check problems {len(problems)}, whole-file "
+                 f"index builds during the burst {built}")
     if took:
         lines.append(f"  each append, waiting for the lock included: median {_ms(took)}, "
                      f"slowest {took[-1] * 1000:.0f} ms")
@@ -103,10 +123,10 @@ def run(n: int, folder: Path, rows: int = 0) -> tuple[bool, str]:
     return ok, "\n".join(lines)
 
 
-def _configs(target: Path, rows: int) -> list[str]:
+def _configs(target: Path, before: int) -> list[str]:
+    """The config of every row after the header and the first ``before`` rows."""
     with open(target) as f:
-        f.readline()
-        for _ in range(rows + (1 if rows else 0)):  # the rows built, and the warm-up's
+        for _ in range(1 + before):
             f.readline()
         return sorted(line.split(",")[2] for line in f)
 
@@ -136,9 +156,17 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=0, help="rows in the file before the burst")
     ap.add_argument("--compare", action="store_true",
                     help="burst and single appends at 1,000 and at 1,000,000 rows")
+    ap.add_argument("--cold", action="store_true",
+                    help="with --rows: the burst meets a file whose index was never built")
     ap.add_argument("--dir", help="folder to work in (default: a new temporary one)")
     args = ap.parse_args()
+    if args.cold and not args.rows:
+        ap.error("--cold needs --rows")
     folder = Path(args.dir) if args.dir else Path(tempfile.mkdtemp())
+    if args.cold:
+        ok, report = run(args.writers, folder / f"cold-{args.rows}", args.rows, cold=True)
+        print(report)
+        return 0 if ok else 1
     sizes = [1_000, 1_000_000] if args.compare else [args.rows] if args.rows else []
     ok = True
     if not sizes:

@@ -10,13 +10,12 @@ since no comparison involves where it lives.
 from __future__ import annotations
 
 import os
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ezpz_amsc.errors import AmscError, plural
-from ezpz_amsc.records.record import build_record, load_record, options_from_record
+from ezpz_amsc.records.record import build_record, host_name, load_record, options_from_record
 from ezpz_amsc.results.schema import HEADER
 from ezpz_amsc.version import TOOL, __version__
 
@@ -63,7 +62,7 @@ def reproduce(record_path: str | os.PathLike[str],
     target = rec["run_dir"] if run_dir is None else moved_run(rec["run_dir"], run_dir, runs_in)
     if not os.path.isdir(target):
         host = (rec.get("exported") or {}).get("host")
-        made = f" (recorded on {host})" if host and host != socket.gethostname() else ""
+        made = f" (recorded on {host})" if host and host != host_name() else ""
         what = "is not a directory" if os.path.exists(target) else "does not exist here"
         if run_dir is None:
             hint = "pass --run-dir DIR where the run is now"

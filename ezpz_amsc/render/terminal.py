@@ -55,6 +55,8 @@ class Paint:
 
 def printable(text: str) -> str:
     """Text from a file people edit by hand, made safe for a terminal (no escapes, no breaks)."""
+    if text.isprintable():  # nearly always: no copy
+        return text
     return "".join(c if c.isprintable() else " " for c in text)
 
 

@@ -175,6 +175,8 @@ class _Reading:
         self._spelling: dict[str, str] = {}  # each folded system name: its first spelling
         self.spelled_twice = False
         self._again: dict[int, tuple[BinaryIO, tuple[int, ...]]] = {}  # opened to confirm
+        # (config, system, nodes, gpus) as written: the point a pass row of them goes to
+        self._known: dict[tuple[str, str, str, str], tuple[Point, int, Counter[str], str]] = {}
 
     def take(self, number: int, found: list[tuple[int, str]], line: int,
              row: list[str], offset: int) -> None:
@@ -188,11 +190,26 @@ class _Reading:
                 found.append((line, f"{sweep.source(where)}: same run as "
                                     f"{sweep.source(first)}"))
                 return
-        else:
+        # The common row, a measured pass of a point a row of the same cells was filed
+        # under before, filed without the checks _sort_row made then (counts in range, the
+        # system's spelling seen).
+        known = self._known.get((row[_CONFIG], row[_SYSTEM], row[_NODES], row[_GPUS]))
+        if known is not None and row[_STATUS] == "pass":
+            try:
+                tps, tps_per_gpu = float(row[_TPS]), float(row[_TPS_PER_GPU])
+            except ValueError:  # an empty cell: the long way, which says so
+                pass
+            else:
+                if tps >= MIN_RATE and tps_per_gpu >= MIN_RATE:
+                    point, gpus, counts, system = known
+                    counts[system] += 1
+                    _measure(point, where, tps, tps_per_gpu, gpus, row[_MFU])
+                    return
+        if self.seen is None:
             system = row[_SYSTEM]
             if self._spelling.setdefault(system.casefold(), system) != system:
                 self.spelled_twice = True
-        problem = _sort_row(sweep, where, row)
+        problem = _sort_row(sweep, where, row, self._known)
         if problem:
             found.append((line, f"{sweep.source(where)}: {problem}"))
 
@@ -250,8 +267,11 @@ def _number(text: str) -> float | None:
     return float(text) if text else None  # --check has made sure it parses and is finite
 
 
-def _sort_row(sweep: Sweep, where: int, row: list[str]) -> str | None:
-    """File one row that ``--check`` passed; return why it is not used, if it is not."""
+def _sort_row(sweep: Sweep, where: int, row: list[str],
+              known: dict[tuple[str, str, str, str], tuple[Point, int, Counter[str], str]]
+              ) -> str | None:
+    """File one row that ``--check`` passed; return why it is not used, if it is not.
+    A point a pass row was filed under goes into ``known``, by its cells as written."""
     nodes, gpus = int(row[_NODES]), int(row[_GPUS])
     if nodes > MAX_COUNT or gpus > MAX_COUNT:
         name, count = ("nodes", nodes) if nodes > MAX_COUNT else ("gpus", gpus)
@@ -280,6 +300,14 @@ def _sort_row(sweep: Sweep, where: int, row: list[str]) -> str | None:
     point = sweep.measured.get(key)
     if point is None:
         point = sweep.measured[key] = Point()
+    known[(row[_CONFIG], system, row[_NODES], row[_GPUS])] = (point, gpus, counts, system)
+    _measure(point, where, tps, tps_per_gpu, gpus, row[_MFU])
+    return None
+
+
+def _measure(point: Point, where: int, tps: float, tps_per_gpu: float, gpus: int,
+             mfu_cell: str) -> None:
+    """One measured repeat of ``point``: its numbers appended, a gpus mismatch noted."""
     point.tps.append(tps)
     point.tps_per_gpu.append(tps_per_gpu)
     try:
@@ -287,7 +315,7 @@ def _sort_row(sweep: Sweep, where: int, row: list[str]) -> str | None:
     except OverflowError:  # line x files past 4,294,967,295
         point.sources = array("q", point.sources)
         point.sources.append(where)
-    mfu = _number(row[_MFU])
+    mfu = _number(mfu_cell)
     if mfu == 0:
         point.mfu_zero += 1
     elif mfu is not None:
@@ -295,7 +323,6 @@ def _sort_row(sweep: Sweep, where: int, row: list[str]) -> str | None:
     ratio = round(tps_per_gpu * gpus / tps, 2)
     if abs(round(ratio * 100) - 100) > GPUS_MISMATCH_PCT:  # whole percent: no float fuzz
         point.mismatched.append((where, ratio))
-    return None
 
 
 def _where(source: str, row: list[str], nodes: int, gpus: int) -> dict[str, Any]:

@@ -38,6 +38,8 @@ whose locks SQLite cannot use.
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
 import sqlite3
 import time
@@ -61,6 +63,10 @@ _EDGE_BYTES = 4096  # how much of the file's start and of its indexed end is com
 # 15,000 rows: milliseconds); further behind, it is rebuilt before the lock is taken.
 _CATCH_UP_BYTES = 1 << 20
 _STALE_SEC = 86400
+# One writer (re)builds an index before the lock; the others wait for it, at most this
+# long, instead of each reading the whole file at once (64 jobs ending together onto a
+# million rows would read it 64 times, on the same cores). Past it, they build their own.
+_BUILD_WAIT_SEC = 60.0
 _FOLDER = ("ezpz-amsc", "runs")
 
 
@@ -151,14 +157,17 @@ class RunIndexFile:
         try:
             if cls._close_enough(path, f.fileno()):
                 return
-            _remove_stale(path.parent)
-            fresh = cls(_connect(tmp), f.fileno())
-            try:
-                fresh.rebuild()
-            finally:
-                fresh.close()
-            os.replace(tmp, path)
-            _remove(path.with_name(path.name + "-journal"))  # of the database replaced
+            with _one_builder(path):
+                if cls._close_enough(path, f.fileno()):  # built while this one waited
+                    return
+                _remove_stale(path.parent)
+                fresh = cls(_connect(tmp), f.fileno())
+                try:
+                    fresh.rebuild()
+                finally:
+                    fresh.close()
+                os.replace(tmp, path)
+                _remove(path.with_name(path.name + "-journal"))  # of the database replaced
         except (OSError, sqlite3.Error):
             _remove(tmp)
         finally:
@@ -285,6 +294,32 @@ class _Scan:
                 continue
             yield key_digest(cells_key(rec.cells)), rec.line, rec.offset
         self.end = self.f.tell()
+
+
+@contextlib.contextmanager
+def _one_builder(path: Path) -> Iterator[None]:
+    """Hold ``PATH.build``'s lock while building the index ``path``: waits for a writer
+    building it already (at most :data:`_BUILD_WAIT_SEC`), then goes on without it."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path.with_name(path.name + ".build"), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:  # no lock to share: build as if alone
+        yield
+        return
+    try:
+        deadline, delay = time.monotonic() + _BUILD_WAIT_SEC, 0.01
+        while True:
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as e:
+                if e.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() >= deadline:
+                    break  # no lock here, or held too long: build as if alone
+            time.sleep(delay)
+            delay = min(delay * 2, 0.25)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _edges(fd: int, size: int) -> tuple[str, str]:

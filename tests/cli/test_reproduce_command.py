@@ -92,6 +92,24 @@ def test_reproduce_a_moved_run(fixture_run, tmp_path):
     assert "identical row (14 cells); 2 source files unchanged" in result.stdout
 
 
+def test_a_run_recorded_on_another_host_says_which(fixture_run, tmp_path):
+    run = fixture_run(RUN)
+    folder = tmp_path / "records"
+    assert run_cli(run, "--config", "c", "--append", tmp_path / "r.csv", "--provenance", folder,
+                   "-q").exit_code == 0
+    (path,) = records_in(folder)
+    shutil.rmtree(run)
+    def missing(where: str = "") -> str:
+        return (f"error: {path}: run directory {run}{where} does not exist here; pass "
+                "--run-dir DIR where the run is now")
+
+    assert error_line(run_group("reproduce", path)) == missing()  # recorded on this host
+    rec = json.loads(path.read_text())
+    rec["exported"]["host"] = "aurora-uan-0010"
+    path.write_text(json.dumps(rec))
+    assert error_line(run_group("reproduce", path)) == missing(" (recorded on aurora-uan-0010)")
+
+
 def _recorded_minimal(fixture_run, tmp_path) -> tuple[Path, Path]:
     """A copy of minimal-1rank appended with its provenance record: the run, the record."""
     run = fixture_run("minimal-1rank")

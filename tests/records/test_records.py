@@ -78,7 +78,7 @@ def test_record_of_a_shipped_run_field_by_field(fixture_run, tmp_path):
     exported = rec["exported"]
     assert set(exported) == {"at", "host", "user", "results_file"}
     assert exported["results_file"] == str(results)
-    assert exported["host"] == socket.gethostname()
+    assert exported["host"] == socket.gethostname()  # what host_name() stands in for
     at = time.mktime(time.strptime(exported["at"], "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
     assert before - 1 <= at <= time.time() + 1
     assert rec["files"] == [

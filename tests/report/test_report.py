@@ -1223,3 +1223,51 @@ def test_a_report_with_nothing_to_scale_says_so(tmp_path):
     text = run_report(p).stdout
     assert ("a single node count\n\nno pass row with throughput: nothing to scale\n\n"
             "failed runs (1") in text
+
+
+def test_a_points_later_rows_are_judged_as_its_first(tmp_path):
+    # After a point's first measured row, rows of the same cells are filed by a shorter way
+    # (report/data.py, _Reading.take): each kind of row must still go where the first would.
+    s = (Sweep().add("aurora", 2, 8, 1000.0, mfu=40.0)        # line 2: measured
+         .add("aurora", 2, 8, 1000.0, tps=None)                # 3: no tokens/s
+         .add("aurora", 2, 8, 0.0, tps=5.0)                    # 4: tokens/s/gpu below 0.001
+         .add("aurora", 2, 8, 5.0, tps=0.0)                    # 5: tokens/s below 0.001
+         .add("aurora", 2, 8, 1000.0, status="fail", error="hang")  # 6: failed, with rates
+         .add("aurora", 2, 8, 1100.0, mfu=0.0)                 # 7: measured, mfu unknown
+         .add("aurora", 2, 8, 1200.0)                          # 8: measured, no mfu
+         .add("aurora", 2, 8, 1000.0, tps=8800.0, mfu=30.0)    # 9: measured, gpus 1.10x off
+         .add("aurora", 2, 8, 0.001, tps=0.008)                # 10: at the bound: measured
+         .add("Aurora", 2, 8, 900.0, mfu=50.0))                # 11: another spelling
+    p = s.write(tmp_path / "s.csv")
+    r = run_report(p, "--format", "json")
+    assert r.exit_code == 0
+    below = "is below 0.001 (the smallest rate a row holds at 3 decimals); row not used"
+    assert r.stderr.splitlines() == [
+        f"note: {p}:4: throughput_tokens_per_sec_per_gpu '0.000' {below}",
+        f"note: {p}:5: throughput_tokens_per_sec '0.000' {below}",
+        f"note: {p}:7: mfu '0.000' is zero, which is not a measurement (ezpz writes 0.0 when "
+        "it does not know the device's peak FLOPS, e.g. on CPU); empty the cell (not measured)"]
+    rep = json.loads(r.stdout)
+    assert rep["rows"] == {"read": 10, "measured": 6, "without_throughput": 1, "failed": 1,
+                           "not_used": 2}
+    assert [(w["source"], w["missing"]) for w in rep["without_throughput"]] == [
+        (f"{p}:3", ["throughput_tokens_per_sec"])]
+    assert [(f["source"], f["error"], f["system"]) for f in rep["failed"]] == [
+        (f"{p}:6", "hang", "aurora")]
+    assert rep["merged_systems"] == [{"system": "aurora", "spellings": {"aurora": 9, "Aurora": 1}}]
+    (g,) = rep["groups"]
+    (pt,) = g["points"]
+    assert pt["sources"] == [f"{p}:{n}" for n in (2, 7, 8, 9, 10, 11)]
+    assert (pt["repeats"], pt["mfu_repeats"], pt["mfu_pct"]) == (6, 3, 40.0)  # 40, 30, 50
+    assert (pt["tokens_per_sec_min"], pt["tokens_per_sec_max"]) == (0.008, 9600.0)
+    assert pt["tokens_per_sec"] == 8400.0  # median of 0.008, 7200, 8000, 8800 x2, 9600
+    assert pt["tokens_per_sec_per_gpu"] == 1000.0  # median of 0.001, 900, 1000 x2, 1100, 1200
+    assert [(f["kind"], f["reason"]) for f in g["flags"]] == [
+        ("single_node_count", "only one node count (2): no scaling to show"),
+        ("zero_mfu", "mfu 0.0 in 1 row, read as unknown (ezpz writes 0.0 when it does not "
+                     "know the device's peak FLOPS): empty those cells"),
+        ("spread", "repeats disagree: spread 114.3% is above 10% (tokens/s 0.008 to 9,600.0 "
+                   "over 6 repeats)"),
+        ("partial_mfu", "mfu logged by 3 of 6 repeats; its median is over those only"),
+        ("gpus_mismatch", f"{p}:9: tokens/s/gpu x gpus is 0.91x tokens/s: gpus or a "
+                          "throughput is wrong")]

@@ -251,6 +251,15 @@ def test_32_processes_append_at_once(tmp_path):
 
 
 @pytest.mark.slow
+def test_writers_meeting_a_file_without_an_index_build_it_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    ok, report = _load_bench().run(8, tmp_path, rows=5000, cold=True)
+    assert ok, report
+    assert "rows 5,008 of 5,008" in report
+    assert report.splitlines()[0].endswith(", whole-file index builds during the burst 1")
+
+
+@pytest.mark.slow
 def test_lock_timeout_names_the_results_file(tmp_path):
     out = tmp_path / "results" / "runs.csv"
     assert run_cli(B, "--config", "b", "--append", out).exit_code == 0

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -209,7 +211,10 @@ def test_warm_builds_a_missing_index_without_the_lock(results, tmp_path, monkeyp
         holder.kill()
         holder.wait()
     assert _lookup(results, "b") == ((3, len(HEADER_LINE) + len(_line("a"))), False)
-    assert [p.name for p in index_path(results).parent.iterdir()] == [index_path(results).name]
+    name = index_path(results).name
+    assert sorted(p.name for p in index_path(results).parent.iterdir()) == [name, f"{name}.build"]
+    build = index_path(results).with_name(f"{name}.build")
+    assert build.stat().st_mode & 0o777 == 0o600  # the user's own, as the cache is
 
 
 def test_warm_leaves_an_index_close_enough_alone_and_rebuilds_one_far_behind(results):
@@ -227,6 +232,62 @@ def test_warm_leaves_an_index_close_enough_alone_and_rebuilds_one_far_behind(res
     got, rebuilt = _lookup(results, "x1000")
     offset = len(HEADER_LINE) + 3 * len(_line("a")) + sum(len(_line(f"x{i}")) for i in range(1000))
     assert (got, rebuilt) == ((1005, offset), False)  # header, a, b, c, then x0 on line 5
+
+
+def _rebuilds(monkeypatch) -> list[int]:
+    """Counts the whole-file builds of an index from now on (one entry each)."""
+    calls: list[int] = []
+    real = RunIndexFile.rebuild
+
+    def counted(self):
+        calls.append(1)
+        real(self)
+
+    monkeypatch.setattr(RunIndexFile, "rebuild", counted)
+    return calls
+
+
+def test_warm_waits_for_a_writer_building_the_index_and_uses_its_index(results, tmp_path,
+                                                                        monkeypatch):
+    """Jobs ending together onto a large file build its index once, not once each."""
+    _lookup(results, "a")
+    os.utime(results, ns=(1, 1))  # touched: stale, so the next writer rebuilds
+    build = index_path(results).with_name(index_path(results).name + ".build")
+    holder = hold_lock(build, tmp_path / "ready")  # another writer, building
+    try:
+        waiter = threading.Thread(target=RunIndexFile.warm, args=(results,))
+        waiter.start()
+        waiter.join(0.5)
+        assert waiter.is_alive()  # waiting for the builder, not reading the file
+        assert _lookup(results, "b")[1] is True  # what the builder does
+        builds = _rebuilds(monkeypatch)
+    finally:
+        holder.kill()
+        holder.wait()
+    waiter.join(10)
+    assert not waiter.is_alive() and builds == []  # found it built: nothing read again
+    assert _lookup(results, "b") == ((3, len(HEADER_LINE) + len(_line("a"))), False)
+
+
+def test_warm_builds_its_own_index_when_the_builder_takes_too_long(results, tmp_path,
+                                                                   monkeypatch):
+    docs = " ".join((Path(__file__).parents[2] / "docs" / "results-files.md").read_text().split())
+    assert "waits for that build, up to 60 s" in docs and index_mod._BUILD_WAIT_SEC == 60.0
+    _lookup(results, "a")
+    os.utime(results, ns=(1, 1))
+    build = index_path(results).with_name(index_path(results).name + ".build")
+    monkeypatch.setattr(index_mod, "_BUILD_WAIT_SEC", 0.3)
+    holder = hold_lock(build, tmp_path / "ready")
+    try:
+        builds = _rebuilds(monkeypatch)
+        started = time.monotonic()
+        RunIndexFile.warm(results)
+        assert 0.3 <= time.monotonic() - started < 5
+        assert builds == [1]
+    finally:
+        holder.kill()
+        holder.wait()
+    assert _lookup(results, "b") == ((3, len(HEADER_LINE) + len(_line("a"))), False)
 
 
 # ------------------------------------------------------ the format and the validation's edges
@@ -304,6 +365,11 @@ def test_warm_rebuilds_an_index_more_than_a_mib_behind(results, behind, rebuilt)
 
 
 class _Clock:
+    """The wall clock at ``now``; waiting goes on in real time."""
+
+    monotonic = staticmethod(time.monotonic)
+    sleep = staticmethod(time.sleep)
+
     def __init__(self, now: float) -> None:
         self.now = now
 
