@@ -896,6 +896,22 @@ def test_hook_times_a_run_without_steps_from_its_process(tmp_path, monkeypatch, 
     assert warnings[0].endswith("are the job's, from this process's start time until now")
 
 
+def test_process_start_is_when_the_process_started():
+    import time
+
+    code = ("import time; from ezpz_amsc.hook import process_start; "
+            "print(process_start(), time.time())")
+    assert hook.process_start() <= time.time()  # this one started earlier, when not known
+    before = time.time()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}  # this checkout's code (mutation testing's)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env=env).stdout.split()
+    started, now = float(out[0]), float(out[1])
+    # /proc/stat's boot time is whole seconds: the start can read up to 1 s early (and the
+    # clock can step a little); a wrong field or sign is hours off
+    assert before - 2.0 <= started <= now
+
+
 def test_hook_without_a_job_time_still_asks_for_the_flags(tmp_path, monkeypatch, caplog):
     run = _failed_before_a_step(tmp_path, None)
     monkeypatch.setattr(hook, "process_start", lambda: None)  # not Linux: no /proc
