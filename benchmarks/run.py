@@ -252,7 +252,10 @@ def build_cases(tmp: Path, scale: float, wanted: frozenset[str] = frozenset(ALL_
     def floor_marker(run: str) -> Cmd:
         return Cmd("floor", [py, "-c", FLOOR_MARKER, str(runs[run] / "metrics.jsonl")])
 
-    tiny = [py, "-m", "ezpz_amsc", str(runs.get("tiny")), "--config", "bench/{n}"]
+    # A label of this benchmark's own (pid) for each run: a kept results file (--keep)
+    # holds the rows an earlier benchmark appended, which must not be duplicates.
+    tiny = [py, "-m", "ezpz_amsc", str(runs.get("tiny")), "--config",
+            f"bench/{os.getpid()}/{{n}}"]
 
     def rows_case(name: str) -> Case:
         path = str(runs[name])
@@ -260,7 +263,7 @@ def build_cases(tmp: Path, scale: float, wanted: frozenset[str] = frozenset(ALL_
         big = ROWS[name] == 1_000_000
         check = Cmd("check", [py, "-m", "ezpz_amsc", "check", "-q", path])
         report = Cmd("report", [py, "-m", "ezpz_amsc", "report", "-q", path])
-        # Each append adds its own run (bench/1, bench/2, ...): none is a duplicate.
+        # Each append adds its own run (bench/PID/1, bench/PID/2, ...): none is a duplicate.
         append = Cmd("export --append", [*tiny, "--append", path, "-q"])
         return Case(name, f"results file of {n:,} rows", Cmd("floor", [py, "-c", FLOOR_CSV, path]),
                     [check, report], 3.0 if big else None, 80.0 if big else None,
