@@ -19,6 +19,8 @@ from ezpz_amsc.results.fields import bound_problems
 from ezpz_amsc.results.rows import read_records
 from ezpz_amsc.results.schema import (
     HEADER,
+    KEY_COLUMNS,
+    MAX_CELL_CHARS,
     dashboard_problems,
     unsafe_cells,
     zero_mfu,
@@ -199,3 +201,73 @@ def test_a_row_the_clean_pattern_takes_has_no_problem(cells, extra):
         assert text.count(",") == len(HEADER) - 1
         assert dashboard_problems(row) + bound_problems(row) + unsafe_cells(row) == []
         assert not zero_mfu(row)
+
+
+# --- values pinned by mutation testing (tools/mutate.py) ---------------------------------------
+
+# Per column: (cell, taken by the clean-row pattern), the rest of the row GOOD's. A cell not
+# taken is judged cell by cell (it may still be clean); a cell taken must have no problem.
+_X = "x" * (MAX_CELL_CHARS + 1)
+_CLEAN_OR_NOT = {
+    "timestamp": [("2026-11-29T22:18:43Z", True), ("2026-01-05T19:00:00Z", True),
+                  ("0001-01-01T00:00:00Z", True), ("0000-01-01T00:00:00Z", False),
+                  ("2026-02-28T00:00:00Z", True), ("2024-02-29T00:00:00Z", False),
+                  ("2026-01-31T00:00:00Z", True), ("2026-03-31T00:00:00Z", True),
+                  ("2026-04-30T00:00:00Z", True), ("2026-04-31T00:00:00Z", False),
+                  ("2026-06-30T00:00:00Z", True), ("2026-06-31T00:00:00Z", False),
+                  ("2026-13-01T00:00:00Z", False), ("2026-00-01T00:00:00Z", False),
+                  ("2026-01-00T00:00:00Z", False), ("2026-12-31T23:59:60Z", True),
+                  ("2026-12-31T23:59:61Z", True), ("2026-12-31T23:59:62Z", False),
+                  ("2026-01-05T24:00:00Z", False), ("2026-01-05T23:60:00Z", False),
+                  ("2026-01-05t00:00:00z", False), ("2026-1-05T00:00:00Z", False), ("", False)],
+    "system": [("Aurora", True), ("_x", True), ("9", True), ("a b", True),
+               ("Aurora\u00e9", True), (_X[1:], True), (_X, False), (" Aurora", False),
+               ("=cmd", False), ("-2", False), ("+x", False), ("@x", False), ('a"b', False),
+               ("a\x00b", False), ("", False)],
+    "config": [("c", True), (_X[1:], True), (_X, False), ("\ta", False), ("", False)],
+    "nodes": [("1", True), ("12", True), ("9" * 18, True), ("9" * 19, False), ("0", False),
+              ("01", False), ("-1", False), ("1.5", False), ("", False)],
+    "gpus": [("1", True), ("0", False), ("", False)],
+    "status": [("pass", True), ("fail", True), ("PASS", False), ("", False)],
+    "wall_time_sec": [("4.034", True), ("0", True), ("1" * 300, True), ("1" * 301, False),
+                      ("1." + "0" * 300, True), ("1." + "0" * 301, False), (".5", False),
+                      ("5.", False), ("-1", False), ("1e3", False), ("", False)],
+    "throughput_tokens_per_sec": [("", True), ("3930.349", True), ("-3", False),
+                                  (" 7", False)],
+    "throughput_tokens_per_sec_per_gpu": [("", True), ("327.529", True), ("0.000", True),
+                                          ("x", False)],
+    "mfu": [("", True), ("31.5", True), ("5", True), ("99", True), ("99.99", True),
+            ("100", True), ("100.0", True), ("100." + "0" * 300, True),
+            ("100." + "0" * 301, False), ("0.001", True), ("0.5", True), (".5", True),
+            ("0." + "0" * 299 + "1", True), ("1." + "0" * 300, True),
+            ("1." + "0" * 301, False), ("0", False), ("0.0", False), ("0.000", False),
+            ("100.5", False), ("100.01", False), ("101", False), ("05", False),
+            ("00.5", False), ("-0", False), ("x", False)],
+    "tflops": [("", True), ("0.014", True), ("-0.1", False)],
+    "final_loss": [("", True), ("7.989204", True), ("-2.5", True), ("+1", False),
+                   ("nan", False), ("-", False)],
+    "steps": [("", True), ("30", True), ("0", False), ("1.5", False)],
+    "error": [("", True), ("oom", True), (_X[1:], True), (_X, False), ("=HYPERLINK()", False)],
+}
+
+
+def test_the_clean_row_pattern_takes_exactly_these_cells():
+    # Built here, not only read: the pattern is made while the module is imported, which no
+    # test's coverage sees (docs/testing.md, Limits).
+    pattern = validate._clean_row_pattern()
+    assert pattern.pattern == validate._CLEAN_ROW.pattern
+    wrong = []
+    for col, cases in _CLEAN_OR_NOT.items():
+        for cell, taken in cases:
+            row = dict(zip(HEADER, GOOD, strict=True))
+            row[col] = cell
+            m = pattern.fullmatch(",".join(row[c] for c in HEADER))
+            if (m is not None) != taken:
+                wrong.append((col, cell[:40], taken))
+            elif taken:
+                assert m[1] == ",".join(row[c] for c in KEY_COLUMNS)
+                assert dashboard_problems(row) + bound_problems(row) + unsafe_cells(row) == []
+                assert not zero_mfu(row)
+    assert wrong == []
+    assert pattern.fullmatch(",".join(GOOD[:-1])) is None  # a cell short
+    assert pattern.fullmatch(",".join(GOOD) + ",") is None  # a cell too many
