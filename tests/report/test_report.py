@@ -1232,7 +1232,7 @@ def test_a_points_later_rows_are_judged_as_its_first(tmp_path):
          .add("aurora", 2, 8, 1000.0, tps=None)                # 3: no tokens/s
          .add("aurora", 2, 8, 0.0, tps=5.0)                    # 4: tokens/s/gpu below 0.001
          .add("aurora", 2, 8, 5.0, tps=0.0)                    # 5: tokens/s below 0.001
-         .add("aurora", 2, 8, None, status="fail", error="hang")  # 6: failed
+         .add("aurora", 2, 8, 1000.0, status="fail", error="hang")  # 6: failed, with rates
          .add("aurora", 2, 8, 1100.0, mfu=0.0)                 # 7: measured, mfu unknown
          .add("aurora", 2, 8, 1200.0)                          # 8: measured, no mfu
          .add("aurora", 2, 8, 1000.0, tps=8800.0, mfu=30.0)    # 9: measured, gpus 1.10x off
