@@ -177,3 +177,29 @@ def test_a_long_line_or_a_field_near_the_limit_goes_the_exact_way():
             + b"x" * (MAX_ROW_BYTES + 5) + b"\nz\n")
     assert _expanded(data, 1 << 16) == _read(data)
     assert [r[4] is None for r in _read(data)] == [True, True, False, True, False, True]
+
+
+# --- values pinned by mutation testing (tools/mutate.py) ---------------------------------------
+
+_CAP_READ = MAX_ROW_BYTES + 2  # what _Lines reads of a line at a time
+
+
+@pytest.mark.parametrize("end", [b"\r\n", b"\r", b"\n"], ids=["CRLF", "CR", "LF"])
+@pytest.mark.parametrize("extra", [-1, 0, 1, _CAP_READ], ids=["-1", "0", "+1", "+cap"])
+def test_a_long_line_whose_cr_ends_a_read_is_one_line(end, extra):
+    # A line past the cap is read on a cap's worth at a time. When its CR is the last byte of
+    # such a read, the LF after it (if any) ends the same line: not an empty line of its own,
+    # which would number every later line one too high.
+    long = b"x" * (2 * _CAP_READ - 1 + extra)  # extra 0: the CR is a read's last byte
+    data = b"h" + end + long + end + b"z" + end
+    assert _read(data) == [
+        (0, 1, 1, ["h"], None),
+        (1 + len(end), 2, 2, None, f"line longer than {MAX_ROW_BYTES:,} bytes; not read"),
+        (1 + 2 * len(end) + len(long), 3, 3, ["z"], None)]
+    assert _expanded(data, 1 << 16) == _read(data)
+
+
+def test_read_records_starts_at_the_first_byte_and_numbers_from_one():
+    got = [(r.offset, r.line, r.last_line, r.cells)
+           for r in read_records(io.BytesIO(b"h,x\na,1\n"))]
+    assert got == [(0, 1, 1, ["h", "x"]), (4, 2, 2, ["a", "1"])]
