@@ -1333,3 +1333,15 @@ def test_a_file_changed_after_it_was_read_is_no_crash_and_no_duplicate(tmp_path,
                            "not_used": 0}
     (pt,) = rep["groups"][0]["points"]
     assert pt["sources"] == [f"{first}:2", f"{second}:2"]
+
+
+def test_a_repeat_numbered_past_32_bits_widens_the_sources_and_keeps_its_numbers():
+    from ezpz_amsc.report.data import Point, _measure
+
+    point = Point()
+    _measure(point, 5, 100.0, 25.0, 4, "40.0")
+    _measure(point, 2**32 + 7, 110.0, 30.0, 4, "0.0")  # line x files past 4,294,967,295
+    assert (point.sources.typecode, list(point.sources)) == ("q", [5, 2**32 + 7])
+    assert (list(point.tps), list(point.tps_per_gpu), list(point.mfu_pct), point.mfu_zero) == (
+        [100.0, 110.0], [25.0, 30.0], [40.0], 1)
+    assert point.mismatched == [(2**32 + 7, 1.09)]

@@ -22,6 +22,7 @@ from ezpz_amsc.results.schema import (
     KEY_COLUMNS,
     MAX_CELL_CHARS,
     dashboard_problems,
+    header_difference,
     unsafe_cells,
     zero_mfu,
 )
@@ -271,3 +272,100 @@ def test_the_clean_row_pattern_takes_exactly_these_cells():
     assert wrong == []
     assert pattern.fullmatch(",".join(GOOD[:-1])) is None  # a cell short
     assert pattern.fullmatch(",".join(GOOD) + ",") is None  # a cell too many
+
+
+def _offsets(data: bytes) -> list[int]:
+    """The byte offset of each line of ``data`` after the header."""
+    starts = [0] + [i + 1 for i, b in enumerate(data) if b == 0x0A]
+    return starts[1:-1]
+
+
+@pytest.mark.parametrize("in_order", [True, False], ids=["header", "header-reordered"])
+def test_offsets_after_non_ascii_rows_are_byte_offsets_and_find_the_duplicate(tmp_path,
+                                                                            in_order):
+    # The offset of a row is where its run is read again to confirm a duplicate: counted in
+    # characters after a row of non-ASCII text, it points into another row.
+    header = list(HEADER) if in_order else list(reversed(HEADER))
+    rows = [[*GOOD[:1], "Aurora\u00e9\u00e9\u00e9", *GOOD[2:]],
+            ["2026-11-29T22:18:44Z", *GOOD[1:]], ["2026-11-29T22:18:45Z", *GOOD[1:]]]
+    rows.append(rows[2])
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(header)
+    for row in rows:
+        w.writerow(row if in_order else list(reversed(row)))
+    path = tmp_path / "runs.csv"
+    path.write_bytes(out.getvalue().encode())
+    rows_read, problems, passed, cells = _checked(path)
+    offsets = _offsets(path.read_bytes())
+    assert rows_read == 4
+    assert problems == ([] if in_order else [
+        f"{path}:1: header differs from this tool's ({header_difference(header)})"]) + [
+        f"{path}:5: same run as line 4"]
+    assert passed == [(2 + i, rows[i], offsets[i]) for i in range(3)]
+    assert cells == [(2 + i, rows[i], offsets[i]) for i in range(4)]
+
+
+@pytest.mark.parametrize("first_clean", [True, False])
+def test_a_run_in_a_clean_row_and_in_a_row_judged_cell_by_cell_is_one_run(tmp_path,
+                                                                         first_clean):
+    unclean = [*GOOD[:9], "0", *GOOD[10:]]  # mfu 0: not clean, still read
+    rows = [GOOD, unclean] if first_clean else [unclean, GOOD]
+    path = tmp_path / "runs.csv"
+    path.write_bytes(_file(rows))
+    rows_read, problems, passed, _ = _checked(path)
+    zero = f"{path}:{3 if first_clean else 2}: {validate.ZERO_MFU_PROBLEM.format('0')}"
+    assert rows_read == 2
+    assert problems == ([f"{path}:3: same run as line 2", zero] if first_clean
+                        else [zero, f"{path}:3: same run as line 2"])
+    assert [line for line, _, _ in passed] == [2]
+
+
+def test_a_file_replaced_while_a_duplicate_is_confirmed_is_one_exact_error(tmp_path,
+                                                                           monkeypatch):
+    path = tmp_path / "runs.csv"
+    path.write_bytes(_file([GOOD, GOOD]))
+    real, calls = validate.open_regular, []
+
+    def reopen(p):
+        calls.append(p)
+        if len(calls) == 2:
+            p.rename(tmp_path / "old.csv")
+            p.write_bytes(_file([GOOD, GOOD]))
+        return real(p)
+
+    monkeypatch.setattr(validate, "open_regular", reopen)
+    with pytest.raises(validate.AmscError) as e:
+        validate.check_results_file(path)
+    assert str(e.value) == f"{path}: replaced while it was read; check it again"
+
+
+@pytest.mark.parametrize("unreadable", [False, True], ids=["short", "unreadable"])
+def test_a_row_rewritten_in_place_before_its_duplicate_is_confirmed_is_no_duplicate(
+        tmp_path, monkeypatch, unreadable):
+    # Rewritten in place (the same file), the first row is not there to confirm against.
+    path = tmp_path / "runs.csv"
+    data = _file([GOOD, GOOD])
+    path.write_bytes(data)
+    at = data.index(b"\n") + 1
+    real, calls = validate.open_regular, []
+    limit = csv.field_size_limit()
+
+    def reopen(p):
+        calls.append(p)
+        if len(calls) == 2:
+            if unreadable:  # a field past the csv module's limit, lowered for it
+                csv.field_size_limit(40)
+            with open(p, "r+b") as f:
+                f.seek(at)
+                f.write(b"x" * 41 + b"\n" if unreadable else b"a,b,c\n")
+                f.truncate()
+        return real(p)
+
+    monkeypatch.setattr(validate, "open_regular", reopen)
+    try:
+        rows_read, problems, passed, _ = _checked(path)
+    finally:
+        csv.field_size_limit(limit)
+    assert len(calls) == 2
+    assert (rows_read, problems, [n for n, _, _ in passed]) == (2, [], [2, 3])
