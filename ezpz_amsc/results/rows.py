@@ -109,6 +109,12 @@ class _Lines:
             rest = readline(cap)
             cr = rest.find(b"\r")
             if cr != -1 and rest[cr + 1:cr + 2] != b"\n":  # a bare CR ends it: put the rest back
+                if cr + 1 == len(rest):  # a CR that ends a cap's worth: the LF after it, if any
+                    nxt = self.f.read(1)
+                    if nxt == b"\n":
+                        self.offset += len(rest) + 1
+                        return
+                    self.f.seek(-len(nxt), os.SEEK_CUR)
                 self.f.seek(cr + 1 - len(rest), os.SEEK_CUR)
                 self.offset += cr + 1
                 return

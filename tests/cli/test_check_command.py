@@ -559,3 +559,20 @@ def test_check_notes_a_records_folder_the_group_cannot_add_to(tmp_path):
     assert "cannot add provenance records" not in run_group("check", results, "--provenance",
                                                             folder).stderr
     assert "cannot add" not in run_group("check", results, "--provenance", folder, "-q").stderr
+
+
+# --------------------------------------------------- values pinned by mutation testing
+
+
+@pytest.mark.parametrize("others_in", ["the file's group", "the folder's group"])
+def test_others_in_the_group_of_the_file_or_of_the_folder_alone_get_the_note(
+        tmp_path, monkeypatch, others_in):
+    folder, out = _shared(tmp_path, 0o644, 0o755)  # the folder neither group-writable nor setgid
+    answers = iter([others_in == "the file's group", others_in == "the folder's group"])
+    monkeypatch.setattr("ezpz_amsc.results.validate.group_has_others",
+                        lambda gid, uid: next(answers))
+    group = grp.getgrgid(os.stat(out).st_gid).gr_name
+    assert sharing_notes(out) == [
+        f"{out}: other members of group {group} cannot append to it ({_described(out)}); "
+        f"other members of group {group} cannot create results files in {folder} "
+        f"({_described(folder)}); to share it: chmod g+w {out} && chmod g+ws {folder}"]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from helpers import (
+    CSV_FIELD_LIMIT,
     FIXTURE_NAMES,
     PNG_SIGNATURE,
     RUNS,
@@ -1271,3 +1272,76 @@ def test_a_points_later_rows_are_judged_as_its_first(tmp_path):
         ("partial_mfu", "mfu logged by 3 of 6 repeats; its median is over those only"),
         ("gpus_mismatch", f"{p}:9: tokens/s/gpu x gpus is 0.91x tokens/s: gpus or a "
                           "throughput is wrong")]
+
+
+# --- more values pinned by mutation testing: the reading of report/data.py ---------------------
+
+def test_counts_of_exactly_the_cap_are_used_and_the_note_names_the_count_past_it(tmp_path):
+    s = (Sweep().add("aurora", MAX_COUNT, MAX_COUNT, 1.0)
+         .add("aurora", MAX_COUNT, MAX_COUNT + 1, 1.0, tps=1.0))
+    p = s.write(tmp_path / "s.csv")
+    r = run_report(p, "--format", "json")
+    assert r.exit_code == 0
+    assert r.stderr == (f"note: {p}:3: gpus {MAX_COUNT + 1} is more than {MAX_COUNT:,}; "
+                        "row not used\n")
+    rep = json.loads(r.stdout)
+    assert rep["rows"] == {"read": 2, "measured": 1, "without_throughput": 0, "failed": 0,
+                           "not_used": 1}
+    (pt,) = rep["groups"][0]["points"]
+    assert (pt["nodes"], pt["gpus"], pt["tokens_per_sec"]) == (MAX_COUNT, MAX_COUNT, 1e6)
+
+
+def _replaced_after_reading(monkeypatch, path: Path, data: bytes) -> None:
+    """``path`` is rewritten with ``data`` right after the report has read it."""
+    from ezpz_amsc.report import data as data_module
+
+    real = data_module.check_results_file
+
+    def check_then_rewrite(p, on_row):
+        out = real(p, on_row)
+        if Path(p) == path:
+            path.write_bytes(data)
+        return out
+
+    monkeypatch.setattr(data_module, "check_results_file", check_then_rewrite)
+
+
+@pytest.mark.parametrize("what", ["empty", "header only", "short row", "unreadable row",
+                                  "no gpus column"])
+def test_a_file_changed_after_it_was_read_is_no_crash_and_no_duplicate(tmp_path, monkeypatch,
+                                                                       what):
+    # A run in two files is confirmed by reading the first file's row again (its identity,
+    # at its offset): a file a teammate rewrote meanwhile holds no such row any more.
+    first = Sweep().add("12", 1, 12, 100.0).write(tmp_path / "a.csv")
+    second = Sweep().add("12", 1, 12, 110.0).write(tmp_path / "b.csv")
+    old = first.read_bytes()
+    at = old.index(b"\n") + 1  # the offset of the row in the first file
+    stamp, system, config = Sweep().add("12", 1, 12, 1.0).rows[0][:3]
+    header_without_gpus = "timestamp,system,config,nodes,"
+    header_without_gpus += "x" * (at - 1 - len(header_without_gpus))
+    _replaced_after_reading(monkeypatch, first, {
+        "empty": b"",
+        "header only": old[:at],
+        "short row": old[:at] + f"{stamp},{system},{config},1\n".encode(),
+        "unreadable row": old[:at] + b'"' + b"x" * (CSV_FIELD_LIMIT + 1) + b'"\n',
+        # a column the file lacks stands in for none: here a system named as the gpus count
+        "no gpus column": f"{header_without_gpus}\n{stamp},{system},{config},1,12\n".encode(),
+    }[what])
+    rep = _report_of(first, second)
+    assert rep["problems"] == []
+    assert rep["rows"] == {"read": 2, "measured": 2, "without_throughput": 0, "failed": 0,
+                           "not_used": 0}
+    (pt,) = rep["groups"][0]["points"]
+    assert pt["sources"] == [f"{first}:2", f"{second}:2"]
+
+
+def test_a_repeat_numbered_past_32_bits_widens_the_sources_and_keeps_its_numbers():
+    from ezpz_amsc.report.data import Point, _measure
+
+    point = Point()
+    _measure(point, 5, 100.0, 25.0, 4, "40.0")
+    _measure(point, 2**32 + 7, 110.0, 30.0, 4, "0.0")  # line x files past 4,294,967,295
+    assert (point.sources.typecode, list(point.sources)) == ("q", [5, 2**32 + 7])
+    assert (list(point.tps), list(point.tps_per_gpu), list(point.mfu_pct), point.mfu_zero) == (
+        [100.0, 110.0], [25.0, 30.0], [40.0], 1)
+    assert point.mismatched == [(2**32 + 7, 1.09)]

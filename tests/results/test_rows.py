@@ -4,6 +4,7 @@ reported, and the reading going on after them."""
 
 from __future__ import annotations
 
+import csv
 import io
 import os
 
@@ -177,3 +178,109 @@ def test_a_long_line_or_a_field_near_the_limit_goes_the_exact_way():
             + b"x" * (MAX_ROW_BYTES + 5) + b"\nz\n")
     assert _expanded(data, 1 << 16) == _read(data)
     assert [r[4] is None for r in _read(data)] == [True, True, False, True, False, True]
+
+
+# --- values pinned by mutation testing (tools/mutate.py) ---------------------------------------
+
+_CAP_READ = MAX_ROW_BYTES + 2  # what _Lines reads of a line at a time
+
+
+@pytest.mark.parametrize("end", [b"\r\n", b"\r", b"\n"], ids=["CRLF", "CR", "LF"])
+@pytest.mark.parametrize("extra", [-1, 0, 1, _CAP_READ], ids=["-1", "0", "+1", "+cap"])
+def test_a_long_line_whose_cr_ends_a_read_is_one_line(end, extra):
+    # A line past the cap is read on a cap's worth at a time. When its CR is the last byte of
+    # such a read, the LF after it (if any) ends the same line: not an empty line of its own,
+    # which would number every later line one too high.
+    long = b"x" * (2 * _CAP_READ - 1 + extra)  # extra 0: the CR is a read's last byte
+    data = b"h" + end + long + end + b"z" + end
+    assert _read(data) == [
+        (0, 1, 1, ["h"], None),
+        (1 + len(end), 2, 2, None, f"line longer than {MAX_ROW_BYTES:,} bytes; not read"),
+        (1 + 2 * len(end) + len(long), 3, 3, ["z"], None)]
+    assert _expanded(data, 1 << 16) == _read(data)
+
+
+def test_read_records_starts_at_the_first_byte_and_numbers_from_one():
+    got = [(r.offset, r.line, r.last_line, r.cells)
+           for r in read_records(io.BytesIO(b"h,x\na,1\n"))]
+    assert got == [(0, 1, 1, ["h", "x"]), (4, 2, 2, ["a", "1"])]
+
+
+def test_a_crlf_line_of_the_cap_before_an_empty_line_is_read_and_the_empty_line_kept():
+    at_cap = _line_of(MAX_ROW_BYTES)
+    got = _read(b"h\n" + at_cap + b"\r\n\nz\n")
+    assert [(o, n, c is not None and len(",".join(c)), p) for o, n, _, c, p in got] == [
+        (0, 1, 1, None), (2, 2, MAX_ROW_BYTES, None), (4 + MAX_ROW_BYTES, 3, 0, None),
+        (5 + MAX_ROW_BYTES, 4, 1, None)]
+
+
+def test_a_long_line_ended_by_a_bare_cr_is_followed_by_the_lines_after_it():
+    long = b"x" * (3 * MAX_ROW_BYTES)
+    data = b"h\n" + long + b"\rz\n\nw\n"
+    assert _read(data) == [
+        (0, 1, 1, ["h"], None),
+        (2, 2, 2, None, f"line longer than {MAX_ROW_BYTES:,} bytes; not read"),
+        (3 + len(long), 3, 3, ["z"], None), (5 + len(long), 4, 4, [], None),
+        (6 + len(long), 5, 5, ["w"], None)]
+
+
+def _blocks(data: bytes, block_bytes: int = 1 << 16) -> list[tuple]:
+    from ezpz_amsc.results import rows as rows_module
+    from ezpz_amsc.results.rows import Plain, read_blocks
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(rows_module, "_BLOCK_BYTES", block_bytes)
+        return [("plain", b.offset, b.line, b.texts, b.ascii) if isinstance(b, Plain)
+                else ("record", b.offset, b.line, b.cells)
+                for b in read_blocks(io.BytesIO(data))]
+
+
+def test_read_blocks_gives_plain_lines_as_plain_and_reads_the_rest_the_exact_way():
+    # In blocks of 8 bytes: the first record, a block with a NUL or a quote, and anything up
+    # to the last line end of such a block are read the exact way; the rest as they stand.
+    assert _blocks(b"h,x\na,1\nb,2\nc,3\nd,4\n", 8) == [
+        ("record", 0, 1, ["h", "x"]), ("plain", 4, 2, ["a,1", "b,2"], True),
+        ("plain", 12, 4, ["c,3", "d,4"], True)]
+    assert _blocks(b"h,x\na,1\nb,2\nc\x00,3\nd,4\n", 8) == [
+        ("record", 0, 1, ["h", "x"]), ("plain", 4, 2, ["a,1", "b,2"], True),
+        ("record", 12, 4, ["c\x00", "3"]), ("plain", 17, 5, ["d,4"], True)]
+    assert _blocks(b'h,x\na,1\n"q",2\nb,3\nc,4\n', 8) == [
+        ("record", 0, 1, ["h", "x"]), ("plain", 4, 2, ["a,1"], True),
+        ("record", 8, 3, ["q", "2"]), ("plain", 14, 4, ["b,3", "c,4"], True)]
+    assert _blocks(b"\na\nb\n") == [("record", 0, 1, []), ("plain", 1, 2, ["a", "b"], True)]
+    assert _blocks("h\n\u00e9,1\nz,2\n".encode()) == [
+        ("record", 0, 1, ["h"]), ("plain", 2, 2, ["\u00e9,1", "z,2"], False)]
+
+
+def test_a_line_near_the_field_limit_or_a_quarter_of_the_cap_goes_the_exact_way():
+    # A plain line is shorter than the csv module's field limit and than a quarter of the
+    # cap in characters (each at most 4 bytes): the longest it can be is one less than both.
+    longest = MAX_ROW_BYTES // 4 - 1
+    assert longest + 1 < LIMIT
+    for n, plain in ((longest, True), (longest + 1, False)):
+        got = _blocks(b"h\n" + b"x" * n + b"\n")
+        assert got[1] == (("plain", 2, 2, ["x" * n], True) if plain
+                          else ("record", 2, 2, ["x" * n]))
+    old = csv.field_size_limit(50)  # a lower limit: now it is the one that binds
+    try:
+        data = b"h\n" + b"x" * 49 + b"\n" + b"y" * 50 + b"\n" + b"z" * 51 + b"\nok\n"
+        assert _blocks(data, 52) == [  # in blocks of 52 bytes: a line each
+            ("record", 0, 1, ["h"]), ("plain", 2, 2, ["x" * 49], True),
+            ("record", 52, 3, ["y" * 50]), ("record", 103, 4, None),
+            ("plain", 155, 5, ["ok"], True)]
+        assert _expanded(data, 52) == _read(data)
+    finally:
+        csv.field_size_limit(old)
+
+
+@pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r", b""], ids=["LF", "CRLF", "CR", "EOF"])
+def test_record_at_reads_a_record_of_the_cap_whole_and_none_past_it(tmp_path, end):
+    at_cap, over = _line_of(MAX_ROW_BYTES), _line_of(MAX_ROW_BYTES + 1)
+    for line, cells in ((at_cap, at_cap.decode().split(",")), (over, None)):
+        p = tmp_path / "r.csv"
+        p.write_bytes(b"h\n" + line + end)
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            assert record_at(fd, 2) == cells
+        finally:
+            os.close(fd)

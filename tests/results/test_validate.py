@@ -19,7 +19,10 @@ from ezpz_amsc.results.fields import bound_problems
 from ezpz_amsc.results.rows import read_records
 from ezpz_amsc.results.schema import (
     HEADER,
+    KEY_COLUMNS,
+    MAX_CELL_CHARS,
     dashboard_problems,
+    header_difference,
     unsafe_cells,
     zero_mfu,
 )
@@ -199,3 +202,170 @@ def test_a_row_the_clean_pattern_takes_has_no_problem(cells, extra):
         assert text.count(",") == len(HEADER) - 1
         assert dashboard_problems(row) + bound_problems(row) + unsafe_cells(row) == []
         assert not zero_mfu(row)
+
+
+# --- values pinned by mutation testing (tools/mutate.py) ---------------------------------------
+
+# Per column: (cell, taken by the clean-row pattern), the rest of the row GOOD's. A cell not
+# taken is judged cell by cell (it may still be clean); a cell taken must have no problem.
+_X = "x" * (MAX_CELL_CHARS + 1)
+_CLEAN_OR_NOT = {
+    "timestamp": [("2026-11-29T22:18:43Z", True), ("2026-01-05T19:00:00Z", True),
+                  ("0001-01-01T00:00:00Z", True), ("0000-01-01T00:00:00Z", False),
+                  ("2026-02-28T00:00:00Z", True), ("2024-02-29T00:00:00Z", False),
+                  ("2026-01-31T00:00:00Z", True), ("2026-03-31T00:00:00Z", True),
+                  ("2026-04-30T00:00:00Z", True), ("2026-04-31T00:00:00Z", False),
+                  ("2026-06-30T00:00:00Z", True), ("2026-06-31T00:00:00Z", False),
+                  ("2026-13-01T00:00:00Z", False), ("2026-00-01T00:00:00Z", False),
+                  ("2026-01-00T00:00:00Z", False), ("2026-12-31T23:59:60Z", True),
+                  ("2026-12-31T23:59:61Z", True), ("2026-12-31T23:59:62Z", False),
+                  ("2026-01-05T24:00:00Z", False), ("2026-01-05T23:60:00Z", False),
+                  ("2026-01-05t00:00:00z", False), ("2026-1-05T00:00:00Z", False), ("", False)],
+    "system": [("Aurora", True), ("_x", True), ("9", True), ("a b", True),
+               ("Aurora\u00e9", True), (_X[1:], True), (_X, False), (" Aurora", False),
+               ("=cmd", False), ("-2", False), ("+x", False), ("@x", False), ('a"b', False),
+               ("a\x00b", False), ("", False)],
+    "config": [("c", True), (_X[1:], True), (_X, False), ("\ta", False), ("", False)],
+    "nodes": [("1", True), ("12", True), ("9" * 18, True), ("9" * 19, False), ("0", False),
+              ("01", False), ("-1", False), ("1.5", False), ("", False)],
+    "gpus": [("1", True), ("0", False), ("", False)],
+    "status": [("pass", True), ("fail", True), ("PASS", False), ("", False)],
+    "wall_time_sec": [("4.034", True), ("0", True), ("1" * 300, True), ("1" * 301, False),
+                      ("1." + "0" * 300, True), ("1." + "0" * 301, False), (".5", False),
+                      ("5.", False), ("-1", False), ("1e3", False), ("", False)],
+    "throughput_tokens_per_sec": [("", True), ("3930.349", True), ("-3", False),
+                                  (" 7", False)],
+    "throughput_tokens_per_sec_per_gpu": [("", True), ("327.529", True), ("0.000", True),
+                                          ("x", False)],
+    "mfu": [("", True), ("31.5", True), ("5", True), ("99", True), ("99.99", True),
+            ("100", True), ("100.0", True), ("100." + "0" * 300, True),
+            ("100." + "0" * 301, False), ("0.001", True), ("0.5", True), (".5", True),
+            ("0." + "0" * 299 + "1", True), ("1." + "0" * 300, True),
+            ("1." + "0" * 301, False), ("0", False), ("0.0", False), ("0.000", False),
+            ("100.5", False), ("100.01", False), ("101", False), ("05", False),
+            ("00.5", False), ("-0", False), ("x", False)],
+    "tflops": [("", True), ("0.014", True), ("-0.1", False)],
+    "final_loss": [("", True), ("7.989204", True), ("-2.5", True), ("+1", False),
+                   ("nan", False), ("-", False)],
+    "steps": [("", True), ("30", True), ("0", False), ("1.5", False)],
+    "error": [("", True), ("oom", True), (_X[1:], True), (_X, False), ("=HYPERLINK()", False)],
+}
+
+
+def test_the_clean_row_pattern_takes_exactly_these_cells():
+    # Built here, not only read: the pattern is made while the module is imported, which no
+    # test's coverage sees (docs/testing.md, Limits).
+    pattern = validate._clean_row_pattern()
+    assert pattern.pattern == validate._CLEAN_ROW.pattern
+    wrong = []
+    for col, cases in _CLEAN_OR_NOT.items():
+        for cell, taken in cases:
+            row = dict(zip(HEADER, GOOD, strict=True))
+            row[col] = cell
+            m = pattern.fullmatch(",".join(row[c] for c in HEADER))
+            if (m is not None) != taken:
+                wrong.append((col, cell[:40], taken))
+            elif taken:
+                assert m[1] == ",".join(row[c] for c in KEY_COLUMNS)
+                assert dashboard_problems(row) + bound_problems(row) + unsafe_cells(row) == []
+                assert not zero_mfu(row)
+    assert wrong == []
+    assert pattern.fullmatch(",".join(GOOD[:-1])) is None  # a cell short
+    assert pattern.fullmatch(",".join(GOOD) + ",") is None  # a cell too many
+
+
+def _offsets(data: bytes) -> list[int]:
+    """The byte offset of each line of ``data`` after the header."""
+    starts = [0] + [i + 1 for i, b in enumerate(data) if b == 0x0A]
+    return starts[1:-1]
+
+
+@pytest.mark.parametrize("in_order", [True, False], ids=["header", "header-reordered"])
+def test_offsets_after_non_ascii_rows_are_byte_offsets_and_find_the_duplicate(tmp_path,
+                                                                            in_order):
+    # The offset of a row is where its run is read again to confirm a duplicate: counted in
+    # characters after a row of non-ASCII text, it points into another row.
+    header = list(HEADER) if in_order else list(reversed(HEADER))
+    rows = [[*GOOD[:1], "Aurora\u00e9\u00e9\u00e9", *GOOD[2:]],
+            ["2026-11-29T22:18:44Z", *GOOD[1:]], ["2026-11-29T22:18:45Z", *GOOD[1:]]]
+    rows.append(rows[2])
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(header)
+    for row in rows:
+        w.writerow(row if in_order else list(reversed(row)))
+    path = tmp_path / "runs.csv"
+    path.write_bytes(out.getvalue().encode())
+    rows_read, problems, passed, cells = _checked(path)
+    offsets = _offsets(path.read_bytes())
+    assert rows_read == 4
+    assert problems == ([] if in_order else [
+        f"{path}:1: header differs from this tool's ({header_difference(header)})"]) + [
+        f"{path}:5: same run as line 4"]
+    assert passed == [(2 + i, rows[i], offsets[i]) for i in range(3)]
+    assert cells == [(2 + i, rows[i], offsets[i]) for i in range(4)]
+
+
+@pytest.mark.parametrize("first_clean", [True, False])
+def test_a_run_in_a_clean_row_and_in_a_row_judged_cell_by_cell_is_one_run(tmp_path,
+                                                                         first_clean):
+    unclean = [*GOOD[:9], "0", *GOOD[10:]]  # mfu 0: not clean, still read
+    rows = [GOOD, unclean] if first_clean else [unclean, GOOD]
+    path = tmp_path / "runs.csv"
+    path.write_bytes(_file(rows))
+    rows_read, problems, passed, _ = _checked(path)
+    zero = f"{path}:{3 if first_clean else 2}: {validate.ZERO_MFU_PROBLEM.format('0')}"
+    assert rows_read == 2
+    assert problems == ([f"{path}:3: same run as line 2", zero] if first_clean
+                        else [zero, f"{path}:3: same run as line 2"])
+    assert [line for line, _, _ in passed] == [2]
+
+
+def test_a_file_replaced_while_a_duplicate_is_confirmed_is_one_exact_error(tmp_path,
+                                                                           monkeypatch):
+    path = tmp_path / "runs.csv"
+    path.write_bytes(_file([GOOD, GOOD]))
+    real, calls = validate.open_regular, []
+
+    def reopen(p):
+        calls.append(p)
+        if len(calls) == 2:
+            p.rename(tmp_path / "old.csv")
+            p.write_bytes(_file([GOOD, GOOD]))
+        return real(p)
+
+    monkeypatch.setattr(validate, "open_regular", reopen)
+    with pytest.raises(validate.AmscError) as e:
+        validate.check_results_file(path)
+    assert str(e.value) == f"{path}: replaced while it was read; check it again"
+
+
+@pytest.mark.parametrize("unreadable", [False, True], ids=["short", "unreadable"])
+def test_a_row_rewritten_in_place_before_its_duplicate_is_confirmed_is_no_duplicate(
+        tmp_path, monkeypatch, unreadable):
+    # Rewritten in place (the same file), the first row is not there to confirm against.
+    path = tmp_path / "runs.csv"
+    data = _file([GOOD, GOOD])
+    path.write_bytes(data)
+    at = data.index(b"\n") + 1
+    real, calls = validate.open_regular, []
+    limit = csv.field_size_limit()
+
+    def reopen(p):
+        calls.append(p)
+        if len(calls) == 2:
+            if unreadable:  # a field past the csv module's limit, lowered for it
+                csv.field_size_limit(40)
+            with open(p, "r+b") as f:
+                f.seek(at)
+                f.write(b"x" * 41 + b"\n" if unreadable else b"a,b,c\n")
+                f.truncate()
+        return real(p)
+
+    monkeypatch.setattr(validate, "open_regular", reopen)
+    try:
+        rows_read, problems, passed, _ = _checked(path)
+    finally:
+        csv.field_size_limit(limit)
+    assert len(calls) == 2
+    assert (rows_read, problems, [n for n, _, _ in passed]) == (2, [], [2, 3])
