@@ -43,11 +43,7 @@ def test_reproduce_identical(fixture_run, tmp_path, monkeypatch):
 
 
 def test_reproduce_after_a_metrics_file_is_edited(fixture_run, tmp_path):
-    run = fixture_run(RUN)
-    folder = tmp_path / "records"
-    assert run_cli(run, "--config", "c", "--append", tmp_path / "r.csv", "--provenance", folder,
-                   "-q").exit_code == 0
-    (path,) = records_in(folder)
+    run, path = _recorded(fixture_run, tmp_path)
     metrics = run / "metrics-0.jsonl"
     old_sha, old_size = sha256(metrics), metrics.stat().st_size
     lines = metrics.read_text().splitlines(keepends=True)
@@ -70,17 +66,24 @@ def test_reproduce_after_a_metrics_file_is_edited(fixture_run, tmp_path):
     ]
 
 
+def _recorded(fixture_run, tmp_path, name: str = RUN) -> tuple[Path, Path]:
+    """A copy of the shipped run ``name`` appended with its provenance record: the run, the
+    record."""
+    run = fixture_run(name)
+    folder = tmp_path / "records"
+    assert run_cli(run, "--config", "c", "--append", tmp_path / "r.csv", "--provenance", folder,
+                   "-q").exit_code == 0
+    (path,) = records_in(folder)
+    return run, path
+
+
 def error_line_of(result) -> str:
     (line,) = [ln for ln in result.stderr.splitlines() if ln.strip()]
     return line
 
 
 def test_reproduce_a_moved_run(fixture_run, tmp_path):
-    run = fixture_run(RUN)
-    folder = tmp_path / "records"
-    assert run_cli(run, "--config", "c", "--append", tmp_path / "r.csv", "--provenance", folder,
-                   "-q").exit_code == 0
-    (path,) = records_in(folder)
+    run, path = _recorded(fixture_run, tmp_path)
     moved = tmp_path / "archive" / "run"
     moved.parent.mkdir()
     shutil.move(run, moved)
@@ -93,11 +96,7 @@ def test_reproduce_a_moved_run(fixture_run, tmp_path):
 
 
 def test_a_run_recorded_on_another_host_says_which(fixture_run, tmp_path):
-    run = fixture_run(RUN)
-    folder = tmp_path / "records"
-    assert run_cli(run, "--config", "c", "--append", tmp_path / "r.csv", "--provenance", folder,
-                   "-q").exit_code == 0
-    (path,) = records_in(folder)
+    run, path = _recorded(fixture_run, tmp_path)
     shutil.rmtree(run)
     def missing(where: str = "") -> str:
         return (f"error: {path}: run directory {run}{where} does not exist here; pass "
@@ -112,12 +111,7 @@ def test_a_run_recorded_on_another_host_says_which(fixture_run, tmp_path):
 
 def _recorded_minimal(fixture_run, tmp_path) -> tuple[Path, Path]:
     """A copy of minimal-1rank appended with its provenance record: the run, the record."""
-    run = fixture_run("minimal-1rank")
-    folder = tmp_path / "records"
-    assert run_cli(run, "--config", "c", "--append", tmp_path / "r.csv", "--provenance", folder,
-                   "-q").exit_code == 0
-    (path,) = records_in(folder)
-    return run, path
+    return _recorded(fixture_run, tmp_path, "minimal-1rank")
 
 
 def test_reproduce_when_a_source_file_is_gone_or_new(fixture_run, tmp_path):
