@@ -175,7 +175,10 @@ class RunIndexFile:
 
     @classmethod
     def _close_enough(cls, path: Path, fd: int) -> bool:
-        """Whether the index describes the file but for a short tail (or exactly)."""
+        """Whether the index describes the file but for a short tail (or exactly), or
+        cannot be read here: read without the lock (and without SQLite's locking), it may
+        be half written by the writer that holds the lock, which keeps it current. Either
+        way :meth:`open` finishes the work under the lock (and remakes a broken one)."""
         if not path.exists():
             return False
         db = sqlite3.connect(_uri(path, read_only=True), uri=True)
@@ -183,8 +186,8 @@ class RunIndexFile:
             idx = cls(db, fd)
             start = idx._valid_prefix(idx._meta(), os.fstat(fd))
             return start is not None and os.fstat(fd).st_size - start <= _CATCH_UP_BYTES
-        except sqlite3.Error:
-            return False
+        except sqlite3.Error:  # not a rebuild of a million rows for a read mid-write
+            return True
         finally:
             db.close()
 

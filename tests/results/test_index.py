@@ -395,14 +395,45 @@ def test_warm_removes_half_built_indexes_older_than_a_day_to_the_second(results,
     assert index_path(results).name in left
 
 
-def test_warm_takes_away_the_journal_of_the_index_it_replaces(results):
+def test_warm_takes_away_the_journal_of_the_index_it_replaces(results, monkeypatch):
     _lookup(results, "a")
     journal = index_path(results).with_name(index_path(results).name + "-journal")
-    journal.write_bytes(b"stale")
     os.utime(results, ns=(1, 1))  # touched: stale, so warm rebuilds
+    real = RunIndexFile.rebuild
+
+    def meanwhile_a_journal(self):  # left beside the old index while the new one is built
+        journal.write_bytes(b"stale")
+        real(self)
+
+    monkeypatch.setattr(RunIndexFile, "rebuild", meanwhile_a_journal)
     RunIndexFile.warm(results)
     assert not journal.exists()
     assert _lookup(results, "b")[1] is False
+
+
+def test_an_index_with_a_journal_left_is_remade_under_the_lock(results):
+    """A journal beside the index: a writer holding the lock is changing it, or one was
+    killed doing so. warm() leaves it; the writer under the lock sorts it out."""
+    _lookup(results, "a")
+    journal = index_path(results).with_name(index_path(results).name + "-journal")
+    journal.write_bytes(b"stale")
+    os.utime(results, ns=(1, 1))
+    RunIndexFile.warm(results)
+    assert journal.read_bytes() == b"stale"
+    assert _lookup(results, "b") == ((3, len(HEADER_LINE) + len(_line("a"))), True)
+    assert not journal.exists()
+
+
+def test_warm_leaves_an_index_it_cannot_read_to_the_writer_under_the_lock(results):
+    """Outside the lock an index can be read half written by the writer holding it (jobs
+    appending at once): warm() does not rebuild it for that; under the lock, open() remakes
+    an index that is really broken."""
+    _lookup(results, "a")
+    db = index_path(results)
+    db.write_bytes(b"not a database" * 100)
+    RunIndexFile.warm(results)
+    assert db.read_bytes() == b"not a database" * 100
+    assert _lookup(results, "b") == ((3, len(HEADER_LINE) + len(_line("a"))), True)
 
 
 def test_a_broken_index_and_its_journal_are_removed(results):
