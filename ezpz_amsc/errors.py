@@ -1,31 +1,65 @@
-"""The exception type for failures a user can cause.
+"""Failures a user can cause, and the exit statuses they end in.
 
 The pipeline raises :class:`AmscError`, a plain exception that knows nothing
-about click. The CLI turns it into one ``error: ...`` line at its edge
-(:mod:`ezpz_amsc.cli`); the finalize hook catches it by type and logs it.
+about click. Its message is data: the options that settle it are named as
+options (:func:`ezpz_amsc.text.opt`), so that the command line shows them as
+flags and the finalize hook as its environment variables. The CLI turns it into
+one ``error: ...`` line at its edge (:mod:`ezpz_amsc.cli.output`); the hook
+catches it by type and logs it.
 """
 
 from __future__ import annotations
 
+import enum
 import errno
-import os
+
+from ezpz_amsc.text import Opt, Spelling, Text, as_flag, named_options, spelled
+
+
+class ExitStatus(enum.IntEnum):
+    """Every exit status of every command: the one home of the numbers. Each command's
+    ``--help`` says what the general meaning below means for it."""
+
+    meaning: str
+
+    def __new__(cls, code: int, meaning: str) -> ExitStatus:
+        member = int.__new__(cls, code)
+        member._value_ = code
+        member.meaning = meaning
+        return member
+
+    OK = 0, "success"
+    FAILED = 1, ("a run could not be exported, or a results file has problems; the error: "
+                 "line says why and which flag settles it")
+    USAGE = 2, "bad command line: unknown option, bad value, missing --config or RUN_DIR"
+    # What a shell reports for a process that SIGPIPE ended (128 + 13): stdout was closed
+    # before everything was written (``... | head -1``).
+    BROKEN_PIPE = 141, "stdout was closed before everything was written"
 
 
 class AmscError(Exception):
     """A user-caused failure; its message says what went wrong and what to pass."""
 
     #: The exit status the CLI uses for it.
-    exit_code = 1
+    exit_code: ExitStatus = ExitStatus.FAILED
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: Text) -> None:
         super().__init__(message)
-        self.message = message
+        self.message: Text = message
+
+    def render(self, spell: Spelling = as_flag) -> str:
+        """The message as an edge shows it, its options spelled by ``spell``."""
+        return spelled(self.message, spell)
+
+    def options(self) -> tuple[Opt, ...]:
+        """The options the message names: what settles the failure."""
+        return named_options(self.message)
 
     def format_message(self) -> str:
-        return self.message
+        return self.render()
 
     def __str__(self) -> str:
-        return self.message
+        return self.render()
 
 
 class SeveralAttempts(AmscError):
@@ -35,7 +69,7 @@ class SeveralAttempts(AmscError):
     that wrote the last records, can export that one instead of giving up.
     """
 
-    def __init__(self, message: str, attempts: int) -> None:
+    def __init__(self, message: Text, attempts: int) -> None:
         super().__init__(message)
         self.attempts = attempts
 
@@ -48,21 +82,7 @@ class NoStepTime(AmscError):
 class AmscUsageError(AmscError):
     """Bad command-line usage (a bad option value): exit 2, like click's own."""
 
-    exit_code = 2
-
-
-def plural(n: int, word: str) -> str:
-    """``1 step``, ``2 steps``: counts in messages, notes and reports."""
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def about(path: str | os.PathLike[str], message: str) -> str:
-    """``PATH: message``, unless the message already starts with that path (or a file in it)."""
-    shown = os.fspath(path)
-    for prefix in {shown.rstrip(os.sep) or shown, os.path.normpath(shown)}:
-        if message.startswith((prefix + ":", prefix + os.sep)):
-            return message
-    return f"{shown}: {message}"
+    exit_code = ExitStatus.USAGE
 
 
 def os_error_text(e: OSError) -> str:

@@ -52,7 +52,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ezpz_amsc.errors import AmscError, about
+from ezpz_amsc.errors import AmscError
 from ezpz_amsc.options import (
     ENV_APPEND,
     ENV_CONFIG,
@@ -65,6 +65,7 @@ from ezpz_amsc.options import (
     hash_budget_from_env,
     lock_timeout_from_env,
 )
+from ezpz_amsc.text import about
 
 log = logging.getLogger("ezpz_amsc")
 
@@ -126,8 +127,8 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
     from dataclasses import replace
 
     from ezpz_amsc.errors import NoStepTime, SeveralAttempts
-    from ezpz_amsc.export import export_run
-    from ezpz_amsc.results.publish import RECORD_FILE, publish, publish_into_run_dir
+    from ezpz_amsc.flow.export import export_run
+    from ezpz_amsc.flow.publish import RECORD_FILE, publish, publish_into_run_dir
     from ezpz_amsc.results.schema import format_timestamp
 
     key = str(run_dir.resolve())

@@ -23,6 +23,7 @@ from ezpz_amsc.results.schema import (
     formula_like,
     parse_timestamp,
 )
+from ezpz_amsc.text import digits
 
 REDUCERS = ("median", "mean", "max", "min", "last")
 # No machine runs a million ranks or nodes (Aurora: 10,624 nodes, 127,488 GPU
@@ -73,11 +74,6 @@ class OptionError(AmscUsageError):
 def flag_of(name: str) -> str:
     """``wall_time_sec`` → ``--wall-time-sec``."""
     return "--" + name.replace("_", "-")
-
-
-def digits(text: str) -> str:
-    """A long number shortened for a message: ``100000000000... (401 digits)``."""
-    return text if len(text) <= 20 else f"{text[:12]}... ({len(text)} digits)"
 
 
 @dataclass(frozen=True)
@@ -229,7 +225,7 @@ def check_lock_timeout(seconds: float) -> float:
 class PublishOptions:
     """Where rows go once exported: stdout, or appended to a results file (and records).
 
-    One home for the CLI and the finalize hook; :func:`ezpz_amsc.results.publish.publish`
+    One home for the CLI and the finalize hook; :func:`ezpz_amsc.flow.publish.publish`
     takes it.
     """
 

@@ -27,7 +27,7 @@ from hypothesis import event, given, note
 from hypothesis import strategies as st
 
 from ezpz_amsc.errors import AmscError
-from ezpz_amsc.export import export_run
+from ezpz_amsc.flow.export import export_run
 from ezpz_amsc.options import ExportOptions
 from ezpz_amsc.results.schema import (
     HEADER,

@@ -37,7 +37,7 @@ from standin_history import StandInHistory
 import ezpz_amsc
 from ezpz_amsc import hook
 from ezpz_amsc.errors import AmscError, SeveralAttempts
-from ezpz_amsc.export import export_run
+from ezpz_amsc.flow.export import export_run
 from ezpz_amsc.hook import finalize_hook, run_dir_of, wrap_finalize
 from ezpz_amsc.options import ExportOptions
 from ezpz_amsc.records.folder import record_name
@@ -258,7 +258,7 @@ def test_every_failure_is_one_warning_and_never_raises(fixture_run, tmp_path, mo
         for p in [*run.rglob("run_info.json"), *run.rglob("report-*.md")]:
             p.unlink()
     elif isinstance(breakage, BaseException):
-        monkeypatch.setattr("ezpz_amsc.export.export_run", _boom(breakage))
+        monkeypatch.setattr("ezpz_amsc.flow.export.export_run", _boom(breakage))
     if breakage and str(breakage).startswith("append"):
         monkeypatch.setenv("EZPZ_AMSC_APPEND", str(append))
     before = append.read_bytes() if append.is_file() else None
@@ -293,7 +293,7 @@ def test_hook_recognises_the_error_by_type(fixture_run, monkeypatch, caplog, exc
     def boom(run_dir, opts, **_):
         raise exc
 
-    monkeypatch.setattr("ezpz_amsc.export.export_run", boom)
+    monkeypatch.setattr("ezpz_amsc.flow.export.export_run", boom)
     monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
     monkeypatch.delenv("RANK", raising=False)
     run = fixture_run("minimal-1rank")
@@ -310,7 +310,7 @@ class _BrokenStr(Exception):
 
 def test_an_exception_whose_text_cannot_be_had_is_named_by_its_type(fixture_run, monkeypatch,
                                                                     caplog):
-    monkeypatch.setattr("ezpz_amsc.export.export_run", _boom(_BrokenStr()))
+    monkeypatch.setattr("ezpz_amsc.flow.export.export_run", _boom(_BrokenStr()))
     monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
     run = fixture_run("minimal-1rank")
     caplog.set_level(logging.WARNING)
@@ -368,7 +368,7 @@ def test_a_bad_variable_is_one_warning_and_no_row(fixture_run, tmp_path, monkeyp
 def test_interrupts_from_outside_still_stop_the_job(fixture_run, monkeypatch, exc):
     """Ctrl-C, or a SIGTERM handler calling sys.exit, must not be swallowed by the hook."""
     monkeypatch.setenv("EZPZ_AMSC_CONFIG", "cfg")
-    monkeypatch.setattr("ezpz_amsc.export.export_run", _boom(exc()))
+    monkeypatch.setattr("ezpz_amsc.flow.export.export_run", _boom(exc()))
     with pytest.raises(exc):
         finalize_hook(Bare(), fixture_run(RUN))
 

@@ -13,7 +13,7 @@ import pytest
 from helpers import REPO, RUNS, parse_csv, run_group
 
 from ezpz_amsc import options as options_mod
-from ezpz_amsc.errors import AmscError, AmscUsageError, about
+from ezpz_amsc.errors import AmscError, AmscUsageError
 from ezpz_amsc.hook import finalize_hook
 from ezpz_amsc.options import (
     HASH_BUDGET_BYTES,
@@ -26,6 +26,7 @@ from ezpz_amsc.options import (
     hash_budget_from_env,
     lock_timeout_from_env,
 )
+from ezpz_amsc.text import about
 
 GOOD = RUNS / "fsdp_tp-2rank"
 

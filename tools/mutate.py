@@ -55,15 +55,14 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = "ezpz_amsc"
 # The modules that compute, check or publish a number (a row cell, a report
 # figure, an accept/refuse decision, a note). One not there yet is skipped.
-DEFAULT_MODULES = ("run/reduce", "results/schema", "run/placement", "run/steps", "export",
+DEFAULT_MODULES = ("run/reduce", "results/schema", "run/placement", "run/steps", "flow/export",
                    "run/columns", "options", "run/crosschecks", "report/data", "report/text",
                    "fs/create", "fs/access", "fs/read", "results/append", "results/validate",
-                   "results/publish", "run/layout", "run/lines", "render/explain",
-                   "render/terminal", "records/record", "records/folder", "records/redact",
-                   "records/pairing", "run/details", "run/identities", "run/devices",
-                   "results/fields", "results/index", "results/rows", "results/package",
-                   "results/seen", "report/markdown", "render/progress", "records/reproduce",
-                   "hook")
+                   "flow/publish", "run/layout", "run/lines", "cli/explain", "text",
+                   "records/record", "records/folder", "records/redact", "records/pairing",
+                   "run/details", "run/identities", "run/devices", "results/fields",
+                   "results/index", "results/rows", "results/package", "results/seen",
+                   "report/markdown", "cli/progress", "flow/reproduce", "hook")
 EQUIVALENTS = REPO / "tools" / "mutation-equivalents.txt"
 CACHE = REPO / ".mutate"
 CACHE_VERSION = "1"

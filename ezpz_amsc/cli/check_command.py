@@ -46,7 +46,7 @@ def check(paths: tuple[str, ...], provenance: str | None, quiet: bool,
     if len(paths) == 1:
         check_file(paths[0], quiet, provenance, out_format)
         return
-    from ezpz_amsc.errors import about, plural
+    from ezpz_amsc.text import about, plural
 
     failed = 0
     for path in paths:
@@ -62,11 +62,11 @@ def check(paths: tuple[str, ...], provenance: str | None, quiet: bool,
 
 def check_file(path: str, quiet: bool = False, provenance: str | None = None,
                out_format: str = "text") -> None:
-    from ezpz_amsc.errors import plural
     from ezpz_amsc.records.pairing import record_problems
     from ezpz_amsc.results.package import package_notes
     from ezpz_amsc.results.schema import HEADER
     from ezpz_amsc.results.validate import check_results_file, sharing_notes
+    from ezpz_amsc.text import plural
 
     cells: list[tuple[int, dict[str, str]]] = []
     rows, problems = check_results_file(
@@ -103,8 +103,8 @@ def check_file(path: str, quiet: bool = False, provenance: str | None = None,
 
 def _problems_text(problems: list[str], rows: int, with_records: str) -> str:
     """``3 problems in 10 rows``; a header problem is named apart (it is in no row)."""
-    from ezpz_amsc.errors import plural
     from ezpz_amsc.results.validate import HEADER_PROBLEM
+    from ezpz_amsc.text import plural
 
     in_rows = f"in {plural(rows, 'row')}{with_records}"
     if f":1: {HEADER_PROBLEM} (" not in problems[0]:

@@ -37,8 +37,8 @@ def describe(path: str, provenance: str | None, quiet: bool) -> None:
     resource is rewritten, and what people added (title, licenses,
     contributors, other resources) is kept.
     """
-    from ezpz_amsc.errors import plural
     from ezpz_amsc.results.package import describe as describe_package
+    from ezpz_amsc.text import plural
 
     done = describe_package(path, provenance)
     for note in [] if quiet else done.notes:

@@ -22,12 +22,12 @@ from ezpz_amsc.cli.params import (
     row_options,
     run_dirs_argument,
 )
-from ezpz_amsc.errors import about, plural
 from ezpz_amsc.options import CONFIG_EXAMPLE, ExportOptions, PublishOptions
+from ezpz_amsc.text import about, plural
 
 if TYPE_CHECKING:
-    from ezpz_amsc.export import ExportResult
-    from ezpz_amsc.results.publish import Published
+    from ezpz_amsc.flow.export import ExportResult
+    from ezpz_amsc.flow.publish import Published
 
 
 @command(
@@ -122,7 +122,7 @@ def export(ctx: click.Context, run_dirs: tuple[str, ...], append: str | None, no
         ctx.exit(1)
     published = _write_rows([result for _, result in done], opts, pub, out_format)
     # Notes only once the rows are out: a failed command prints its error line alone.
-    from ezpz_amsc.export import batch_notes
+    from ezpz_amsc.flow.export import batch_notes
 
     if explain:  # the report lists every note itself, after the row
         for _, result in done:
@@ -144,11 +144,11 @@ def export(ctx: click.Context, run_dirs: tuple[str, ...], append: str | None, no
 def _export_all(run_dirs: list[str], opts: ExportOptions, hash_files: bool, quiet: bool
                 ) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
     """Every run exported, with a progress line on a terminal when a batch takes long."""
-    from ezpz_amsc.export import export_many
+    from ezpz_amsc.flow.export import export_many
 
     if len(run_dirs) == 1:  # one run shows no progress line
         return export_many(run_dirs, opts, hash_files=hash_files)
-    from ezpz_amsc.render.progress import Progress
+    from ezpz_amsc.cli.progress import Progress
 
     progress = Progress(len(run_dirs), "runs", "exported", sys.stderr, quiet=quiet)
     try:
@@ -160,11 +160,11 @@ def _export_all(run_dirs: list[str], opts: ExportOptions, hash_files: bool, quie
 def _write_rows(results: list[ExportResult], opts: ExportOptions, pub: PublishOptions,
                 out_format: str) -> Published:
     """Rows (and records) out; returns what was written besides stdout."""
-    from ezpz_amsc.results.publish import publish
+    from ezpz_amsc.flow.publish import publish
 
     published = publish(results, opts, pub, out=sys.stdout if out_format == "csv" else None)
     if out_format == "json":
-        from ezpz_amsc.render.explain import to_json
+        from ezpz_amsc.cli.explain import to_json
 
         sys.stdout.write("".join(to_json(result) + "\n" for result in results))
         sys.stdout.flush()
@@ -227,8 +227,8 @@ def _report_failures(failed: list[tuple[str, Any]], written: int | None,
 
 
 def _write_explain(result: Any, quiet: bool) -> None:
-    from ezpz_amsc.render.explain import render
-    from ezpz_amsc.render.terminal import use_colour
+    from ezpz_amsc.cli.explain import render
+    from ezpz_amsc.cli.output import use_colour
 
     err = sys.stderr
     err.write(render(result, colour=use_colour(err), quiet=quiet))

@@ -65,7 +65,7 @@ def report_command(paths: tuple[str, ...], out_format: str, plot_path: str | Non
 
         sys.stdout.write(render_markdown(report))
     else:
-        from ezpz_amsc.render.terminal import use_colour
+        from ezpz_amsc.cli.output import use_colour
         from ezpz_amsc.report.text import render_text
 
         sys.stdout.write(render_text(report, colour=use_colour(sys.stdout)))

@@ -7,7 +7,8 @@ import click
 
 from ezpz_amsc.cli.edge import command
 from ezpz_amsc.cli.params import RECORD_JSON, RUN_DIR
-from ezpz_amsc.errors import AmscError, about
+from ezpz_amsc.errors import AmscError
+from ezpz_amsc.text import about
 
 
 @command(
@@ -53,9 +54,9 @@ def reproduce_all(records: list[str], run_dir: str | None, quiet: bool = False,
     """Report on every record; an :class:`AmscError` unless every row is identical."""
     import sys
 
-    from ezpz_amsc.errors import plural
-    from ezpz_amsc.records.reproduce import render, reproduce
-    from ezpz_amsc.render.progress import Progress
+    from ezpz_amsc.cli.progress import Progress
+    from ezpz_amsc.flow.reproduce import render, reproduce
+    from ezpz_amsc.text import plural
 
     progress = Progress(len(records), "records", "reproduced", sys.stderr,
                         quiet=quiet or len(records) == 1)

@@ -32,7 +32,7 @@ from ezpz_amsc.run.layout import rel_to
 from ezpz_amsc.version import TOOL, __version__
 
 if TYPE_CHECKING:
-    from ezpz_amsc.export import ExportResult, FilesRead
+    from ezpz_amsc.flow.export import ExportResult, FilesRead
     from ezpz_amsc.run.steps import Digest
 
 SCHEMA = 1

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ezpz_amsc.errors import AmscError, plural
+from ezpz_amsc.errors import AmscError
 from ezpz_amsc.fs.read import open_regular
 from ezpz_amsc.options import MAX_COUNT
 from ezpz_amsc.results.rows import read_records
@@ -40,6 +40,7 @@ from ezpz_amsc.results.schema import (
 )
 from ezpz_amsc.results.seen import SeenRuns
 from ezpz_amsc.results.validate import check_results_file
+from ezpz_amsc.text import plural
 
 # Efficiency above this is superlinear. Per-GPU throughput cannot really grow
 # with the node count of a weak-scaling run; a few percent can (a cooler node,

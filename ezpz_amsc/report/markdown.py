@@ -14,10 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ezpz_amsc.errors import plural
-from ezpz_amsc.render.terminal import printable
 from ezpz_amsc.report.data import TPS, TPS_PER_GPU, rate_text
 from ezpz_amsc.report.text import flag_texts, row_counts
+from ezpz_amsc.text import plural, printable
 
 # Inline Markdown (CommonMark and GitHub's extensions) acts on these; a backslash
 # before any ASCII punctuation shows it as it is.

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ezpz_amsc.errors import AmscError, AmscUsageError
-from ezpz_amsc.render.terminal import printable
+from ezpz_amsc.text import printable
 
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
 # No date, tool stamps as they are: the same report draws the same bytes.

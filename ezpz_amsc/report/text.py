@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ezpz_amsc.errors import plural
-from ezpz_amsc.render.terminal import Paint, printable, wrap
-from ezpz_amsc.render.terminal import table as aligned
 from ezpz_amsc.report.data import TPS, TPS_PER_GPU, rate_text
+from ezpz_amsc.text import Paint, plural, printable, wrap
+from ezpz_amsc.text import table as aligned
 
 MAX_SYSTEM_CHARS = 12  # longer system names are cut in the cross-machine table
 

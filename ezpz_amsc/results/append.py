@@ -61,7 +61,6 @@ from ezpz_amsc.fs.create import (
     write_all,
 )
 from ezpz_amsc.options import PublishOptions, default_of
-from ezpz_amsc.render.terminal import wrap_at_commas
 from ezpz_amsc.results.rows import read_records, record_at
 from ezpz_amsc.results.schema import (
     HEADER,
@@ -71,6 +70,7 @@ from ezpz_amsc.results.schema import (
     header_difference,
     render_csv,
 )
+from ezpz_amsc.text import wrap_at_commas
 
 DEFAULT_LOCK_TIMEOUT_SEC: float = default_of(PublishOptions, "lock_timeout")
 # A header is a few hundred bytes: a longer first line is no results file, and

@@ -25,13 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ezpz_amsc.errors import AmscError, plural
+from ezpz_amsc.errors import AmscError
 from ezpz_amsc.fs.create import create_file
 from ezpz_amsc.fs.read import read_capped
 from ezpz_amsc.records.folder import iter_records
 from ezpz_amsc.results.fields import table_schema
 from ezpz_amsc.results.schema import HEADER, cells_of
 from ezpz_amsc.results.validate import check_results_file
+from ezpz_amsc.text import plural
 
 PACKAGE_FILE = "datapackage.json"
 RECORDS_FOLDER = "records"  # beside the results file: found without --provenance

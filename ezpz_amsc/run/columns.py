@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ezpz_amsc.errors import AmscError, NoStepTime, plural
+from ezpz_amsc.errors import AmscError, NoStepTime
 from ezpz_amsc.results.schema import (
     MFU_ZERO_MEANS,
     build_row,
@@ -22,6 +22,7 @@ from ezpz_amsc.results.schema import (
     format_timestamp,
 )
 from ezpz_amsc.run.steps import SERIES_KEYS
+from ezpz_amsc.text import plural
 
 if TYPE_CHECKING:
     from ezpz_amsc.run.crosschecks import Context

@@ -23,12 +23,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ezpz_amsc.errors import AmscError, SeveralAttempts, plural
+from ezpz_amsc.errors import AmscError, SeveralAttempts
 from ezpz_amsc.results.schema import format_timestamp
 from ezpz_amsc.run.details import Segment
 from ezpz_amsc.run.layout import RunFiles, rel_to
 from ezpz_amsc.run.placement import Placement, Provenance
 from ezpz_amsc.run.steps import EPOCH_KEYS, Steps
+from ezpz_amsc.text import plural
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -2,7 +2,7 @@
 
 The export builds one :class:`Details` per run. ``--explain`` reads its
 attributes; ``--format json`` and anything else that stores a run's story
-read :meth:`ezpz_amsc.export.ExportResult.to_data`, the one serialisation of a
+read :meth:`ezpz_amsc.flow.export.ExportResult.to_data`, the one serialisation of a
 result, built on :func:`as_data`. Numpy-free: the series arrive already reduced
 and squeezed to sparkline width, as plain floats and ``None`` (a step with no
 finite value).

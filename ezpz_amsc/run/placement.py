@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ezpz_amsc.errors import AmscError, plural
+from ezpz_amsc.errors import AmscError
 from ezpz_amsc.fs.read import read_capped
-from ezpz_amsc.options import MAX_COUNT, MAX_PROVENANCE_BYTES, digits
+from ezpz_amsc.options import MAX_COUNT, MAX_PROVENANCE_BYTES
 from ezpz_amsc.results.schema import MAX_CELL_CHARS, formula_like
 from ezpz_amsc.run.layout import RunFiles, rel_to
+from ezpz_amsc.text import digits, plural
 
 KEYS = ("MACHINE", "HOSTNAME", "NUM_NODES", "NGPUS", "GPUS_PER_NODE",
         "WORLD_SIZE_IN_USE", "world_size", "EZPZ_RUN_COMMAND")

@@ -12,11 +12,12 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ezpz_amsc.errors import AmscError, plural
+from ezpz_amsc.errors import AmscError
 from ezpz_amsc.options import CLOCK_SLACK_SEC, MAX_COUNT, REDUCERS, TIMESTAMP_MIN
 from ezpz_amsc.results.schema import MFU_MAX_PCT
 from ezpz_amsc.run.details import Segment, StepCoverage
 from ezpz_amsc.run.steps import COUNTER_KEYS, SERIES, Steps, epoch_values
+from ezpz_amsc.text import plural
 
 # Columns read beside the series (steps.TOKEN_KEYS, steps.STEP_EPOCH_KEYS), in the same
 # table while records are filtered and ordered, never reduced into a cell.

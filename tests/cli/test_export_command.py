@@ -36,7 +36,7 @@ from helpers import (
     write_run_info,
 )
 
-from ezpz_amsc.export import batch_notes, export_many, export_run
+from ezpz_amsc.flow.export import batch_notes, export_many, export_run
 from ezpz_amsc.options import ExportOptions
 from ezpz_amsc.results.schema import HEADER
 
@@ -847,8 +847,8 @@ print(json.dumps(sorted(sys.modules)))
 NOT_FOR_STDOUT = {
     "ezpz_amsc.results.append", "ezpz_amsc.results.rows", "ezpz_amsc.results.index",
     "ezpz_amsc.results.fields", "ezpz_amsc.results.validate", "ezpz_amsc.fs.create",
-    "ezpz_amsc.fs.access", "ezpz_amsc.render.progress", "ezpz_amsc.render.terminal",
-    "ezpz_amsc.render.explain", "ezpz_amsc.run.devices", "ezpz_amsc.records.record",
+    "ezpz_amsc.fs.access", "ezpz_amsc.cli.progress",
+    "ezpz_amsc.cli.explain", "ezpz_amsc.run.devices", "ezpz_amsc.records.record",
     "ezpz_amsc.records.folder", "click.shell_completion", "fcntl", "sqlite3", "_strptime",
 }
 
@@ -870,7 +870,7 @@ def _loaded_by(tmp_path: Path, *args: str) -> set[str]:
 @pytest.mark.slow
 def test_an_export_to_stdout_loads_nothing_it_does_not_use(tmp_path):
     loaded = _loaded_by(tmp_path)
-    assert {"ezpz_amsc.export", "ezpz_amsc.results.publish", "numpy"} <= loaded
+    assert {"ezpz_amsc.flow.export", "ezpz_amsc.flow.publish", "numpy"} <= loaded
     assert loaded & NOT_FOR_STDOUT == set()
 
 

@@ -19,8 +19,8 @@ from helpers import (
 )
 
 from ezpz_amsc.errors import AmscError
+from ezpz_amsc.flow.reproduce import reproduce
 from ezpz_amsc.records.record import load_record, options_from_record
-from ezpz_amsc.records.reproduce import reproduce
 
 pytestmark = pytest.mark.usefixtures("clean_hook_env")
 

@@ -241,7 +241,7 @@ AS_USER = r"""
 import codecs, contextlib, difflib, io, os, sys  # noqa: F401 (difflib: the error hint)
 from ezpz_amsc.cli.group import main
 from ezpz_amsc.results import validate as check
-from ezpz_amsc import export
+from ezpz_amsc.flow import export
 from ezpz_amsc.fs import create as files
 from ezpz_amsc.results import append as sink  # noqa: F401
 from ezpz_amsc.results import index  # noqa: F401 (sqlite3, hashlib: imported by --append)

@@ -390,7 +390,7 @@ def test_secrets_in_a_launch_command_written_as_a_list():
 
 def _build(run: Path, **opts: object) -> dict:
     """The record of ``run`` built in process: export_run + build_record."""
-    from ezpz_amsc.export import export_run
+    from ezpz_amsc.flow.export import export_run
     from ezpz_amsc.options import ExportOptions
 
     o = ExportOptions(config="c", **opts)
@@ -433,7 +433,7 @@ def test_the_exporting_user_is_recorded():
 
 
 def test_build_record_needs_hashed_files(tmp_path):
-    from ezpz_amsc.export import export_run
+    from ezpz_amsc.flow.export import export_run
     from ezpz_amsc.options import ExportOptions
 
     run = write_run(tmp_path / "run", [step(i, tps=10.0, dt=0.5) for i in (1, 2, 3)])

@@ -1002,12 +1002,12 @@ def test_the_command_loads_only_click_and_the_report_no_numpy(tmp_path):
     assert {m for m in loaded if m.startswith("ezpz_amsc")} == {
         "ezpz_amsc", "ezpz_amsc.version", "ezpz_amsc.cli", "ezpz_amsc.cli.edge",
         "ezpz_amsc.cli.help", "ezpz_amsc.cli.params",
-        "ezpz_amsc.cli.report_command", "ezpz_amsc.errors", "ezpz_amsc.options",
+        "ezpz_amsc.cli.report_command", "ezpz_amsc.errors", "ezpz_amsc.options", "ezpz_amsc.text",
         "ezpz_amsc.results", "ezpz_amsc.results.schema"}
     assert "click" in loaded
     assert not {m.split(".")[0] for m in ran} & {"numpy", "matplotlib", "ezpz"}
     assert "ezpz_amsc.report.data" in ran and "ezpz_amsc.report.plot" not in ran
-    assert "ezpz_amsc.export" not in ran  # the export pipeline is not the report's to load
+    assert "ezpz_amsc.flow.export" not in ran  # the export pipeline is not the report's to load
 
 
 def test_smallest_and_largest_rates(tmp_path):

@@ -33,7 +33,7 @@ from helpers import (
     write_jsonl,
 )
 
-from ezpz_amsc.export import export_run
+from ezpz_amsc.flow.export import export_run
 from ezpz_amsc.options import ExportOptions
 
 LAUNCH_ROW = expected_row(LAUNCH)

@@ -32,7 +32,7 @@ from helpers import (
 )
 
 from ezpz_amsc.errors import AmscError
-from ezpz_amsc.export import export_run
+from ezpz_amsc.flow.export import export_run
 from ezpz_amsc.options import ExportOptions
 from ezpz_amsc.run.layout import (
     LOG_TAIL_BYTES,

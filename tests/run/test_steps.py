@@ -39,7 +39,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ezpz_amsc.errors import AmscError
-from ezpz_amsc.export import export_run
+from ezpz_amsc.flow.export import export_run
 from ezpz_amsc.options import MAX_LINE_BYTES, ExportOptions
 from ezpz_amsc.run import steps as steps_mod
 from ezpz_amsc.run.layout import MetricsSource, find_run_files

@@ -24,9 +24,7 @@ from helpers import (
     write_run_info,
 )
 
-from ezpz_amsc.export import export_run
-from ezpz_amsc.options import ExportOptions
-from ezpz_amsc.render.explain import (
+from ezpz_amsc.cli.explain import (
     ABSENT,
     BARS,
     WARMUP_MARK,
@@ -39,8 +37,11 @@ from ezpz_amsc.render.explain import (
     sparkline,
     spread,
 )
-from ezpz_amsc.render.terminal import WIDTH, Paint, number, use_colour, wrap, wrap_at_commas
+from ezpz_amsc.cli.output import use_colour
+from ezpz_amsc.flow.export import export_run
+from ezpz_amsc.options import ExportOptions
 from ezpz_amsc.run.details import Trend
+from ezpz_amsc.text import WIDTH, Paint, number, wrap, wrap_at_commas
 
 ANSI = "\x1b["
 

@@ -7,7 +7,8 @@ import io
 
 import pytest
 
-from ezpz_amsc.render.terminal import Paint, number, printable, table, use_colour, wrap
+from ezpz_amsc.cli.output import use_colour
+from ezpz_amsc.text import Paint, number, printable, table, wrap
 
 # --- colour ----------------------------------------------------------------------------------
 

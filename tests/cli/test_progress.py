@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 from helpers import FIXTURE_NAMES, copy_run, run_cli, run_group
 
-from ezpz_amsc.render import progress as progress_module
-from ezpz_amsc.render.progress import DELAY_SEC, EVERY_SEC, Progress
+from ezpz_amsc.cli import progress as progress_module
+from ezpz_amsc.cli.progress import DELAY_SEC, EVERY_SEC, Progress
 
 ERASE = "\r\x1b[K"
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from ezpz_amsc.render.terminal import is_terminal
+from ezpz_amsc.cli.output import is_terminal
 
 DELAY_SEC = 2.0  # work this short shows no progress at all
 EVERY_SEC = 0.1  # redraws at most this often: a terminal over ssh is slow

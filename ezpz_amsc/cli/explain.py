@@ -12,13 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ezpz_amsc.errors import plural
-from ezpz_amsc.render.terminal import WIDTH, Paint, number, table, wrap
 from ezpz_amsc.results.schema import HEADER
 from ezpz_amsc.run.details import TREND_SERIES, Details, SeriesDetail, Trend
+from ezpz_amsc.text import WIDTH, Paint, number, plural, table, wrap
 
 if TYPE_CHECKING:
-    from ezpz_amsc.export import ExportResult
+    from ezpz_amsc.flow.export import ExportResult
 
 BARS = "▁▂▃▄▅▆▇█"
 WARMUP_MARK = "┊"  # between the dropped warmup steps and the steps that were reduced

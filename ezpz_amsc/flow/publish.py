@@ -23,7 +23,7 @@ from ezpz_amsc.results.schema import cells_of, render_csv, unsafe_cells
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ezpz_amsc.export import ExportResult
+    from ezpz_amsc.flow.export import ExportResult
     from ezpz_amsc.options import ExportOptions, PublishOptions
     from ezpz_amsc.records.folder import RecordBatch
     from ezpz_amsc.results.append import Appended

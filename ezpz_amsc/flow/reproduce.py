@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ezpz_amsc.errors import AmscError, plural
+from ezpz_amsc.errors import AmscError
 from ezpz_amsc.records.record import build_record, host_name, load_record, options_from_record
 from ezpz_amsc.results.schema import HEADER
+from ezpz_amsc.text import plural
 from ezpz_amsc.version import TOOL, __version__
 
 
@@ -54,7 +55,7 @@ def reproduce(record_path: str | os.PathLike[str],
     or the folder that holds it under its recorded name (``run_dir/NAME``, tried
     first). With ``runs_in`` (several records, one ``--run-dir``) only the latter.
     """
-    from ezpz_amsc.export import export_run
+    from ezpz_amsc.flow.export import export_run
 
     where = str(record_path)
     rec = load_record(record_path)

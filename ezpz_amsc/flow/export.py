@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ezpz_amsc.errors import AmscError, plural
+from ezpz_amsc.errors import AmscError
 from ezpz_amsc.options import ExportOptions  # re-exported: its home moved to options.py
 from ezpz_amsc.results.schema import typed_row
 from ezpz_amsc.run.columns import resolve_columns
@@ -30,6 +30,7 @@ from ezpz_amsc.run.details import (
 from ezpz_amsc.run.layout import RunFiles, finalized_beside, find_run_files, where_the_run_is
 from ezpz_amsc.run.placement import load_provenance, resolve_placement
 from ezpz_amsc.run.steps import Digests, Steps, read_steps
+from ezpz_amsc.text import plural
 
 if TYPE_CHECKING:
     from ezpz_amsc.run.reduce import Reduced

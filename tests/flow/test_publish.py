@@ -1,4 +1,4 @@
-"""Publishing rows with their records (results/publish.py): all or nothing across a crash at
+"""Publishing rows with their records (flow/publish.py): all or nothing across a crash at
 any instant, retries that finish what a killed writer left, and the last guard on cells.
 
 The crashes are real: a subprocess running the CLI kills itself with SIGKILL at a named
@@ -32,9 +32,9 @@ from helpers import (
 )
 
 from ezpz_amsc.errors import AmscError
-from ezpz_amsc.export import export_run
+from ezpz_amsc.flow.export import export_run
+from ezpz_amsc.flow.publish import RECORD_FILE, ROW_FILE, publish, publish_into_run_dir
 from ezpz_amsc.options import ExportOptions, PublishOptions
-from ezpz_amsc.results.publish import RECORD_FILE, ROW_FILE, publish, publish_into_run_dir
 from ezpz_amsc.results.schema import HEADER
 
 pytestmark = pytest.mark.usefixtures("clean_hook_env")
