@@ -16,9 +16,14 @@ from typing import Any
 
 from ezpz_amsc.errors import AmscUsageError
 from ezpz_amsc.results.schema import (
+    CLOCK_SLACK_SEC,
     FORMULA_REASON,
+    LOCK_TIMEOUT_SEC,
     MAX_CELL_CHARS,
+    MAX_COUNT,
+    MAX_LINE_BYTES,
     STATUSES,
+    TIMESTAMP_MIN,
     format_timestamp,
     formula_like,
     parse_timestamp,
@@ -26,19 +31,7 @@ from ezpz_amsc.results.schema import (
 from ezpz_amsc.text import digits
 
 REDUCERS = ("median", "mean", "max", "min", "last")
-# No machine runs a million ranks or nodes (Aurora: 10,624 nodes, 127,488 GPU
-# tiles); a larger count is a broken record or a typo, never a real run.
-MAX_COUNT = 1_000_000
-# A metrics line longer than this is skipped unread rather than held in memory.
-MAX_LINE_BYTES = 64 << 20
-# A provenance file (run_info.json, config.json, a report) larger than this is
-# skipped by the export, and only hashed in a provenance record.
-MAX_PROVENANCE_BYTES = 16 << 20
 CONFIG_EXAMPLE = "agpt-2b/bs1/seq2048/tp1"
-# Step timestamps the row may use: from 2015-01-01 (older is a clock counting
-# from boot, e.g. time.monotonic()) to now, plus some skew between two hosts' clocks.
-TIMESTAMP_MIN = 1420070400.0
-CLOCK_SLACK_SEC = 600.0
 # The finalize hook's settings (read when it runs, so a job script can ``export`` them).
 ENV_CONFIG = "EZPZ_AMSC_CONFIG"
 ENV_APPEND = "EZPZ_AMSC_APPEND"
@@ -51,9 +44,6 @@ ENV_HASH_BUDGET = "EZPZ_AMSC_HASH_BUDGET"  # bytes of metrics files the hook's r
 # 1 GiB covers a 1,000,000-step run of one rank (~800 MB), the largest benchmark case.
 HASH_BUDGET_BYTES = 1 << 30
 _BYTE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-# The test seams for crashes and races at any instant of a write (fs/create.py, crash_point).
-ENV_CRASH_AT = "EZPZ_AMSC_CRASH_AT"
-ENV_PAUSE_AT = "EZPZ_AMSC_PAUSE_AT"
 
 
 class OptionError(AmscUsageError):
@@ -233,10 +223,8 @@ class PublishOptions:
     header: bool = True  # on stdout
     allow_duplicate: bool = False
     skip_existing: bool = False  # a run already in the file is skipped, not refused
-    # Seconds --append (and the hook) wait for the results file's lock. Short: an
-    # append holds the lock for milliseconds whatever the file's size, and the
-    # finalize hook keeps a whole allocation waiting.
-    lock_timeout: float = 10.0
+    # Seconds --append (and the hook) wait for the results file's lock.
+    lock_timeout: float = LOCK_TIMEOUT_SEC
     provenance: str | None = None  # folder of provenance records (needs append)
 
     def __post_init__(self) -> None:

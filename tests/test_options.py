@@ -17,7 +17,6 @@ from ezpz_amsc.errors import AmscError, AmscUsageError
 from ezpz_amsc.hook import finalize_hook
 from ezpz_amsc.options import (
     HASH_BUDGET_BYTES,
-    MAX_COUNT,
     ExportOptions,
     OptionError,
     PublishOptions,
@@ -26,6 +25,7 @@ from ezpz_amsc.options import (
     hash_budget_from_env,
     lock_timeout_from_env,
 )
+from ezpz_amsc.results.schema import MAX_COUNT
 from ezpz_amsc.text import about
 
 GOOD = RUNS / "fsdp_tp-2rank"

@@ -16,9 +16,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ezpz_amsc.errors import AmscError
-from ezpz_amsc.fs.access import permission_error
-from ezpz_amsc.options import ENV_CRASH_AT, ENV_PAUSE_AT
+from ezpz_amsc.fs.access import permission_error, read_only_folder
 
+# The test seams for crashes and races at any instant of a write (:func:`crash_point`).
+ENV_CRASH_AT = "EZPZ_AMSC_CRASH_AT"
+ENV_PAUSE_AT = "EZPZ_AMSC_PAUSE_AT"
 FILE_MODE = 0o666  # what touch asks for; the umask takes away the rest
 FOLDER_MODE = 0o777  # what mkdir asks for
 # Another writer may take back a folder it made (it failed, and the folder is
@@ -101,6 +103,22 @@ def _make(folders: Iterable[Path], target: Path, made: list[Path]) -> bool:
             raise AmscError(f"{d}: cannot create folder: {e.strerror or e}") from None
         made.append(d)
     return True
+
+
+_EFFECTIVE_IDS = os.access in os.supports_effective_ids  # judge as open() will: euid, egid
+
+
+def check_can_create(p: Path) -> None:
+    """The nearest existing folder above a new file ``p`` must let us create in it."""
+    below, folder = p, p.parent
+    while not os.path.isdir(folder):
+        if os.path.lexists(folder):
+            raise not_a_folder(p)
+        below, folder = folder, folder.parent
+    if not os.access(folder, os.W_OK | os.X_OK, effective_ids=_EFFECTIVE_IDS):
+        if read_only_folder(folder):
+            raise AmscError(f"{folder}: cannot create {below.name} there: read-only file system")
+        raise permission_error(folder, "wx", f"cannot create {below.name} there")
 
 
 def remove_folders(made: list[Path]) -> None:

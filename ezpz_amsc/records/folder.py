@@ -13,9 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ezpz_amsc.errors import AmscError
-from ezpz_amsc.fs.create import crash_point, create_file, make_folders, remove_folders
+from ezpz_amsc.fs.create import (
+    check_can_create,
+    crash_point,
+    create_file,
+    make_folders,
+    remove_folders,
+)
 from ezpz_amsc.records.record import encode, load_record
-from ezpz_amsc.results.append import check_can_create
 from ezpz_amsc.results.schema import HEADER, KEY_COLUMNS
 
 if TYPE_CHECKING:

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.fs.read import open_regular, read_capped
-from ezpz_amsc.options import MAX_PROVENANCE_BYTES, ExportOptions
+from ezpz_amsc.options import ExportOptions
 from ezpz_amsc.records.redact import redact
-from ezpz_amsc.results.schema import HEADER, TIMESTAMP_FORMAT
+from ezpz_amsc.results.schema import HEADER, MAX_PROVENANCE_BYTES, TIMESTAMP_FORMAT
 from ezpz_amsc.run.layout import rel_to
 from ezpz_amsc.version import TOOL, __version__
 

@@ -28,12 +28,12 @@ from typing import Any, BinaryIO
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.fs.read import open_regular
-from ezpz_amsc.options import MAX_COUNT
 from ezpz_amsc.results.rows import read_records
 from ezpz_amsc.results.schema import (
     HEADER,
     KEY_COLUMNS,
     KEY_INDEX,
+    MAX_COUNT,
     MFU_ZERO_MEANS,
     RunKey,
     column,

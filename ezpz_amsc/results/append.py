@@ -51,19 +51,20 @@ from pathlib import Path
 from typing import Protocol
 
 from ezpz_amsc.errors import AmscError
-from ezpz_amsc.fs.access import permission_error, read_only_folder
+from ezpz_amsc.fs.access import permission_error
 from ezpz_amsc.fs.create import (
     FILE_MODE,
+    check_can_create,
     crash_point,
     make_folders,
     not_a_folder,
     remove_folders,
     write_all,
 )
-from ezpz_amsc.options import PublishOptions, default_of
 from ezpz_amsc.results.rows import read_records, record_at
 from ezpz_amsc.results.schema import (
     HEADER,
+    LOCK_TIMEOUT_SEC,
     RunIndex,
     RunKey,
     cells_key,
@@ -72,7 +73,6 @@ from ezpz_amsc.results.schema import (
 )
 from ezpz_amsc.text import wrap_at_commas
 
-DEFAULT_LOCK_TIMEOUT_SEC: float = default_of(PublishOptions, "lock_timeout")
 # A header is a few hundred bytes: a longer first line is no results file, and
 # reading it whole could cost a line's worth of memory.
 _HEAD_MAX_BYTES = 1 << 20
@@ -180,22 +180,6 @@ def checked_path(path: str | os.PathLike[str]) -> Path:
         raise AmscError(f"{text}: ends with {os.sep}, so it names a folder; --append needs a "
                         "CSV file path")
     return Path(text)
-
-
-_EFFECTIVE_IDS = os.access in os.supports_effective_ids  # judge as open() will: euid, egid
-
-
-def check_can_create(p: Path) -> None:
-    """The nearest existing folder above a new file ``p`` must let us create in it."""
-    below, folder = p, p.parent
-    while not os.path.isdir(folder):
-        if os.path.lexists(folder):
-            raise not_a_folder(p)
-        below, folder = folder, folder.parent
-    if not os.access(folder, os.W_OK | os.X_OK, effective_ids=_EFFECTIVE_IDS):
-        if read_only_folder(folder):
-            raise AmscError(f"{folder}: cannot create {below.name} there: read-only file system")
-        raise permission_error(folder, "wx", f"cannot create {below.name} there")
 
 
 def _refuse_non_regular(p: Path) -> None:
@@ -483,7 +467,7 @@ _MAX_RESTARTS = 10
 
 
 def append_rows(path: str | os.PathLike[str], rows: Sequence[Sequence[str]], *,
-                lock_timeout_sec: float = DEFAULT_LOCK_TIMEOUT_SEC,
+                lock_timeout_sec: float = LOCK_TIMEOUT_SEC,
                 allow_duplicate: bool = False, skip_existing: bool = False,
                 hooks: AppendHooks | None = None) -> Appended:
     """Append ``rows`` to ``path`` under its lock, creating file and folders as needed.

@@ -22,7 +22,6 @@ HEADER: tuple[str, ...] = (
 )
 REQUIRED = HEADER[:7]  # the dashboard refuses a row without these
 INT_COLUMNS = ("nodes", "gpus")
-MIN_COUNT = 1  # nodes and gpus: a run used at least one of each
 COUNT_COLUMNS = (*INT_COLUMNS, "steps")  # whole numbers (the dashboard reads steps as float)
 TEXT_COLUMNS = ("timestamp", "system", "config", "status", "error")
 TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
@@ -53,6 +52,26 @@ MFU_ZERO_MEANS = "ezpz writes 0.0 when it does not know the device's peak FLOPS"
 MFU_MAX_PCT = 100.0
 
 RunKey = tuple[str, ...]
+
+# ------------------------------------------------------------------ limits
+# nodes and gpus: a run used at least one of each. No machine runs a million ranks or
+# nodes (Aurora: 10,624 nodes, 127,488 GPU tiles); a larger count is a broken record or a
+# typo, never a real run.
+MIN_COUNT = 1
+MAX_COUNT = 1_000_000
+# Step timestamps a row may hold: from 2015-01-01 (older is a clock counting from boot,
+# e.g. time.monotonic()) to now, plus some skew between two hosts' clocks.
+TIMESTAMP_MIN = 1420070400.0
+CLOCK_SLACK_SEC = 600.0
+# A metrics line longer than this is skipped unread rather than held in memory.
+MAX_LINE_BYTES = 64 << 20
+# A provenance file (run_info.json, config.json, a report) larger than this is skipped by
+# the export, and only hashed in a provenance record.
+MAX_PROVENANCE_BYTES = 16 << 20
+# Seconds an append (--append, the hook) waits for the results file's lock. Short: an
+# append holds the lock for milliseconds whatever the file's size, and the finalize hook
+# keeps a whole allocation waiting.
+LOCK_TIMEOUT_SEC = 10.0
 
 
 def column(name: str) -> str:

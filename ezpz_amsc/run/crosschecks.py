@@ -162,7 +162,7 @@ def check_attempts(ctx: Context) -> list[str]:
 
 def clock_problem(ts: float, now_sec: float) -> str:
     """Why a step timestamp cannot be a run's time, for notes and errors."""
-    from ezpz_amsc.options import CLOCK_SLACK_SEC, TIMESTAMP_MIN
+    from ezpz_amsc.results.schema import CLOCK_SLACK_SEC, TIMESTAMP_MIN
 
     hi = now_sec + CLOCK_SLACK_SEC
     for scale, unit in ((1e3, "milliseconds"), (1e6, "microseconds"), (1e9, "nanoseconds")):

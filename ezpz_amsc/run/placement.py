@@ -16,8 +16,7 @@ from typing import Any
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.fs.read import read_capped
-from ezpz_amsc.options import MAX_COUNT, MAX_PROVENANCE_BYTES
-from ezpz_amsc.results.schema import MAX_CELL_CHARS, formula_like
+from ezpz_amsc.results.schema import MAX_CELL_CHARS, MAX_COUNT, MAX_PROVENANCE_BYTES, formula_like
 from ezpz_amsc.run.layout import RunFiles, rel_to
 from ezpz_amsc.text import digits, plural
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ezpz_amsc.errors import AmscError
-from ezpz_amsc.options import CLOCK_SLACK_SEC, MAX_COUNT, REDUCERS, TIMESTAMP_MIN
-from ezpz_amsc.results.schema import MFU_MAX_PCT
+from ezpz_amsc.options import REDUCERS
+from ezpz_amsc.results.schema import CLOCK_SLACK_SEC, MAX_COUNT, MFU_MAX_PCT, TIMESTAMP_MIN
 from ezpz_amsc.run.details import Segment, StepCoverage
 from ezpz_amsc.run.steps import COUNTER_KEYS, SERIES, Steps, epoch_values
 from ezpz_amsc.text import plural

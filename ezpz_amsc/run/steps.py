@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.fs.read import open_regular
-from ezpz_amsc.options import MAX_LINE_BYTES
+from ezpz_amsc.results.schema import MAX_LINE_BYTES
 from ezpz_amsc.run.layout import MetricsSource
 from ezpz_amsc.run.lines import is_gzip, iter_lines, open_metrics
 

@@ -29,10 +29,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ezpz_amsc.errors import AmscError
-from ezpz_amsc.options import MAX_COUNT
 from ezpz_amsc.report.data import build_report, read_sweep
 from ezpz_amsc.report.text import render_text
-from ezpz_amsc.results.schema import HEADER
+from ezpz_amsc.results.schema import HEADER, MAX_COUNT
 
 ANSI = "\x1b["
 

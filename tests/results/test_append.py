@@ -35,6 +35,7 @@ from helpers import (
 )
 
 from ezpz_amsc.errors import AmscError
+from ezpz_amsc.fs.create import check_can_create
 from ezpz_amsc.results import append as sink
 from ezpz_amsc.results.schema import HEADER
 
@@ -739,7 +740,7 @@ def test_create_permission_is_judged_by_effective_ids_for_write_and_search(tmp_p
 
     monkeypatch.setattr(sink.os, "access", access)
     with pytest.raises(AmscError) as e:
-        sink.check_can_create(tmp_path / "new" / "runs.csv")
+        check_can_create(tmp_path / "new" / "runs.csv")
     assert str(e.value).startswith(f"{tmp_path}: cannot create new there: not writable by you")
     # open() judges by the effective ids (Linux: os.access supports effective_ids)
     assert asked == [(tmp_path, os.W_OK | os.X_OK, True)]
@@ -893,7 +894,7 @@ def test_a_new_file_on_a_read_only_file_system_says_so(tmp_path, monkeypatch):
     monkeypatch.setattr(sink.os, "access", lambda *a, **k: False)  # as access() says there
     monkeypatch.setattr(os, "statvfs", lambda p: ReadOnly() if Path(p) == tmp_path else real(p))
     with pytest.raises(AmscError) as e:
-        sink.check_can_create(tmp_path / "new" / "runs.csv")
+        check_can_create(tmp_path / "new" / "runs.csv")
     assert str(e.value) == f"{tmp_path}: cannot create new there: read-only file system"
 
 

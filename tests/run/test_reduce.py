@@ -22,8 +22,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from ezpz_amsc.errors import AmscError
-from ezpz_amsc.options import CLOCK_SLACK_SEC, TIMESTAMP_MIN
-from ezpz_amsc.results.schema import dashboard_problems
+from ezpz_amsc.results.schema import CLOCK_SLACK_SEC, TIMESTAMP_MIN, dashboard_problems
 from ezpz_amsc.run.reduce import (
     Timestamps,
     _first_timestamp,

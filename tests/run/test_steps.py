@@ -40,7 +40,8 @@ from hypothesis import strategies as st
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.flow.export import export_run
-from ezpz_amsc.options import MAX_LINE_BYTES, ExportOptions
+from ezpz_amsc.options import ExportOptions
+from ezpz_amsc.results.schema import MAX_LINE_BYTES
 from ezpz_amsc.run import steps as steps_mod
 from ezpz_amsc.run.layout import MetricsSource, find_run_files
 from ezpz_amsc.run.steps import SERIES, read_steps
