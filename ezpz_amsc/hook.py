@@ -128,7 +128,7 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
 
     from ezpz_amsc.errors import NoStepTime, SeveralAttempts
     from ezpz_amsc.flow.export import export_run
-    from ezpz_amsc.flow.publish import RECORD_FILE, publish, publish_into_run_dir
+    from ezpz_amsc.flow.publish import publish
     from ezpz_amsc.results.schema import format_timestamp
 
     key = str(run_dir.resolve())
@@ -168,12 +168,12 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
         if records:
             where += f", its provenance record to {records}"
     else:
-        row_file = publish_into_run_dir(result, opts, run_dir)
-        where = (f"wrote the {config!r} row for {run_dir} to {row_file}, its provenance "
-                 f"record to {run_dir / RECORD_FILE}")
+        done = publish([result], opts, PublishOptions(run_folder=str(run_dir)))
+        where = (f"wrote the {config!r} row for {run_dir} to {done.row_file}, its provenance "
+                 f"record to {done.records[0]}")
         if records:  # a records folder goes with a shared results file, not with amsc.csv
             notes.append(f"{ENV_PROVENANCE} is used only with {ENV_APPEND}; the record is "
-                         f"{run_dir / RECORD_FILE}")
+                         f"{done.records[0]}")
     # Only once the row is out, as on the command line: a failure logs its one line alone.
     for note in notes:
         log.warning("ezpz-amsc: note: %s", note)

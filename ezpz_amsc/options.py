@@ -226,9 +226,14 @@ class PublishOptions:
     # Seconds --append (and the hook) wait for the results file's lock.
     lock_timeout: float = LOCK_TIMEOUT_SEC
     provenance: str | None = None  # folder of provenance records (needs append)
+    # The run directory itself: the row and its record beside the run (the finalize
+    # hook's amsc.csv and amsc.json), instead of stdout or a results file.
+    run_folder: str | None = None
 
     def __post_init__(self) -> None:
         check_lock_timeout(self.lock_timeout)
+        if self.run_folder is not None and (self.append or self.provenance):
+            raise ValueError("a run folder target takes no results file or records folder")
         if self.allow_duplicate and self.skip_existing:
             raise OptionError("skip_existing", "and --allow-duplicate contradict each other; "
                                                "pass one", standalone=True)

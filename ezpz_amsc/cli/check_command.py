@@ -3,11 +3,18 @@ the way the dashboard does."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
+from ezpz_amsc.cli import output
 from ezpz_amsc.cli.edge import command
 from ezpz_amsc.cli.params import RESULTS_CSV, provenance_option, quiet_option
 from ezpz_amsc.errors import AmscError
+from ezpz_amsc.text import plural
+
+if TYPE_CHECKING:
+    from ezpz_amsc.flow.check import FileCheck
 
 
 @command(
@@ -46,70 +53,46 @@ def check(paths: tuple[str, ...], provenance: str | None, quiet: bool,
     if len(paths) == 1:
         check_file(paths[0], quiet, provenance, out_format)
         return
-    from ezpz_amsc.text import about, plural
-
     failed = 0
     for path in paths:
         try:
             check_file(path, quiet, out_format=out_format)
         except AmscError as e:
-            click.echo(f"error: {about(path, e.format_message())}", err=True)
+            output.errors([(path, e)])  # where it belongs, between the files' lines
             failed += 1
     if failed:
         raise AmscError(f"{failed} of {plural(len(paths), 'file')} not clean")
 
 
-
 def check_file(path: str, quiet: bool = False, provenance: str | None = None,
                out_format: str = "text") -> None:
-    from ezpz_amsc.records.pairing import record_problems
-    from ezpz_amsc.results.package import package_notes
-    from ezpz_amsc.results.schema import HEADER
-    from ezpz_amsc.results.validate import check_results_file, sharing_notes
-    from ezpz_amsc.text import plural
+    """Check one file and say what was found; an :class:`AmscError` unless it is clean."""
+    from ezpz_amsc.flow.check import check_file as check
 
-    cells: list[tuple[int, dict[str, str]]] = []
-    rows, problems = check_results_file(
-        path, on_cells=(lambda line, row, _offset: cells.append(
-            (line, dict(zip(HEADER, row, strict=True))))) if provenance else None)
-    records = 0
-    notes = sharing_notes(path)
-    if provenance:
-        from ezpz_amsc.records.folder import leftovers, sharing_note
-
-        records, more = record_problems(path, cells, provenance)
-        problems += more + leftovers(provenance)
-        notes += [n for n in [sharing_note(provenance, path)] if n]
-    notes += package_notes(path)
-    for note in [] if quiet else notes:
-        click.echo(f"note: {note}", err=True)
-    for p in problems:
+    found = check(path, provenance)
+    output.notes(found.notes, quiet)
+    for p in found.problems:
         click.echo(p, err=True)
     if out_format == "json":  # the data on stdout, whatever the verdict
-        import json
-
-        click.echo(json.dumps({"file": path, "rows": rows,
-                               "records": records if provenance else None,
-                               "provenance": provenance, "clean": not problems,
-                               "problems": problems, "notes": notes}, ensure_ascii=False))
-    with_records = f" and {plural(records, 'record')}" if provenance else ""
-    if problems:
-        raise AmscError(f"{path}: {_problems_text(problems, rows, with_records)}")
+        click.echo(output.json_text({
+            "file": path, "rows": found.rows, "records": found.records if provenance else None,
+            "provenance": provenance, "clean": found.clean, "problems": found.problems,
+            "notes": found.notes}))
+    if not found.clean:
+        raise AmscError(f"{path}: {_problems_text(found)}")
     if out_format == "text":
-        click.echo(f"{path}: {plural(rows, 'row')}, all readable by the dashboard"
-                   + (f"; {plural(records, 'record')} in {provenance}, one per row"
+        click.echo(f"{path}: {plural(found.rows, 'row')}, all readable by the dashboard"
+                   + (f"; {plural(found.records, 'record')} in {provenance}, one per row"
                       if provenance else ""))
 
 
-def _problems_text(problems: list[str], rows: int, with_records: str) -> str:
+def _problems_text(found: FileCheck) -> str:
     """``3 problems in 10 rows``; a header problem is named apart (it is in no row)."""
-    from ezpz_amsc.results.validate import HEADER_PROBLEM
-    from ezpz_amsc.text import plural
-
-    in_rows = f"in {plural(rows, 'row')}{with_records}"
-    if f":1: {HEADER_PROBLEM} (" not in problems[0]:
-        return f"{plural(len(problems), 'problem')} {in_rows}"
-    if len(problems) == 1:
+    with_records = f" and {plural(found.records, 'record')}" if found.provenance else ""
+    in_rows = f"in {plural(found.rows, 'row')}{with_records}"
+    if not found.header_differs:
+        return f"{plural(len(found.problems), 'problem')} {in_rows}"
+    if len(found.problems) == 1:
         return f"the header differs from this tool's (no other problem {in_rows})"
-    more = plural(len(problems) - 1, "problem")
+    more = plural(len(found.problems) - 1, "problem")
     return f"the header differs from this tool's, and {more} {in_rows}"

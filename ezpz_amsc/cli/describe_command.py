@@ -1,11 +1,12 @@
 """``ezpz-amsc describe RESULTS_CSV``: write ``datapackage.json`` beside a results file
-(:mod:`ezpz_amsc.results.package`), so that tools other than this one can read and
+(:mod:`ezpz_amsc.flow.describe`), so that tools other than this one can read and
 validate it."""
 
 from __future__ import annotations
 
 import click
 
+from ezpz_amsc.cli import output
 from ezpz_amsc.cli.edge import command
 from ezpz_amsc.cli.params import RESULTS_CSV, provenance_option, quiet_option
 
@@ -37,12 +38,11 @@ def describe(path: str, provenance: str | None, quiet: bool) -> None:
     resource is rewritten, and what people added (title, licenses,
     contributors, other resources) is kept.
     """
-    from ezpz_amsc.results.package import describe as describe_package
+    from ezpz_amsc.flow.describe import describe as describe_package
     from ezpz_amsc.text import plural
 
     done = describe_package(path, provenance)
-    for note in [] if quiet else done.notes:
-        click.echo(f"note: {note}", err=True)
+    output.notes(done.notes, quiet)
     listed = (f"; {plural(done.sources, 'provenance record')} in {done.records}"
               if done.records is not None else "")
     verb = "wrote" if done.written else "up to date:"

@@ -7,7 +7,6 @@ used. No numpy: the series arrive already squeezed to sparkline width.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -224,9 +223,3 @@ def render(result: ExportResult, colour: bool = False, quiet: bool = False) -> s
         item("notes", "none")
     return "\n".join(out) + "\n"
 
-
-def to_json(result: ExportResult) -> str:
-    """One JSON object (one line) per run: the exact CSV cell strings and the details."""
-    # allow_nan=False: details carry only finite numbers or null; a NaN here is a bug
-    # that must fail loudly rather than emit JSON other tools cannot parse.
-    return json.dumps(result.to_data(), allow_nan=False, ensure_ascii=False)

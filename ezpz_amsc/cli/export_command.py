@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ezpz_amsc.cli import output
 from ezpz_amsc.cli.edge import command, option_errors
 from ezpz_amsc.cli.params import (
     RECORD_JSON,
@@ -23,7 +24,7 @@ from ezpz_amsc.cli.params import (
     run_dirs_argument,
 )
 from ezpz_amsc.options import CONFIG_EXAMPLE, ExportOptions, PublishOptions
-from ezpz_amsc.text import about, plural
+from ezpz_amsc.text import plural
 
 if TYPE_CHECKING:
     from ezpz_amsc.flow.export import ExportResult
@@ -127,14 +128,12 @@ def export(ctx: click.Context, run_dirs: tuple[str, ...], append: str | None, no
     if explain:  # the report lists every note itself, after the row
         for _, result in done:
             _write_explain(result, quiet)
-    elif not quiet:
-        notes = (batch_notes([(d, r.notes) for d, r in done], len(run_dirs)) if batch
-                 else [note for _, result in done for note in result.notes])
-        for note in notes:
-            click.echo(f"note: {note}", err=True)
-    if done and not quiet:
-        for note in _append_notes(published, [result for _, result in done], append, provenance):
-            click.echo(f"note: {note}", err=True)
+    else:
+        output.notes(batch_notes([(d, r.notes) for d, r in done], len(run_dirs)) if batch
+                     else [note for _, result in done for note in result.notes], quiet)
+    if done:
+        output.notes(_append_notes(published, [result for _, result in done], append,
+                                   provenance), quiet)
     if failed:
         _report_failures(failed, written=_rows_written(published, len(done), append),
                          append=append)
@@ -164,9 +163,7 @@ def _write_rows(results: list[ExportResult], opts: ExportOptions, pub: PublishOp
 
     published = publish(results, opts, pub, out=sys.stdout if out_format == "csv" else None)
     if out_format == "json":
-        from ezpz_amsc.cli.explain import to_json
-
-        sys.stdout.write("".join(to_json(result) + "\n" for result in results))
+        sys.stdout.write("".join(output.json_text(result.to_data()) + "\n" for result in results))
         sys.stdout.flush()
     return published
 
@@ -213,8 +210,7 @@ def _report_failures(failed: list[tuple[str, Any]], written: int | None,
                      append: str | None = None) -> None:
     """An error line per failed run, then one that says what was written: ``written`` rows
     (None: nothing, the batch stopped), to stdout or appended to ``append``."""
-    for run_dir, err in failed:
-        click.echo(f"error: {about(run_dir, err.format_message())}", err=True)
+    output.errors(failed)
     if written is None:
         outcome = "nothing written (pass --keep-going to write the rows that worked)"
     elif written == 0:

@@ -8,7 +8,6 @@ with options spelled as flags (:func:`ezpz_amsc.text.as_flag`).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Iterable, Mapping
@@ -44,6 +43,8 @@ def json_text(data: Mapping[str, Any] | list[Any], *, indent: int | None = None)
     ``allow_nan=False``: every number a command prints is finite or null, so a NaN here
     is a bug, refused rather than printed as a token no JSON reader takes.
     """
+    import json  # only for a command asked for JSON
+
     return json.dumps(data, indent=indent, allow_nan=False, ensure_ascii=False)
 
 

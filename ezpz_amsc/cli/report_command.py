@@ -10,6 +10,7 @@ import sys
 
 import click
 
+from ezpz_amsc.cli import output
 from ezpz_amsc.cli.edge import command
 from ezpz_amsc.cli.params import PLOT_FILE, RESULTS_CSV, quiet_option
 
@@ -50,7 +51,7 @@ def report_command(paths: tuple[str, ...], out_format: str, plot_path: str | Non
         plot_format(plot_path)
         require_matplotlib()
 
-    from ezpz_amsc.report.data import build_report, read_sweep, to_json
+    from ezpz_amsc.report.data import build_report, read_sweep
 
     report = build_report(read_sweep(paths), sources=out_format == "json")
     notes = list(report["problems"])
@@ -59,16 +60,14 @@ def report_command(paths: tuple[str, ...], out_format: str, plot_path: str | Non
 
         notes += [*write_plot(report, plot_path), f"wrote {plot_path}"]
     if out_format == "json":
-        sys.stdout.write(to_json(report))
+        sys.stdout.write(output.json_text(report, indent=2) + "\n")
     elif out_format == "markdown":
         from ezpz_amsc.report.markdown import render_markdown
 
         sys.stdout.write(render_markdown(report))
     else:
-        from ezpz_amsc.cli.output import use_colour
         from ezpz_amsc.report.text import render_text
 
-        sys.stdout.write(render_text(report, colour=use_colour(sys.stdout)))
+        sys.stdout.write(render_text(report, colour=output.use_colour(sys.stdout)))
     sys.stdout.flush()
-    for note in [] if quiet else notes:
-        click.echo(f"note: {note}", err=True)
+    output.notes(notes, quiet)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import click
 
+from ezpz_amsc.cli import output
 from ezpz_amsc.cli.edge import command
 from ezpz_amsc.cli.params import RECORD_JSON, RUN_DIR
 from ezpz_amsc.errors import AmscError
-from ezpz_amsc.text import about
 
 
 @command(
@@ -69,14 +69,12 @@ def reproduce_all(records: list[str], run_dir: str | None, quiet: bool = False,
             if not several:
                 raise
             progress.clear()
-            click.echo(f"error: {about(path, e.format_message())}", err=True)
+            output.errors([(path, e)])
             failed += 1
         else:
             progress.clear()
             if out_format == "json":
-                import json
-
-                click.echo(json.dumps(rep.to_data(), ensure_ascii=False))
+                click.echo(output.json_text(rep.to_data()))
             elif not (quiet and rep.identical):
                 click.echo("\n".join(render(rep)))
             differ += not rep.identical

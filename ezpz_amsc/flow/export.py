@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ezpz_amsc.errors import AmscError
@@ -29,7 +28,7 @@ from ezpz_amsc.run.details import (
 )
 from ezpz_amsc.run.layout import RunFiles, finalized_beside, find_run_files, where_the_run_is
 from ezpz_amsc.run.placement import load_provenance, resolve_placement
-from ezpz_amsc.run.steps import Digests, Steps, read_steps
+from ezpz_amsc.run.steps import Digests, FilesRead, Steps, read_steps
 from ezpz_amsc.text import plural
 
 if TYPE_CHECKING:
@@ -37,17 +36,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ExportOptions", "ExportResult", "batch_notes", "export_many", "export_run",
            "plural"]
-
-
-@dataclass
-class FilesRead:
-    """The files a row came from, for its provenance record."""
-
-    root: Path
-    metrics: list[Path]  # in the order read
-    digests: Digests  # of the metrics files, taken while they were read
-    provenance: list[Path]  # the files placement used
-    run_info: list[Path]  # every run_info.json found, nearest first
 
 
 @dataclass

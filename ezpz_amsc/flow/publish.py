@@ -1,14 +1,18 @@
-"""Where exported rows go: stdout, or a results file, with their provenance records.
+"""Where exported rows go: stdout, a results file, or the run's own folder, each with its
+provenance records.
 
-The one publish path of the command line (``export``) and the finalize hook:
-both hand their export results and :class:`~ezpz_amsc.options.PublishOptions`
-here, so a row becomes cells, and cells a line, in one way only.
+The one publish path of the command line (``export``) and the finalize hook: both hand
+their export results and :class:`~ezpz_amsc.options.PublishOptions` to :func:`publish`,
+so a row becomes cells, and cells a line, in one way only, behind one last guard
+(:func:`~ezpz_amsc.results.schema.unsafe_cells`), and rows always go out before the
+records that tell of them.
 
-With a results file, records and rows are written together or not at all:
-the records go out under the results file's lock, after its header and
-duplicate checks, as pending records that take their names once the rows are
-in the file (records/folder.py), so that even a crash between the two leaves
-nothing the next append does not finish.
+With a results file, records and rows are written together or not at all: the records
+go out under the results file's lock, after its header and duplicate checks, as pending
+records that take their names once the rows are in the file (records/folder.py), so
+that even a crash between the two leaves nothing the next append does not finish. In
+the run's own folder, ``amsc.csv`` (header and row) is written, then ``amsc.json``; if
+the record cannot be written, the row is taken back.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from ezpz_amsc.errors import AmscError
 from ezpz_amsc.results.schema import cells_of, render_csv, unsafe_cells
 
 if TYPE_CHECKING:
@@ -40,22 +45,21 @@ class Published:
     appended: Appended | None = None  # rows appended, skipped, completed (None: stdout)
     records: list[Path] = field(default_factory=list)  # records written for this export
     completed: list[Path] = field(default_factory=list)  # an interrupted append's, now in place
+    row_file: Path | None = None  # the run folder's amsc.csv, when that was the target
 
 
 def publish(results: Sequence[ExportResult], opts: ExportOptions, pub: PublishOptions,
             out: TextIO | None = None) -> Published:
-    """Append the rows to ``pub.append``, else write them (CSV) to ``out`` when given.
-
-    With ``pub.provenance`` (which needs ``pub.append``), one record per row goes
-    into that folder, under the results file's lock, with the rows or not at all.
-    """
-    from ezpz_amsc.errors import AmscError
-
+    """Write the rows where ``pub`` says: appended to ``pub.append`` (with one record each
+    in ``pub.provenance``), beside the run in ``pub.run_folder``, else (CSV) to ``out`` when
+    given. Nothing is written when one row fails the last guard."""
     for result in results:  # the last guard: every source of a cell checks it before
         unsafe = unsafe_cells(result.row)
         if unsafe:
             raise AmscError(f"{result.details.run_dir}: the row's {unsafe[0]}; not publishing it")
     rows = [cells_of(result.row) for result in results]
+    if pub.run_folder is not None:
+        return _into_run_folder(results, opts, Path(pub.run_folder))
     if not pub.append:
         if rows and out is not None:
             out.write(render_csv(rows, pub.header))
@@ -63,7 +67,7 @@ def publish(results: Sequence[ExportResult], opts: ExportOptions, pub: PublishOp
         return Published()
     if not rows:
         return Published()
-    # The lock, the header check and the run index: loaded only to append.
+    # The lock, the header check and the duplicate search: loaded only to append.
     from ezpz_amsc.results.append import append_rows
 
     records = _records(results, opts, pub) if pub.provenance else None
@@ -90,25 +94,28 @@ def _records(results: Sequence[ExportResult], opts: ExportOptions,
                        Path(pub.append), pub.allow_duplicate)
 
 
-def publish_into_run_dir(result: ExportResult, opts: ExportOptions, run_dir: Path) -> Path:
-    """``amsc.json``, then ``amsc.csv`` (header + row) in the run directory, each whole.
+def _into_run_folder(results: Sequence[ExportResult], opts: ExportOptions,
+                     run_dir: Path) -> Published:
+    """``amsc.csv`` (header + row), then ``amsc.json`` in the run directory, each whole.
 
-    Each replaces an earlier file of its name. If the row cannot be written,
-    the record just written is removed again: a record always has its row
-    beside it. Returns the row's file.
+    Each replaces an earlier file of its name. If the record cannot be written, the row
+    just written is removed again: a row there always has its record beside it.
     """
     from ezpz_amsc.fs.create import create_file
     from ezpz_amsc.records.folder import write_record_file
     from ezpz_amsc.records.record import build_record
-    from ezpz_amsc.results.schema import render_csv
 
+    if len(results) != 1:
+        raise ValueError("a run folder takes the row of its own run")
+    result = results[0]
     row_path, record_path = run_dir / ROW_FILE, run_dir / RECORD_FILE
-    write_record_file(record_path, build_record(result, opts, str(row_path)))
+    record = build_record(result, opts, str(row_path))
+    create_file(row_path, render_csv([cells_of(result.row)], header=True).encode("utf-8"),
+                replace=True)
     try:
-        create_file(row_path, render_csv([cells_of(result.row)], header=True).encode("utf-8"),
-                    replace=True)
+        write_record_file(record_path, record)
     except BaseException:
         with contextlib.suppress(OSError):
-            record_path.unlink()
+            row_path.unlink()
         raise
-    return row_path
+    return Published(row_file=row_path, records=[record_path])

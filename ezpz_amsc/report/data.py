@@ -3,7 +3,7 @@
 Reads results files exactly as ``--check`` does (a row with a problem is
 reported and left out), groups the ``pass`` rows by (config, system), and per
 node count takes medians over the repeats. The report is one plain dict
-(:func:`build_report`); the JSON (:func:`to_json`), the text
+(:func:`build_report`); the JSON (``--format json``), the text
 (:mod:`ezpz_amsc.report_text`) and the plot (:mod:`ezpz_amsc.plot`) are all
 drawn from it, so they cannot disagree. Throughputs keep the rows' 3 decimals;
 efficiency, spread and ratios are rounded to what the text shows before any
@@ -15,7 +15,6 @@ No numpy: a sweep is at most thousands of rows, and this runs in the CLI.
 from __future__ import annotations
 
 import functools
-import json
 import operator
 import os
 import statistics
@@ -155,7 +154,8 @@ def _read(paths: Sequence[str | os.PathLike[str]], indexed: bool) -> Sweep | Non
                 raise AmscError(f"{path}: is a directory; report needs results CSV files")
             found: list[tuple[int, str]] = []
             take = functools.partial(reading.take, number, found)
-            rows, problems = check_results_file(path, take)
+            checked = check_results_file(path, take)
+            rows, problems = checked.rows, checked.problems
             if reading.seen is None and reading.spelled_twice:
                 return None
             sweep.rows_read += rows
@@ -509,8 +509,3 @@ def _cross_machine(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def rate_text(x: float) -> str:
     """A throughput for reading: 1 decimal, or the row's 3 when it is that small."""
     return f"{x:,.1f}" if x >= 10 else f"{x:.3f}"
-
-
-def to_json(report: Mapping[str, Any]) -> str:
-    # allow_nan=False: every number in the report is finite; a NaN would be a bug.
-    return json.dumps(report, indent=2, allow_nan=False, ensure_ascii=False) + "\n"

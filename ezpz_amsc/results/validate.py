@@ -8,6 +8,7 @@ import os
 import re
 import stat
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -33,18 +34,29 @@ from ezpz_amsc.results.seen import SeenRuns
 # Bytes that are not UTF-8, as the surrogateescape decoder keeps them: such a line is
 # reported by number and the reading goes on (a strict decoder would stop the whole file).
 _NOT_UTF8 = re.compile("[\udc80-\udcff]")
-HEADER_PROBLEM = "header differs from this tool's"  # read by name: a problem, not a refusal
+HEADER_PROBLEM = "header differs from this tool's"  # a problem, not a refusal
 # Still read by the report (as an unknown mfu), but a problem: the dashboard would publish 0.
 ZERO_MFU_PROBLEM = (f"mfu {{!r}} is zero, which is not a measurement ({MFU_ZERO_MEANS}, e.g. "
                     "on CPU); empty the cell (not measured)")
+
+
+@dataclass
+class Checked:
+    """What reading a results file found: its data rows, and its problems as
+    ``PATH:LINE: what`` (none: clean)."""
+
+    rows: int
+    problems: list[str]
+    # The header is not this tool's (the first problem, which is in no row).
+    header_differs: bool = False
 
 
 def check_results_file(
     path: str | os.PathLike[str],
     on_row: Callable[[int, list[str], int], None] | None = None,
     on_cells: Callable[[int, list[str], int], None] | None = None,
-) -> tuple[int, list[str]]:
-    """Return (data rows read, problems as ``PATH:LINE: what``); empty list = clean.
+) -> Checked:
+    """Read a results file the way the dashboard does: :class:`Checked`.
 
     ``on_row(line, cells, offset)`` is called for each row without a problem, so a
     reader (the report) sees exactly the rows ``--check`` passes; ``on_cells`` for
@@ -77,7 +89,7 @@ def check_results_file(
             raise AmscError(f"{p}: cannot read: {e.strerror or e}") from None
         finally:
             check.close()
-    return check.rows, check.problems
+    return Checked(check.rows, check.problems, check.header_differs)
 
 
 def _clean_row_pattern() -> re.Pattern[str]:
@@ -118,6 +130,7 @@ class _Check:
         self.rows = 0
         self.problems: list[str] = []
         self.header: list[str] = []
+        self.header_differs = False
         self.index: dict[str, int] = {}
         self.key_index: tuple[int, ...] = ()
         self.in_order = False  # the header is HEADER: a row's cells are in HEADER's order
@@ -143,6 +156,7 @@ class _Check:
             what = "column" if len(missing) == 1 else "columns"
             raise AmscError(f"{p}: header lacks required {what} {', '.join(missing)}")
         if tuple(header) != HEADER:
+            self.header_differs = True
             self.problems.append(f"{p}:1: {HEADER_PROBLEM} ({header_difference(header)})")
         self.header = header
         self.index = {c: header.index(c) for c in HEADER if c in header}

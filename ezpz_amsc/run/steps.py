@@ -106,6 +106,17 @@ class Digest(NamedTuple):
     size: int
     sha256: str | None
 
+@dataclass
+class FilesRead:
+    """The files a row came from, for its provenance record."""
+
+    root: Path
+    metrics: list[Path]  # in the order read
+    digests: Digests  # of the metrics files, taken while they were read
+    provenance: list[Path]  # the files placement used
+    run_info: list[Path]  # every run_info.json found, nearest first
+
+
 
 class Digests(dict[Path, Digest]):
     """The digests of the files an export read, by path; with an optional byte budget.

@@ -33,8 +33,10 @@ from helpers import (
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.flow.export import export_run
-from ezpz_amsc.flow.publish import RECORD_FILE, ROW_FILE, publish, publish_into_run_dir
+from ezpz_amsc.flow.publish import RECORD_FILE, ROW_FILE, publish
+from ezpz_amsc.fs import create as fs_create
 from ezpz_amsc.options import ExportOptions, PublishOptions
+from ezpz_amsc.records import folder as records_folder
 from ezpz_amsc.results.schema import HEADER
 
 pytestmark = pytest.mark.usefixtures("clean_hook_env")
@@ -177,6 +179,34 @@ def test_a_cell_no_source_checked_is_still_not_published(tmp_path):
     with pytest.raises(AmscError, match="the row's error '@SUM\\(A1\\)' would run as a formula"):
         publish([result], opts, PublishOptions(), out=sys.stdout)
     assert list(tmp_path.iterdir()) == []
+    # The hook's target, the run folder, is behind the same guard.
+    run = tmp_path / "run"
+    run.mkdir()
+    with pytest.raises(AmscError, match="the row's error '@SUM\\(A1\\)' would run as a formula"):
+        publish([result], opts, PublishOptions(run_folder=str(run)))
+    assert list(run.iterdir()) == []
+
+
+def test_the_run_folder_gets_the_row_first_and_never_keeps_it_without_its_record(
+        tmp_path, monkeypatch):
+    run = copy_run("minimal-1rank", tmp_path)
+    opts = ExportOptions(config="test/cfg")
+    result = export_run(run, opts, hash_files=True)
+    order = []
+    real_create = fs_create.create_file
+
+    def create(path, data, **kwargs):
+        order.append(Path(path).name)
+        if Path(path).name == RECORD_FILE:
+            raise AmscError(f"{path}: cannot write: No space left on device")
+        return real_create(path, data, **kwargs)
+
+    monkeypatch.setattr(fs_create, "create_file", create)
+    monkeypatch.setattr(records_folder, "create_file", create)
+    with pytest.raises(AmscError, match="No space left on device"):
+        publish([result], opts, PublishOptions(run_folder=str(run)))
+    assert order == [ROW_FILE, RECORD_FILE]  # the row first, as into a results file
+    assert not (run / ROW_FILE).exists() and not (run / RECORD_FILE).exists()
 
 
 def test_no_rows_to_append_make_no_results_file(tmp_path):
@@ -282,6 +312,8 @@ def test_publishing_into_the_run_directory_returns_the_rows_file(tmp_path):
     run = copy_run("minimal-1rank", tmp_path)
     opts = ExportOptions(config="test/cfg")
     result = export_run(run, opts, hash_files=True)
-    assert publish_into_run_dir(result, opts, run) == run / ROW_FILE
+    done = publish([result], opts, PublishOptions(run_folder=str(run)))
+    assert (done.row_file, done.records, done.appended) == (run / ROW_FILE, [run / RECORD_FILE],
+                                                            None)
     assert parse_csv((run / ROW_FILE).read_text()) == [expected_row("minimal-1rank")]
     assert json.loads((run / RECORD_FILE).read_text())["row"] == expected_row("minimal-1rank")

@@ -1000,7 +1000,7 @@ def test_the_command_loads_only_click_and_the_report_no_numpy(tmp_path):
     loaded, ran = map(set, json.loads(out.stderr))
     assert {m for m in loaded if m.startswith("ezpz_amsc")} == {
         "ezpz_amsc", "ezpz_amsc.version", "ezpz_amsc.cli", "ezpz_amsc.cli.edge",
-        "ezpz_amsc.cli.help", "ezpz_amsc.cli.params",
+        "ezpz_amsc.cli.help", "ezpz_amsc.cli.params", "ezpz_amsc.cli.output",
         "ezpz_amsc.cli.report_command", "ezpz_amsc.errors", "ezpz_amsc.options", "ezpz_amsc.text",
         "ezpz_amsc.results", "ezpz_amsc.results.schema"}
     assert "click" in loaded
@@ -1138,12 +1138,13 @@ def test_rate_text_shows_three_decimals_below_ten(x, text):
 
 
 def test_json_is_indented_by_two_keeps_non_ascii_and_refuses_nan():
-    from ezpz_amsc.report.data import to_json
+    from ezpz_amsc.cli.output import json_text
 
-    assert to_json({"config": "größe", "n": [1]}) == (
-        '{\n  "config": "größe",\n  "n": [\n    1\n  ]\n}\n')
+    assert json_text({"config": "größe", "n": [1]}, indent=2) == (
+        '{\n  "config": "größe",\n  "n": [\n    1\n  ]\n}')
+    assert json_text({"config": "größe", "n": [1]}) == '{"config": "größe", "n": [1]}'
     with pytest.raises(ValueError):
-        to_json({"x": float("nan")})
+        json_text({"x": float("nan")})
 
 
 def _table_cells(text: str, first_columns: str) -> list[list[str]]:

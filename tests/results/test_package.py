@@ -27,11 +27,11 @@ from helpers import (
 )
 
 from ezpz_amsc.errors import AmscError
+from ezpz_amsc.flow.describe import describe
 from ezpz_amsc.results.fields import table_schema
 from ezpz_amsc.results.package import (
     MAX_PACKAGE_BYTES,
     PACKAGE_FILE,
-    describe,
     encode,
     load_package,
     package_notes,

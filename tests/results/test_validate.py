@@ -48,10 +48,12 @@ def _exact_blocks(f, offset=0, line=1):
 
 def _checked(path):
     cells, passed = [], []
-    rows, problems = validate.check_results_file(
+    checked = validate.check_results_file(
         path, on_row=lambda line, row, offset: passed.append((line, row, offset)),
         on_cells=lambda line, row, offset: cells.append((line, row, offset)))
-    return rows, problems, passed, cells
+    assert checked.header_differs == (bool(checked.problems) and ":1: header differs from "
+                                      "this tool's (" in checked.problems[0])
+    return checked.rows, checked.problems, passed, cells
 
 
 def _both_ways(path, block_bytes=64):
