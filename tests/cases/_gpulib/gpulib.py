@@ -579,7 +579,9 @@ def fsdp_launches(run: Path, *, system: str, seed: int, start: str,
         dts = [launch["step_time"] * f for f in jitter(rng, len(steps), jit)]
         dts[0] *= launch.get("warmup_factor", 6.0)
         stamps = clock(0.0, dts, rng, overhead=overhead)
-        first = t if k == 0 else all_stamps[-1][-1] + launch["pause"]
+        # A later launch's first record at a quarter second too (its timestamp is the
+        # row's under --attempt): the pause moves by under a second.
+        first = t if k == 0 else math.floor(all_stamps[-1][-1] + launch["pause"]) + 0.25
         stamps = [s - stamps[0] + first for s in stamps]
         if k == 0:
             stamps = align_first(stamps)

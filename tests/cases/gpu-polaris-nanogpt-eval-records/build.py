@@ -39,7 +39,8 @@ def records() -> list[tuple[float, dict]]:
         ts = top + dt + 0.003
         out.append((ts, {"iter": it, "loss": loss, "dt": dt, "mfu": mfu * 100, "lr": lr}))
         top = ts + 0.001
-    shift = g.align_first([ts for ts, _ in out])[0] - out[0][0]
+    first_step = next(ts for ts, m in out if "dt" in m)
+    shift = g.align_first([first_step])[0] - first_step
     return [(ts + shift, m) for ts, m in out]
 
 
