@@ -24,7 +24,25 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 CASES = REPO / "tests" / "cases"
 # Cases whose expectation the rules do not meet yet, each with why (case name -> reason).
-KNOWN: dict[str, str] = {}
+KNOWN: dict[str, str] = {
+    "gpu-aurora-1node-tflops-mfu-node-total": "issue 33: not met yet",
+    "gpu-aurora-1node-tflops-node-total": "issue 33: not met yet",
+    "gpu-aurora-microbatch-counter": "issue 33: not met yet",
+    "gpu-aurora-rate-33pct-high-rank-tokens": "issue 33: not met yet",
+    "gpu-aurora-split-step-records": "issue 33: not met yet",
+    "gpu-aurora-tflops-per-step": "issue 33: not met yet",
+    "gpu-aurora-tp2-48ranks": "issue 33: not met yet",
+    "gpu-perlmutter-1node-tflops-node-total": "issue 33: not met yet",
+    "gpu-perlmutter-ckpt-pause-batch-ramp": "issue 33: not met yet",
+    "gpu-perlmutter-dt-over-log-interval": "issue 33: not met yet",
+    "gpu-perlmutter-wider-timer-stall": "issue 33: not met yet",
+    "gpu-polaris-gz-rank0": "issue 33: not met yet",
+    "gpu-polaris-mfu-h100-peak": "issue 33: not met yet",
+    "gpu-polaris-minimal-logfreq5-drift": "issue 33: not met yet",
+    "gpu-polaris-nanogpt-eval-records": "issue 33: not met yet",
+    "gpu-polaris-rate-25pct-high": "issue 33: not met yet",
+    "gpu-sunspot-minimal-warmup10": "issue 33: not met yet",
+}
 
 
 def case_names() -> list[str]:
@@ -109,9 +127,9 @@ def cell_matches(got: str | None, want: Any) -> bool:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", case_names())
-def test_case(name: str) -> None:
-    if name in KNOWN:
-        pytest.xfail(KNOWN[name])
+def test_case(name: str, request: pytest.FixtureRequest) -> None:
+    if name in KNOWN:  # strict: a case that starts to pass must leave the list
+        request.node.add_marker(pytest.mark.xfail(reason=KNOWN[name], strict=True))
     assert run_case(name) == []
 
 

@@ -10,7 +10,7 @@ import click
 from ezpz_amsc.cli import output
 from ezpz_amsc.cli.edge import command
 from ezpz_amsc.cli.params import RESULTS_CSV, provenance_option, quiet_option
-from ezpz_amsc.errors import AmscError
+from ezpz_amsc.errors import AmscError, ExitStatus
 from ezpz_amsc.text import plural
 
 if TYPE_CHECKING:
@@ -23,9 +23,9 @@ if TYPE_CHECKING:
     usages=("RESULTS_CSV... [--provenance DIR] [--format text|json]",),
     examples=(("results/amsc.csv", "every row readable, no run twice?"),
               ("results/amsc.csv --provenance records/", "and a record for every row?")),
-    exit_codes=(("0", "the files are clean (and every row matches its record)"),
-                ("1", "problems found (listed on stderr), or a file cannot be read"),
-                ("2", "bad command line")),
+    exit_codes={ExitStatus.OK: "the files are clean (and every row matches its record)",
+                ExitStatus.FAILED: "problems found (listed on stderr), or a file cannot be read",
+                ExitStatus.USAGE: "bad command line"},
 )
 @click.argument("paths", metavar="RESULTS_CSV...", nargs=-1, required=True, type=RESULTS_CSV)
 @provenance_option("Also match the rows with the provenance records in DIR: rows without a "

@@ -9,6 +9,7 @@ import click
 from ezpz_amsc.cli import output
 from ezpz_amsc.cli.edge import command
 from ezpz_amsc.cli.params import RESULTS_CSV, provenance_option, quiet_option
+from ezpz_amsc.errors import ExitStatus
 
 
 @command(
@@ -17,10 +18,10 @@ from ezpz_amsc.cli.params import RESULTS_CSV, provenance_option, quiet_option
     usages=("RESULTS_CSV [--provenance DIR]",),
     examples=(("results/runs.csv", "results/datapackage.json, listing results/records/"),
               ("runs.csv --provenance records/aurora/", "the records in another folder")),
-    exit_codes=(("0", "datapackage.json written, or already up to date"),
-                ("1", "the results file has problems, or datapackage.json cannot be read or "
-                      "written"),
-                ("2", "bad command line")),
+    exit_codes={ExitStatus.OK: "datapackage.json written, or already up to date",
+                ExitStatus.FAILED: ("the results file has problems, or datapackage.json cannot "
+                                    "be read or written"),
+                ExitStatus.USAGE: "bad command line"},
 )
 @click.argument("path", metavar="RESULTS_CSV", type=RESULTS_CSV)
 @provenance_option("The folder of the rows' provenance records, below RESULTS_CSV's folder. "

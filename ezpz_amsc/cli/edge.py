@@ -16,8 +16,8 @@ from typing import Any
 
 import click
 
-from ezpz_amsc.cli.help import EXIT_CODES, HelpLayout
-from ezpz_amsc.errors import AmscError, os_error_text
+from ezpz_amsc.cli.help import EXIT_CODES, ExitCodes, HelpLayout
+from ezpz_amsc.errors import AmscError, ExitStatus, os_error_text
 from ezpz_amsc.options import OptionError, flag_of
 
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"],
@@ -27,7 +27,8 @@ CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"],
 class CliError(click.ClickException):
     """What the user sees of any failure: one ``error: ...`` line (after a usage, if any)."""
 
-    def __init__(self, message: str, exit_code: int = 1, usage: str | None = None) -> None:
+    def __init__(self, message: str, exit_code: ExitStatus = ExitStatus.FAILED,
+                 usage: str | None = None) -> None:
         super().__init__(message)
         self.exit_code = exit_code
         self.usage = usage
@@ -58,11 +59,6 @@ def one_line_errors() -> Iterator[None]:
         raise CliError(os_error_text(e)) from None
 
 
-# The exit status of a command whose stdout was closed early (``... | head -1``): what a
-# shell reports for a process killed by SIGPIPE (128 + 13), as for any other CLI.
-BROKEN_PIPE_EXIT = 141
-
-
 def stdout_closed() -> click.exceptions.Exit:
     """Quiet exit when the reader of stdout went away: no traceback, no ``error:`` line.
 
@@ -73,7 +69,7 @@ def stdout_closed() -> click.exceptions.Exit:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-    return click.exceptions.Exit(BROKEN_PIPE_EXIT)
+    return click.exceptions.Exit(ExitStatus.BROKEN_PIPE)
 
 
 @contextlib.contextmanager
@@ -99,7 +95,7 @@ class AmscCommand(HelpLayout, click.Command):
     def __init__(self, *args: Any, usages: Sequence[str] = (),
                  sections: Sequence[tuple[str, Sequence[str]]] = (),
                  examples: Sequence[tuple[str, str]] = (),
-                 exit_codes: Sequence[tuple[str, str]] = EXIT_CODES, bare: bool = False,
+                 exit_codes: ExitCodes = EXIT_CODES, bare: bool = False,
                  **kwargs: Any) -> None:
         kwargs.setdefault("context_settings", dict(CONTEXT_SETTINGS))
         super().__init__(*args, **kwargs)
@@ -123,7 +119,7 @@ def bare_call(ctx: click.Context, params: Sequence[click.Parameter]) -> CliError
     wanted = next((p.human_readable_name for p in params if isinstance(p, click.Argument)),
                   "a command")
     return CliError(f"missing {wanted.rstrip('.')}; try '{ctx.command_path} -h' for help",
-                    2, usage=ctx.get_usage())
+                    ExitStatus.USAGE, usage=ctx.get_usage())
 
 
 def command(name: str, **kwargs: Any) -> Callable[[Callable[..., Any]], AmscCommand]:

@@ -23,6 +23,7 @@ from ezpz_amsc.cli.params import (
     row_options,
     run_dirs_argument,
 )
+from ezpz_amsc.errors import ExitStatus
 from ezpz_amsc.options import CONFIG_EXAMPLE, ExportOptions, PublishOptions
 from ezpz_amsc.text import plural
 
@@ -120,7 +121,7 @@ def export(ctx: click.Context, run_dirs: tuple[str, ...], append: str | None, no
         raise failed[0][1]
     if failed and not keep_going:
         _report_failures(failed, written=None)
-        ctx.exit(1)
+        ctx.exit(ExitStatus.FAILED)
     published = _write_rows([result for _, result in done], opts, pub, out_format)
     # Notes only once the rows are out: a failed command prints its error line alone.
     from ezpz_amsc.flow.export import batch_notes
@@ -137,7 +138,7 @@ def export(ctx: click.Context, run_dirs: tuple[str, ...], append: str | None, no
     if failed:
         _report_failures(failed, written=_rows_written(published, len(done), append),
                          append=append)
-        ctx.exit(1)
+        ctx.exit(ExitStatus.FAILED)
 
 
 def _export_all(run_dirs: list[str], opts: ExportOptions, hash_files: bool, quiet: bool

@@ -22,6 +22,7 @@ import click
 
 from ezpz_amsc.cli.edge import CONTEXT_SETTINGS, CliError, bare_call, one_line_errors
 from ezpz_amsc.cli.help import HelpLayout
+from ezpz_amsc.errors import ExitStatus
 from ezpz_amsc.options import CONFIG_EXAMPLE
 from ezpz_amsc.version import TOOL, __version__
 
@@ -89,7 +90,7 @@ class AmscGroup(HelpLayout, click.Group):
     def _hint(self, ctx: click.Context, e: CliError) -> str:
         """Where the default-command rule may have read the first word the wrong way."""
         named = ctx.meta.get(_NAMED)
-        if named and e.exit_code == 2 and os.path.isdir(named):
+        if named and e.exit_code == ExitStatus.USAGE and os.path.isdir(named):
             return (f" ({named!r} was read as the {named} command; to export the folder, "
                     f"write '{ctx.command_path} {self.default} {named}' or './{named}')")
         return ""
@@ -103,7 +104,7 @@ class AmscGroup(HelpLayout, click.Group):
         close = difflib.get_close_matches(first, self.list_commands(ctx), n=1, cutoff=0.75)
         if close:
             raise CliError(f"{first!r} is no command, and no such directory here (did you mean "
-                           f"'{ctx.command_path} {close[0]}'?)", 2)
+                           f"'{ctx.command_path} {close[0]}'?)", ExitStatus.USAGE)
 
     def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
         """The first word: a subcommand, or the default command's RUN_DIR or options.

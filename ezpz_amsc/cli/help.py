@@ -6,16 +6,17 @@ table, examples, and the exit codes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 import click
 
-EXIT_CODES = (
-    ("0", "success"),
-    ("1", "a run could not be exported, or a results file has problems; the error: line says "
-          "why and which flag settles it"),
-    ("2", "bad command line: unknown option, bad value, missing --config or RUN_DIR"),
-)
+from ezpz_amsc.errors import ExitStatus
+
+# A command's exit statuses, each with what it means for that command.
+ExitCodes = Mapping[ExitStatus, str]
+EXIT_CODES: ExitCodes = MappingProxyType({s: s.meaning for s in (
+    ExitStatus.OK, ExitStatus.FAILED, ExitStatus.USAGE)})
 
 
 class HelpLayout:
@@ -28,7 +29,7 @@ class HelpLayout:
     usages: Sequence[str] = ()
     sections: Sequence[tuple[str, Sequence[str]]] = ()
     examples: Sequence[tuple[str, str]] = ()
-    exit_codes: Sequence[tuple[str, str]] = EXIT_CODES
+    exit_codes: ExitCodes = EXIT_CODES
 
     def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         if not self.usages:
@@ -69,4 +70,5 @@ class HelpLayout:
                     formatter.write(f"{indent}{cmd:{width}}  # {what}\n" if fits else
                                     f"{indent}# {what}\n{indent}{cmd}\n")
         with formatter.section("Exit codes"):
-            formatter.write_dl(list(self.exit_codes))
+            formatter.write_dl([(str(int(status)), meaning)
+                                for status, meaning in self.exit_codes.items()])

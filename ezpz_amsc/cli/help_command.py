@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from ezpz_amsc.cli.edge import CliError, command
+from ezpz_amsc.errors import ExitStatus
 
 
 @command(
@@ -16,7 +17,8 @@ from ezpz_amsc.cli.edge import CliError, command
     short_help="Show the help of ezpz-amsc, or of one command.",
     usages=("[COMMAND]",),
     examples=(("", "the commands and their options"), ("export", "every export option")),
-    exit_codes=(("0", "help printed"), ("2", "no such command")),
+    exit_codes={ExitStatus.OK: "help printed",
+                ExitStatus.USAGE: "no such command"},
     bare=True,
 )
 @click.argument("name", metavar="COMMAND", required=False)
@@ -36,6 +38,6 @@ def help_command(ctx: click.Context, name: str | None) -> None:
         close = difflib.get_close_matches(name, group.list_commands(parent), n=1, cutoff=0.6)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise CliError(f"no such command {name!r}{hint}; the commands: "
-                       f"{', '.join(group.list_commands(parent))}", 2)
+                       f"{', '.join(group.list_commands(parent))}", ExitStatus.USAGE)
     with cmd.make_context(name, [], parent=parent, resilient_parsing=True) as sub:
         click.echo(cmd.get_help(sub), color=ctx.color)

@@ -13,6 +13,7 @@ import click
 from ezpz_amsc.cli import output
 from ezpz_amsc.cli.edge import command
 from ezpz_amsc.cli.params import PLOT_FILE, RESULTS_CSV, quiet_option
+from ezpz_amsc.errors import ExitStatus
 
 
 @command(
@@ -23,9 +24,9 @@ from ezpz_amsc.cli.params import PLOT_FILE, RESULTS_CSV, quiet_option
               ("aurora.csv perlmutter.csv --plot scaling.png", "two machines, and a plot"),
               ("results/amsc.csv --format json", "the same report as data"),
               ("results/amsc.csv --format markdown", "for a pull request's description")),
-    exit_codes=(("0", "report printed (rows with a problem are listed on stderr)"),
-                ("1", "a file cannot be read, or the plot cannot be written"),
-                ("2", "bad command line")),
+    exit_codes={ExitStatus.OK: "report printed (rows with a problem are listed on stderr)",
+                ExitStatus.FAILED: "a file cannot be read, or the plot cannot be written",
+                ExitStatus.USAGE: "bad command line"},
 )
 @click.argument("paths", metavar="RESULTS_CSV...", nargs=-1, required=True, type=RESULTS_CSV)
 @click.option("--format", "out_format", type=click.Choice(["text", "json", "markdown"]),

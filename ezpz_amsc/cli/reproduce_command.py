@@ -8,7 +8,7 @@ import click
 from ezpz_amsc.cli import output
 from ezpz_amsc.cli.edge import command
 from ezpz_amsc.cli.params import RECORD_JSON, RUN_DIR
-from ezpz_amsc.errors import AmscError
+from ezpz_amsc.errors import AmscError, ExitStatus
 
 
 @command(
@@ -19,9 +19,9 @@ from ezpz_amsc.errors import AmscError
               ("rec.json --run-dir /archive/run", "a run that moved since it was recorded"),
               ("results/records/*.json --run-dir /archive", "runs moved into one folder"),
               ("results/records/*.json -q", "only the rows that differ")),
-    exit_codes=(("0", "every row re-exported identically"),
-                ("1", "a row differs, or a record cannot be read or re-exported"),
-                ("2", "bad command line")),
+    exit_codes={ExitStatus.OK: "every row re-exported identically",
+                ExitStatus.FAILED: "a row differs, or a record cannot be read or re-exported",
+                ExitStatus.USAGE: "bad command line"},
 )
 @click.argument("records", metavar="RECORD.json...", nargs=-1, required=True, type=RECORD_JSON)
 @click.option("--run-dir", type=RUN_DIR, metavar="DIR",

@@ -5,13 +5,14 @@ from __future__ import annotations
 import click
 
 from ezpz_amsc.cli.edge import command
+from ezpz_amsc.errors import ExitStatus
 from ezpz_amsc.version import TOOL, __version__
 
 
 @command(
     "version",
     short_help="Show the version of ezpz-amsc.",
-    exit_codes=(("0", "version printed"),),
+    exit_codes={ExitStatus.OK: "version printed"},
     bare=True,
 )
 def version_command() -> None:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-# The systems of the dashboard: what ezpz's get_dist_info() reports on each (SPEC 1.4, 1.6).
+# The systems of the dashboard: what ezpz's get_dist_info() reports on each.
 SYSTEMS: dict[str, dict[str, Any]] = {
     "aurora": {
         "MACHINE": "Aurora", "gpn": 12, "peak": 340.8, "device": "xpu", "backend": "xccl",
@@ -103,7 +103,7 @@ def hostfile(system: str, jobid: int) -> str:
 
 
 def launch_line(system: str, nodes: int, ppn: int, jobid: int, program: str) -> str:
-    """ezpz 0.26.1's own launch line on the system (SPEC 1.6), then ``python3 -m program``."""
+    """ezpz 0.26.1's own launch line on the system, then ``python3 -m program``."""
     if SYSTEMS[system]["scheduler"] == "SLURM":
         head = f"srun -u --verbose -N{nodes} -n{nodes * ppn} --gpus-per-node={ppn}"
     else:

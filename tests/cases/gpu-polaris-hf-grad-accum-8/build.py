@@ -89,7 +89,7 @@ def expectation(run: Path) -> dict:
         "--gradient_accumulation_steps 8 --max_steps 30`: 30 optimizer steps, each 8 "
         "micro-batches of ~0.112 s and an optimizer step, ~0.97 s between records. "
         "train/dt times only the last micro-batch (ezpz's hf example does this under "
-        "accumulation, SPEC 1.6) while train/tokens_per_sec counts all 8 micro-batches of "
+        "accumulation) while train/tokens_per_sec counts all 8 micro-batches of "
         "the 4 ranks (8 x 4 x 4 x 1024 = 131072 tokens) / dt. metrics.jsonl holds the 4 "
         "ranks interleaved and hf's final eval record per rank (no train/step). dt covers "
         f"{f['cover']} of the records' span, under half: the launch line asks for 8-step "
