@@ -105,7 +105,8 @@ def run(n: int, folder: Path, rows: int = 0, cold: bool = False) -> tuple[bool, 
 
     from ezpz_amsc.results.validate import check_results_file
 
-    got, problems = check_results_file(target)
+    checked = check_results_file(target)
+    got, problems = checked.rows, checked.problems
     before = rows + (1 if rows and not cold else 0)  # the rows built, and the warm-up's
     configs = _configs(target, before)
     want = before + n

@@ -13,16 +13,16 @@ from __future__ import annotations
 import enum
 import errno
 
-from ezpz_amsc.text import Opt, Spelling, Text, as_flag, named_options, spelled
+from ezpz_amsc.text import Opt, Spelling, Text, as_flag, named_options, opt, spelled
 
 
 class ExitStatus(enum.IntEnum):
     """Every exit status of every command: the one home of the numbers. Each command's
     ``--help`` says what the general meaning below means for it."""
 
-    meaning: str
+    meaning: Text
 
-    def __new__(cls, code: int, meaning: str) -> ExitStatus:
+    def __new__(cls, code: int, meaning: Text) -> ExitStatus:
         member = int.__new__(cls, code)
         member._value_ = code
         member.meaning = meaning
@@ -31,7 +31,8 @@ class ExitStatus(enum.IntEnum):
     OK = 0, "success"
     FAILED = 1, ("a run could not be exported, or a results file has problems; the error: "
                  "line says why and which flag settles it")
-    USAGE = 2, "bad command line: unknown option, bad value, missing --config or RUN_DIR"
+    USAGE = 2, ("bad command line: unknown option, bad value, missing " + opt("config")
+                + " or RUN_DIR")
     # What a shell reports for a process that SIGPIPE ended (128 + 13): stdout was closed
     # before everything was written (``... | head -1``).
     BROKEN_PIPE = 141, "stdout was closed before everything was written"

@@ -56,8 +56,7 @@ from ezpz_amsc.errors import AmscError
 from ezpz_amsc.options import (
     ENV_APPEND,
     ENV_CONFIG,
-    ENV_HASH_BUDGET,
-    ENV_LOCK_TIMEOUT,
+    ENV_OF,
     ENV_PROVENANCE,
     ExportOptions,
     PublishOptions,
@@ -65,7 +64,7 @@ from ezpz_amsc.options import (
     hash_budget_from_env,
     lock_timeout_from_env,
 )
-from ezpz_amsc.text import about
+from ezpz_amsc.text import Opt, about, as_flag, spelled
 
 log = logging.getLogger("ezpz_amsc")
 
@@ -81,6 +80,16 @@ class _Skip(Exception):
 _NO_CONFIG = (f"{ENV_CONFIG} is {{how}} in this process, so the row has no config label; "
               f"export {ENV_CONFIG}=LABEL in the job script (and check that the launcher "
               "passes it on to the ranks), or export by hand: ezpz-amsc RUN_DIR --config LABEL")
+
+
+def spelling(option: Opt) -> str:
+    """How the hook names an option: by the variable that sets it in a job
+    (``EZPZ_AMSC_WALL_TIME_SEC=SECONDS``), else by its flag, which only an export by hand
+    can pass."""
+    variable = ENV_OF.get(option.name)
+    if variable is None:
+        return as_flag(option)
+    return f"{variable}={option.value}" if option.value else variable
 
 
 def _rank(history: Any) -> int:
@@ -124,12 +133,8 @@ def run_dir_of(history: Any, outdir: str | os.PathLike[str] | None) -> Path:
 
 
 def _export(history: Any, run_dir: Path, config: str) -> None:
-    from dataclasses import replace
-
-    from ezpz_amsc.errors import NoStepTime, SeveralAttempts
-    from ezpz_amsc.flow.export import export_run
+    from ezpz_amsc.flow.finalize import export_finished_run
     from ezpz_amsc.flow.publish import publish
-    from ezpz_amsc.results.schema import format_timestamp
 
     key = str(run_dir.resolve())
     done = getattr(history, _DONE_ATTR, None)
@@ -142,25 +147,8 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
     target, records = _env_path(ENV_APPEND), _env_path(ENV_PROVENANCE)
     # A bad value of either is refused before the export.
     lock_timeout, budget_bytes = lock_timeout_from_env(), hash_budget_from_env()
-    export = functools.partial(export_run, hash_files=True, hash_budget_bytes=budget_bytes)
-    try:
-        result = export(run_dir, opts)
-    except SeveralAttempts as e:  # a retried job: this hook ends the attempt that wrote last
-        opts = replace(opts, attempt="last")  # the record says so too: reproduce needs it
-        result = export(run_dir, opts)
-        result.notes.insert(0, f"the records hold {e.attempts} attempts (a retried job); "
-                               "exported the last, the one this finalize ended (--attempt last)")
-    except NoStepTime:  # a failed run that logged no step: the hook knows when the job ran
-        window = job_window(run_dir)
-        if window is None:
-            raise
-        start, seconds, how = window
-        opts = replace(opts, timestamp=opts.timestamp or format_timestamp(start),
-                       wall_time_sec=opts.wall_time_sec or seconds)
-        result = export(run_dir, opts)
-        result.notes.insert(0, f"no step was logged: timestamp {opts.timestamp} and "
-                               f"wall_time_sec {opts.wall_time_sec:.3f} are the job's, {how}")
-    notes = [*result.notes, *unhashed_notes(result.read.digests)]  # read: hash_files=True
+    result, opts = export_finished_run(run_dir, opts, budget_bytes)
+    notes = list(result.notes)
     if target:
         publish([result], opts, PublishOptions(append=target, provenance=records,
                                                lock_timeout=lock_timeout))
@@ -176,58 +164,13 @@ def _export(history: Any, run_dir: Path, config: str) -> None:
                          f"{done.records[0]}")
     # Only once the row is out, as on the command line: a failure logs its one line alone.
     for note in notes:
-        log.warning("ezpz-amsc: note: %s", note)
+        log.warning("ezpz-amsc: note: %s", spelled(note, spelling))
     # A frozen or slotted history refuses the attribute: only the double-export guard is lost.
     with contextlib.suppress(Exception):
         setattr(history, _DONE_ATTR, (done if isinstance(done, set) else set()) | {key})
     # INFO where INFO is shown (ezpz's logging), else WARNING: the line is never lost.
     shown = log.isEnabledFor(logging.INFO) and log.hasHandlers()
     log.log(logging.INFO if shown else logging.WARNING, "ezpz-amsc: %s", where)
-
-
-def unhashed_notes(digests: Any) -> list[str]:
-    """One note per metrics file the hash budget left unhashed: reproduce cannot compare it.
-
-    ``digests``: the export's :class:`~ezpz_amsc.run.steps.Digests`.
-    """
-    return [f"{path.name} ({d.size} bytes) is not hashed in the provenance record: over "
-            f"{ENV_HASH_BUDGET}={digests.budget_bytes} bytes, so reproduce cannot compare "
-            f"it; raise {ENV_HASH_BUDGET} to hash it"
-            for path, d in digests.items() if d.sha256 is None]
-
-
-def job_window(run_dir: Path) -> tuple[float, float, str] | None:
-    """When the job started and how long it ran, for a row without steps.
-
-    From ``run_info.json``'s Timings (its duration, ended when the file was written),
-    else this process's start time (Linux) until now; None when neither is known.
-    """
-    import time
-
-    from ezpz_amsc.run.placement import job_duration_sec
-
-    info = run_dir / "run_info.json"
-    seconds = job_duration_sec(info) if info.is_file() else None
-    if seconds is not None:
-        end = info.stat().st_mtime
-        return end - seconds, seconds, "from run_info.json's Timings, ending when it was written"
-    start = process_start()
-    if start is None:
-        return None
-    return start, max(time.time() - start, 1e-3), "from this process's start time until now"
-
-
-def process_start() -> float | None:
-    """When this process started, in Unix seconds (from /proc); None where unknown."""
-    try:
-        with open("/proc/self/stat", "rb") as f:
-            after_name = f.read().rsplit(b")", 1)[1].split()
-        with open("/proc/stat", "rb") as f:
-            boot = next(int(line.split()[1]) for line in f if line.startswith(b"btime "))
-        # starttime is field 22 of stat, in clock ticks since boot; fields 3.. follow the name
-        return boot + int(after_name[19]) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, StopIteration):
-        return None
 
 
 def _env_path(name: str) -> str | None:
@@ -271,13 +214,12 @@ def finalize_hook(history: Any, outdir: str | os.PathLike[str] | None, *,
         if isinstance(e, _Skip):
             msg = str(e)
         elif isinstance(e, AmscError):  # already says what to do
-            msg = e.format_message()
-            if " pass --" in msg:  # flags only a by-hand export can take
+            msg = e.render(spelling)
+            if any(o.name not in ENV_OF for o in e.options()):  # only a by-hand export has it
                 msg += " (when exporting by hand: ezpz-amsc RUN_DIR --config LABEL ...)"
         else:
             msg = _text_of(e)
-        msg = " ".join(line.strip() for line in msg.replace(
-            "raise --lock-timeout", f"raise {ENV_LOCK_TIMEOUT}").splitlines())  # one line
+        msg = " ".join(line.strip() for line in msg.splitlines())  # one line
         # The directory once: not again when the message starts with it (or a file in it).
         named = path is None or about(path, msg) == msg
         log.warning("ezpz-amsc: no row written%s: %s", "" if named else f" for {path}", msg)

@@ -28,7 +28,7 @@ from ezpz_amsc.results.schema import (
     formula_like,
     parse_timestamp,
 )
-from ezpz_amsc.text import digits
+from ezpz_amsc.text import Text, digits, opt, spelled
 
 REDUCERS = ("median", "mean", "max", "min", "last")
 CONFIG_EXAMPLE = "agpt-2b/bs1/seq2048/tp1"
@@ -40,6 +40,13 @@ ENV_WALL_TIME = "EZPZ_AMSC_WALL_TIME_SEC"
 ENV_PROVENANCE = "EZPZ_AMSC_PROVENANCE"  # with ENV_APPEND: the folder of provenance records
 ENV_LOCK_TIMEOUT = "EZPZ_AMSC_LOCK_TIMEOUT"  # seconds the hook waits for the results file's lock
 ENV_HASH_BUDGET = "EZPZ_AMSC_HASH_BUDGET"  # bytes of metrics files the hook's record hashes
+# The option each variable sets: how the hook names an option in its advice.
+ENV_OF = {"config": ENV_CONFIG, "append": ENV_APPEND, "status": ENV_STATUS,
+          "wall_time_sec": ENV_WALL_TIME, "provenance": ENV_PROVENANCE,
+          "lock_timeout": ENV_LOCK_TIMEOUT, "hash_budget": ENV_HASH_BUDGET}
+# ``stdlib``: parse metrics with the standard library's json even where orjson is installed
+# (the tests run the parser on both paths).
+ENV_JSON = "EZPZ_AMSC_JSON"
 # The hash runs on a thread beside the parse (steps._Hasher): ~1 s of one core per GiB.
 # 1 GiB covers a 1,000,000-step run of one rank (~800 MB), the largest benchmark case.
 HASH_BUDGET_BYTES = 1 << 30
@@ -54,16 +61,11 @@ class OptionError(AmscUsageError):
     message the CLI shows as it is rather than as click's ``invalid value for``.
     """
 
-    def __init__(self, name: str, reason: str, subject: str | None = None,
+    def __init__(self, name: str, reason: Text, subject: Text | None = None,
                  standalone: bool = False) -> None:
         self.name, self.reason, self.standalone = name, reason, standalone
-        self.subject = subject or flag_of(name)
-        super().__init__(f"{self.subject} {reason}")
-
-
-def flag_of(name: str) -> str:
-    """``wall_time_sec`` → ``--wall-time-sec``."""
-    return "--" + name.replace("_", "-")
+        self.subject: Text = opt(name) if subject is None else subject
+        super().__init__(self.subject + " " + reason)
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,7 @@ class ExportOptions:
                                   f"{ENV_CONFIG}={config!r}") from None
             var = {"status": ENV_STATUS, "wall_time_sec": ENV_WALL_TIME}[e.name]
             shown = raw_wall if e.name == "wall_time_sec" else status
-            raise OptionError(e.name, _with_got(e.reason, repr(shown)), var) from None
+            raise OptionError(e.name, _with_got(spelled(e.reason), repr(shown)), var) from None
 
 
 def _env_float(raw: str, name: str) -> float:
@@ -132,8 +134,8 @@ def _with_got(reason: str, shown: str) -> str:
 def validate_options(opts: ExportOptions) -> None:
     """Refuse bad options before any file is touched (run once, when they are built)."""
     if not opts.config or not opts.config.strip():
-        raise OptionError("config", f"must not be empty; pass the benchmark label, "
-                                    f"e.g. --config {CONFIG_EXAMPLE}")
+        raise OptionError("config", "must not be empty; pass the benchmark label, e.g. "
+                                    + opt("config", CONFIG_EXAMPLE))
     if opts.reducer not in REDUCERS:
         raise OptionError("reducer", f"must be one of {', '.join(REDUCERS)}, "
                                      f"got {opts.reducer!r}")
@@ -235,12 +237,12 @@ class PublishOptions:
         if self.run_folder is not None and (self.append or self.provenance):
             raise ValueError("a run folder target takes no results file or records folder")
         if self.allow_duplicate and self.skip_existing:
-            raise OptionError("skip_existing", "and --allow-duplicate contradict each other; "
-                                               "pass one", standalone=True)
+            raise OptionError("skip_existing", "and " + opt("allow_duplicate")
+                              + " contradict each other; pass one", standalone=True)
         if self.provenance and not self.append:
-            raise OptionError("provenance", "needs --append PATH: a record is the evidence of "
-                                            "a row in a results file (to see what a record "
-                                            "would hold, pass --format json)", standalone=True)
+            raise OptionError("provenance", "needs " + opt("append", "PATH") + ": a record is "
+                              "the evidence of a row in a results file (to see what a record "
+                              "would hold, pass " + opt("format", "json") + ")", standalone=True)
 
 
 def lock_timeout_from_env(environ: Mapping[str, str] | None = None) -> float:

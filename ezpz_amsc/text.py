@@ -87,6 +87,14 @@ def opt(name: str, value: object = "") -> Message:
     return Message((Opt(name, str(value)),))
 
 
+def joined(sep: str, texts: Sequence[Text]) -> Text:
+    """``sep.join(texts)`` for texts that may name options."""
+    out: Text = ""
+    for i, text in enumerate(texts):
+        out = (out + sep + text) if i else text
+    return out
+
+
 def spelled(text: Text, spell: Spelling = as_flag) -> str:
     """``text`` as an edge shows it: a plain string as it is, a message with ``spell``."""
     return text.render(spell) if isinstance(text, Message) else text

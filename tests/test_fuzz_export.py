@@ -37,6 +37,7 @@ from ezpz_amsc.results.schema import (
     parse_timestamp,
     render_csv,
 )
+from ezpz_amsc.text import spelled
 
 # ---------------------------------------------------------------- values
 
@@ -430,7 +431,7 @@ def test_export_run_with_small_line_limit(scratch, files, warmup, reducer, limit
         else:
             event("row")
             assert dashboard_problems(result.row) == [], result.row
-            assert all(n and "\n" not in n for n in result.notes), result.notes
+            assert all(n and "\n" not in spelled(n) for n in result.notes), result.notes
             assert tuple(result.row) == HEADER
         assert _snapshot(root) == before
     finally:

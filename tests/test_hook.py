@@ -37,12 +37,14 @@ from standin_history import StandInHistory
 import ezpz_amsc
 from ezpz_amsc import hook
 from ezpz_amsc.errors import AmscError, SeveralAttempts
+from ezpz_amsc.flow import finalize
 from ezpz_amsc.flow.export import export_run
 from ezpz_amsc.hook import finalize_hook, run_dir_of, wrap_finalize
 from ezpz_amsc.options import ExportOptions
 from ezpz_amsc.records.folder import record_name
 from ezpz_amsc.records.record import load_record
 from ezpz_amsc.results.schema import HEADER
+from ezpz_amsc.text import opt
 
 pytestmark = pytest.mark.usefixtures("clean_hook_env")
 
@@ -89,7 +91,8 @@ def test_status_and_wall_time_from_the_environment(fixture_run, monkeypatch, war
     assert row == expected
     assert (row["status"], row["wall_time_sec"]) == ("fail", "754.250")
     assert warnings_seen() == [
-        "ezpz-amsc: note: wall_time_sec from --wall-time-sec; summed step time is 1.148",
+        # in the hook's words: the variable that set it
+        "ezpz-amsc: note: wall_time_sec from EZPZ_AMSC_WALL_TIME_SEC; summed step time is 1.148",
         MFU_WARNING]
 
 
@@ -284,9 +287,11 @@ class _LooksLikeOne(Exception):
 
 
 @pytest.mark.parametrize("exc, warning", [
-    (AmscError("cannot tell gpus; pass --gpus N"),
+    (AmscError("cannot tell gpus; pass " + opt("gpus", "N")),
      "cannot tell gpus; pass --gpus N (when exporting by hand: ezpz-amsc RUN_DIR --config "
      "LABEL ...)"),
+    (AmscError("cannot tell wall_time_sec; pass " + opt("wall_time_sec", "SECONDS")),
+     "cannot tell wall_time_sec; pass EZPZ_AMSC_WALL_TIME_SEC=SECONDS"),
     (_LooksLikeOne("raw text"), "_LooksLikeOne: raw text"),
 ])
 def test_hook_recognises_the_error_by_type(fixture_run, monkeypatch, caplog, exc, warning):
@@ -469,7 +474,12 @@ def test_hook_writes_amsc_json_beside_amsc_csv(History, fixture_run, tmp_path, m
     result = run_group("reproduce", out / "amsc.json")
     assert result.exit_code == 0, result.stdout
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert warnings == [f"ezpz-amsc: note: {n}" for n in rec["details"]["notes"]]
+    # The record speaks the command line's words (reproduce is a command); the job log the
+    # hook's, the variable that set the wall time.
+    assert rec["details"]["notes"][0].startswith("wall_time_sec from --wall-time-sec; ")
+    assert warnings == [f"ezpz-amsc: note: {n}".replace("--wall-time-sec",
+                                                       "EZPZ_AMSC_WALL_TIME_SEC")
+                        for n in rec["details"]["notes"]]
     assert len(warnings) == 2
 
 
@@ -888,7 +898,7 @@ def test_hook_times_a_run_without_steps_from_its_process(tmp_path, monkeypatch, 
     from ezpz_amsc.results.schema import format_timestamp
 
     run = _failed_before_a_step(tmp_path, {"main/setup_torch": "oops"})  # no duration
-    started = hook.process_start()
+    started = finalize.process_start()
     assert started is not None and time.time() - 86400 < started <= time.time()
     row, warnings = _hook_row(run, monkeypatch, caplog)
     assert row["timestamp"] == format_timestamp(started)
@@ -899,9 +909,9 @@ def test_hook_times_a_run_without_steps_from_its_process(tmp_path, monkeypatch, 
 def test_process_start_is_when_the_process_started():
     import time
 
-    code = ("import time; from ezpz_amsc.hook import process_start; "
+    code = ("import time; from ezpz_amsc.flow.finalize import process_start; "
             "print(process_start(), time.time())")
-    assert hook.process_start() <= time.time()  # this one started earlier, when not known
+    assert finalize.process_start() <= time.time()  # this one started earlier, when not known
     before = time.time()
     env = {**os.environ, "PYTHONPATH": str(REPO)}  # this checkout's code (mutation testing's)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -914,7 +924,7 @@ def test_process_start_is_when_the_process_started():
 
 def test_hook_without_a_job_time_still_asks_for_the_flags(tmp_path, monkeypatch, caplog):
     run = _failed_before_a_step(tmp_path, None)
-    monkeypatch.setattr(hook, "process_start", lambda: None)  # not Linux: no /proc
+    monkeypatch.setattr(finalize, "process_start", lambda: None)  # not Linux: no /proc
     monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
     monkeypatch.setenv("EZPZ_AMSC_STATUS", "fail")
     caplog.set_level(logging.INFO, logger="ezpz_amsc")
@@ -922,8 +932,8 @@ def test_hook_without_a_job_time_still_asks_for_the_flags(tmp_path, monkeypatch,
     assert not (run / "amsc.csv").exists()
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
         f"ezpz-amsc: no row written for {run}: cannot tell timestamp, wall_time_sec (no step "
-        "was logged); pass --timestamp YYYY-MM-DDTHH:MM:SSZ --wall-time-sec SECONDS (when "
-        "exporting by hand: ezpz-amsc RUN_DIR --config LABEL ...)"]
+        "was logged); pass --timestamp YYYY-MM-DDTHH:MM:SSZ EZPZ_AMSC_WALL_TIME_SEC=SECONDS "
+        "(when exporting by hand: ezpz-amsc RUN_DIR --config LABEL ...)"]
 
 
 def test_hook_wall_time_from_the_environment_wins(tmp_path, monkeypatch, caplog):

@@ -26,7 +26,7 @@ from ezpz_amsc.options import (
     lock_timeout_from_env,
 )
 from ezpz_amsc.results.schema import MAX_COUNT
-from ezpz_amsc.text import about
+from ezpz_amsc.text import about, spelled
 
 GOOD = RUNS / "fsdp_tp-2rank"
 
@@ -69,7 +69,7 @@ def test_each_rule_at_its_edge(field, ok, bad, reason):
     with pytest.raises(OptionError) as info:
         ExportOptions(**{**base, field: bad})
     e = info.value
-    assert (e.name, e.reason, e.exit_code) == (field, reason, 2)
+    assert (e.name, spelled(e.reason), e.exit_code) == (field, reason, 2)
     assert str(e) == e.format_message() == f"--{field.replace('_', '-')} {reason}"
 
 

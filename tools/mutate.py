@@ -62,7 +62,8 @@ DEFAULT_MODULES = ("run/reduce", "results/schema", "run/placement", "run/steps",
                    "records/record", "records/folder", "records/redact", "records/pairing",
                    "run/details", "run/identities", "run/devices", "results/fields",
                    "results/index", "results/rows", "results/package", "results/seen",
-                   "report/markdown", "cli/progress", "flow/reproduce", "hook")
+                   "report/markdown", "cli/progress", "flow/reproduce", "flow/finalize",
+                   "flow/check", "flow/describe", "cli/output", "hook")
 EQUIVALENTS = REPO / "tools" / "mutation-equivalents.txt"
 CACHE = REPO / ".mutate"
 CACHE_VERSION = "1"

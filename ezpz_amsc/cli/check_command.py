@@ -71,12 +71,13 @@ def check_file(path: str, quiet: bool = False, provenance: str | None = None,
 
     found = check(path, provenance)
     output.notes(found.notes, quiet)
-    for p in found.problems:
+    problems = [output.say(p) for p in found.problems]
+    for p in problems:
         click.echo(p, err=True)
     if out_format == "json":  # the data on stdout, whatever the verdict
         click.echo(output.json_text({
             "file": path, "rows": found.rows, "records": found.records if provenance else None,
-            "provenance": provenance, "clean": found.clean, "problems": found.problems,
+            "provenance": provenance, "clean": found.clean, "problems": problems,
             "notes": found.notes}))
     if not found.clean:
         raise AmscError(f"{path}: {_problems_text(found)}")

@@ -17,8 +17,10 @@ from typing import Any
 import click
 
 from ezpz_amsc.cli.help import EXIT_CODES, ExitCodes, HelpLayout
+from ezpz_amsc.cli.output import say
 from ezpz_amsc.errors import AmscError, ExitStatus, os_error_text
-from ezpz_amsc.options import OptionError, flag_of
+from ezpz_amsc.options import OptionError
+from ezpz_amsc.text import Opt, as_flag
 
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"],
                                     "max_content_width": 100}
@@ -49,7 +51,7 @@ def one_line_errors() -> Iterator[None]:
     except BrokenPipeError:
         raise stdout_closed() from None
     except AmscError as e:
-        raise CliError(e.format_message(), e.exit_code) from None
+        raise CliError(say(e.message), e.exit_code) from None
     except click.ClickException as e:
         msg = e.format_message()
         raise CliError(msg[:1].lower() + msg[1:], e.exit_code) from None
@@ -79,10 +81,11 @@ def option_errors(ctx: click.Context) -> Iterator[None]:
         yield
     except OptionError as e:
         if e.standalone:
-            raise click.UsageError(e.format_message(), ctx) from None
+            raise click.UsageError(say(e.message), ctx) from None
         param = find_param(ctx, e.name)
-        raise click.BadParameter(e.reason, ctx, param=param,
-                                 param_hint=None if param else f"'{flag_of(e.name)}'") from None
+        raise click.BadParameter(say(e.reason), ctx, param=param,
+                                 param_hint=None if param else f"'{as_flag(Opt(e.name))}'"
+                                 ) from None
 
 
 def find_param(ctx: click.Context, name: str) -> click.Parameter | None:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ezpz_amsc.cli.output import say
 from ezpz_amsc.results.schema import HEADER
 from ezpz_amsc.run.details import TREND_SERIES, Details, SeriesDetail, Trend
 from ezpz_amsc.text import WIDTH, Paint, number, plural, table, wrap
@@ -189,7 +190,7 @@ def render(result: ExportResult, colour: bool = False, quiet: bool = False) -> s
         more.append(f"{plural(d.other_rank_records, 'record')} of other ranks skipped")
     item("files read", read, *more)
     item("provenance", _provenance(d))
-    item("placement", d.placement.system, d.placement.gpus, d.placement.nodes)
+    item("placement", say(d.placement.system), say(d.placement.gpus), say(d.placement.nodes))
 
     more = []
     cov = d.step_coverage
@@ -216,7 +217,7 @@ def render(result: ExportResult, colour: bool = False, quiet: bool = False) -> s
     elif notes:
         item("notes", str(len(notes)))
         for note in notes:
-            first, *rest = wrap(note, _NOTE, " " * len(_NOTE))
+            first, *rest = wrap(say(note), _NOTE, " " * len(_NOTE))
             out.append(_NOTE[:4] + p.warn("note: ") + first[len(_NOTE):])
             out.extend(rest)
     else:

@@ -124,13 +124,11 @@ def export(ctx: click.Context, run_dirs: tuple[str, ...], append: str | None, no
         ctx.exit(ExitStatus.FAILED)
     published = _write_rows([result for _, result in done], opts, pub, out_format)
     # Notes only once the rows are out: a failed command prints its error line alone.
-    from ezpz_amsc.flow.export import batch_notes
-
     if explain:  # the report lists every note itself, after the row
         for _, result in done:
             _write_explain(result, quiet)
     else:
-        output.notes(batch_notes([(d, r.notes) for d, r in done], len(run_dirs)) if batch
+        output.notes(output.batch_notes([(d, r.notes) for d, r in done], len(run_dirs)) if batch
                      else [note for _, result in done for note in result.notes], quiet)
     if done:
         output.notes(_append_notes(published, [result for _, result in done], append,

@@ -11,10 +11,12 @@ from types import MappingProxyType
 
 import click
 
+from ezpz_amsc.cli.output import say
 from ezpz_amsc.errors import ExitStatus
+from ezpz_amsc.text import Text
 
 # A command's exit statuses, each with what it means for that command.
-ExitCodes = Mapping[ExitStatus, str]
+ExitCodes = Mapping[ExitStatus, Text]
 EXIT_CODES: ExitCodes = MappingProxyType({s: s.meaning for s in (
     ExitStatus.OK, ExitStatus.FAILED, ExitStatus.USAGE)})
 
@@ -70,5 +72,5 @@ class HelpLayout:
                     formatter.write(f"{indent}{cmd:{width}}  # {what}\n" if fits else
                                     f"{indent}# {what}\n{indent}{cmd}\n")
         with formatter.section("Exit codes"):
-            formatter.write_dl([(str(int(status)), meaning)
+            formatter.write_dl([(str(int(status)), say(meaning))
                                 for status, meaning in self.exit_codes.items()])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
 import click
@@ -29,6 +29,28 @@ def notes(lines: Iterable[Text], quiet: bool = False) -> None:
         return
     for line in lines:
         click.echo(f"note: {say(line)}", err=True)
+
+
+def batch_notes(notes_by_run: Sequence[tuple[str, Sequence[Text]]], given: int) -> list[Text]:
+    """The notes of several runs, each said once, in the order first said.
+
+    A note of one run is ``RUN: note``; a note several runs share is said once
+    and names them: ``note (runs A, B)``, or ``note (all N runs)`` when every
+    one of the ``given`` run directories has it.
+    """
+    runs_of: dict[Text, list[str]] = {}
+    for run_dir, notes in notes_by_run:
+        for note in dict.fromkeys(notes):
+            runs_of.setdefault(note, []).append(run_dir)
+    lines: list[Text] = []
+    for note, runs in runs_of.items():
+        if len(runs) == 1:
+            lines.append(f"{runs[0]}: " + note)
+        elif len(runs) == given:
+            lines.append(note + f" (all {given} runs)")
+        else:
+            lines.append(note + f" (runs {', '.join(runs)})")
+    return lines
 
 
 def errors(failed: Iterable[tuple[str, Any]]) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from ezpz_amsc.results.package import package_notes
 from ezpz_amsc.results.schema import HEADER
 from ezpz_amsc.results.validate import check_results_file, sharing_notes
+from ezpz_amsc.text import Text
 
 
 @dataclass
@@ -21,7 +22,7 @@ class FileCheck:
 
     path: str
     rows: int
-    problems: list[str]
+    problems: list[Text]
     header_differs: bool  # the first problem is the header's (it is in no row)
     notes: list[str] = field(default_factory=list)
     provenance: str | None = None  # the records folder paired with the rows
@@ -38,7 +39,7 @@ def check_file(path: str | os.PathLike[str], provenance: str | None = None) -> F
     checked = check_results_file(
         path, on_cells=(lambda line, row, _offset: cells.append(
             (line, dict(zip(HEADER, row, strict=True))))) if provenance else None)
-    found = FileCheck(os.fspath(path), checked.rows, checked.problems, checked.header_differs,
+    found = FileCheck(os.fspath(path), checked.rows, list(checked.problems), checked.header_differs,
                       sharing_notes(path), provenance)
     if provenance:
         from ezpz_amsc.records.folder import leftovers, sharing_note

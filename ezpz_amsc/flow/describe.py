@@ -25,7 +25,7 @@ from ezpz_amsc.results.package import (
 )
 from ezpz_amsc.results.schema import HEADER, cells_of
 from ezpz_amsc.results.validate import check_results_file
-from ezpz_amsc.text import plural
+from ezpz_amsc.text import opt, plural
 
 
 @dataclass
@@ -89,7 +89,8 @@ def records_folder(results: Path, given: str | os.PathLike[str] | None) -> Path 
     folder = Path(given)
     if not folder.is_dir():
         what = "not a folder" if folder.exists() else "no such folder"
-        raise AmscError(f"{folder}: {what}; --provenance needs the folder of the records")
+        raise AmscError(f"{folder}: {what}; " + opt("provenance")
+                        + " needs the folder of the records")
     home = results.parent
     if _rel(folder, home) is None:
         raise AmscError(f"{folder}: not a folder below {home.absolute()}, where {results.name} "

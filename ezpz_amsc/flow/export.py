@@ -29,12 +29,12 @@ from ezpz_amsc.run.details import (
 from ezpz_amsc.run.layout import RunFiles, finalized_beside, find_run_files, where_the_run_is
 from ezpz_amsc.run.placement import load_provenance, resolve_placement
 from ezpz_amsc.run.steps import Digests, FilesRead, Steps, read_steps
-from ezpz_amsc.text import plural
+from ezpz_amsc.text import Text, opt, plural, spelled
 
 if TYPE_CHECKING:
     from ezpz_amsc.run.reduce import Reduced
 
-__all__ = ["ExportOptions", "ExportResult", "batch_notes", "export_many", "export_run",
+__all__ = ["ExportOptions", "ExportResult", "export_many", "export_run",
            "plural"]
 
 
@@ -43,7 +43,7 @@ class ExportResult:
     """One run exported: its row, the notes on stderr, and where every number came from."""
 
     row: dict[str, str]
-    notes: list[str]
+    notes: list[Text]
     details: Details
     read: FilesRead | None = None  # only when export_run was asked to hash
 
@@ -57,7 +57,8 @@ class ExportResult:
         ``--format json`` prints this; provenance records take ``row`` and ``details``.
         """
         return {"row": dict(self.row), "values": typed_row(self.row),
-                "details": {**as_data(self.details), "notes": list(self.notes)}}
+                "details": {**as_data(self.details),
+                            "notes": [spelled(note) for note in self.notes]}}
 
 
 def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions, *,
@@ -76,7 +77,7 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions, *,
         placement = resolve_placement(prov, opts.system, opts.nodes, opts.gpus)
     except AmscError as e:  # the flags it names are second best to the run's own folder
         if files.finalized_elsewhere is not None:
-            e.message = f"{e.message}; but {files.finalized_elsewhere}"
+            e.message = e.message + f"; but {files.finalized_elsewhere}"
         raise
     digests = Digests(hash_budget_bytes) if hash_files else None
     steps = read_run_steps(files, opts, digests)
@@ -112,28 +113,6 @@ def export_many(run_dirs: list[str], opts: ExportOptions, *, hash_files: bool = 
     return done, failed
 
 
-def batch_notes(notes_by_run: list[tuple[str, list[str]]], given: int) -> list[str]:
-    """The notes of several runs, each said once, in the order first said.
-
-    A note of one run is ``RUN: note``; a note several runs share is said once
-    and names them: ``note (runs A, B)``, or ``note (all N runs)`` when every
-    one of the ``given`` run directories has it.
-    """
-    runs_of: dict[str, list[str]] = {}
-    for run_dir, notes in notes_by_run:
-        for note in dict.fromkeys(notes):
-            runs_of.setdefault(note, []).append(run_dir)
-    lines = []
-    for note, runs in runs_of.items():
-        if len(runs) == 1:
-            lines.append(f"{runs[0]}: {note}")
-        elif len(runs) == given:
-            lines.append(f"{note} (all {given} runs)")
-        else:
-            lines.append(f"{note} (runs {', '.join(runs)})")
-    return lines
-
-
 # ------------------------------------------------------------------ find files
 
 
@@ -159,7 +138,7 @@ def find_files(run_dir: str | os.PathLike[str], opts: ExportOptions) -> RunFiles
     looked = ("metrics-<rank>.jsonl, metrics.jsonl or a <run_id>.jsonl with 'metrics' records, "
               "each also as .jsonl.gz")
     raise AmscError(f"{files.root}: no metrics found (looked for {looked}); "
-                    "if the run failed, pass --status fail")
+                    "if the run failed, pass " + opt("status", "fail"))
 
 
 # ------------------------------------------------------------------ read steps
@@ -207,7 +186,7 @@ def reduce_run(steps: Steps, files: RunFiles, opts: ExportOptions) -> Reduced:
         where = files.metrics.folder if files.metrics else files.root
         read = ", ".join(str(p) for p in steps.files_read) or str(where)
         raise AmscError(f"{read}: no step records (lines with numeric 'metrics'); "
-                        "if the run failed, pass --status fail")
+                        "if the run failed, pass " + opt("status", "fail"))
     return red
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.records.record import build_record, host_name, load_record, options_from_record
 from ezpz_amsc.results.schema import HEADER
-from ezpz_amsc.text import plural
+from ezpz_amsc.text import Text, opt, plural
 from ezpz_amsc.version import TOOL, __version__
 
 
@@ -66,17 +66,17 @@ def reproduce(record_path: str | os.PathLike[str],
         made = f" (recorded on {host})" if host and host != host_name() else ""
         what = "is not a directory" if os.path.exists(target) else "does not exist here"
         if run_dir is None:
-            hint = "pass --run-dir DIR where the run is now"
+            hint: Text = "pass " + opt("run_dir", "DIR") + " where the run is now"
         elif runs_in:  # the runs keep their names: DIR/NAME is where each must be
-            hint = ("with several records, --run-dir is the folder that holds the moved runs, "
-                    "each under its recorded name")
+            hint = ("with several records, " + opt("run_dir") + " is the folder that holds "
+                    "the moved runs, each under its recorded name")
         else:
             hint = "pass the run directory"
-        raise AmscError(f"{where}: run directory {target}{made} {what}; {hint}")
+        raise AmscError(f"{where}: run directory {target}{made} {what}; " + hint)
     try:
         now = build_record(export_run(target, opts, hash_files=True), opts)
     except AmscError as e:
-        raise AmscError(f"{where}: the export fails now: {e.format_message()}") from None
+        raise AmscError(f"{where}: the export fails now: " + e.message) from None
     rep = Reproduction(Path(where), target)
     rep.cells = [(c, rec["row"][c], now["row"][c]) for c in HEADER
                  if rec["row"][c] != now["row"][c]]

@@ -22,6 +22,7 @@ from ezpz_amsc.fs.create import (
 )
 from ezpz_amsc.records.record import encode, load_record
 from ezpz_amsc.results.schema import HEADER, KEY_COLUMNS
+from ezpz_amsc.text import Text, opt
 
 if TYPE_CHECKING:
     from ezpz_amsc.results.append import Existing, RunsInFile
@@ -53,7 +54,8 @@ def check_record_folder(folder: str | os.PathLike[str]) -> None:
     """Refuse a ``--provenance`` folder that cannot take records, before any work."""
     p = Path(folder)
     if p.exists() and not p.is_dir():
-        raise AmscError(f"{p}: not a folder; --provenance needs a folder for the records")
+        raise AmscError(f"{p}: not a folder; " + opt("provenance")
+                        + " needs a folder for the records")
     check_can_create(p / "record.json")
 
 
@@ -171,8 +173,8 @@ class RecordBatch:
         except OSError as e:
             raise AmscError(f"{self.folder}: the rows are appended, but their provenance records "
                             f"could not take their names ({e.strerror or e}); they wait in "
-                            f"{self._waiting}, and the next append with --provenance "
-                            f"{self.folder} puts them in place") from None
+                            f"{self._waiting}, and the next append with "
+                            + opt("provenance", self.folder) + " puts them in place") from None
         self._pending = []
 
     @property
@@ -282,7 +284,8 @@ def iter_records(folder: str | os.PathLike[str]) -> Iterator[tuple[Path, dict[st
     p = Path(folder)
     if not p.is_dir():
         what = "not a folder" if p.exists() else "no such folder"
-        raise AmscError(f"{p}: {what}; --provenance needs the folder of the records")
+        raise AmscError(f"{p}: {what}; " + opt("provenance")
+                        + " needs the folder of the records")
     try:
         names = sorted(e.name for e in os.scandir(p)
                        if e.name.endswith(SUFFIX) and not e.name.startswith("."))
@@ -295,7 +298,7 @@ def iter_records(folder: str | os.PathLike[str]) -> Iterator[tuple[Path, dict[st
             yield p / name, None, e.format_message()
 
 
-def leftovers(folder: str | os.PathLike[str]) -> list[str]:
+def leftovers(folder: str | os.PathLike[str]) -> list[Text]:
     """What interrupted writes left in a records folder, one line each (for ``check``).
 
     Pending records (``.pending/``) of an append killed between its records and
@@ -303,7 +306,7 @@ def leftovers(folder: str | os.PathLike[str]) -> list[str]:
     record write killed half-way by an older version, which nothing reads.
     """
     p = Path(folder)
-    lines = []
+    lines: list[Text] = []
     with contextlib.suppress(OSError):
         lines += [f"{p / name}: a temporary file of a record write that was killed; remove it"
                   for name in sorted(e.name for e in os.scandir(p)
@@ -314,7 +317,8 @@ def leftovers(folder: str | os.PathLike[str]) -> list[str]:
             with contextlib.suppress(OSError):
                 waiting += [Path(tag.path) / name for name in os.listdir(tag.path)]
     lines += [f"{path}: left by an interrupted append; the next append to its results file "
-              f"with --provenance {p} finishes or removes it" for path in sorted(waiting)]
+              "with " + opt("provenance", p) + " finishes or removes it"
+              for path in sorted(waiting)]
     return lines
 
 

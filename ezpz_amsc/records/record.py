@@ -21,7 +21,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.fs.read import open_regular, read_capped
@@ -32,8 +32,15 @@ from ezpz_amsc.run.layout import rel_to
 from ezpz_amsc.version import TOOL, __version__
 
 if TYPE_CHECKING:
-    from ezpz_amsc.flow.export import ExportResult, FilesRead
-    from ezpz_amsc.run.steps import Digest
+    from ezpz_amsc.run.steps import Digest, FilesRead
+
+
+class Exported(Protocol):
+    """An exported row, as a record needs it (the export's result)."""
+
+    read: FilesRead | None  # the files, hashed while the export read them
+
+    def to_data(self) -> dict[str, Any]: ...
 
 SCHEMA = 1
 RUN_INFO_SECTIONS = ("Python", "Torch", "Distributed", "Environment Variables")
@@ -149,12 +156,12 @@ def _user() -> str | None:
         return None
 
 
-def build_record(result: ExportResult, opts: ExportOptions,
+def build_record(result: Exported, opts: ExportOptions,
                  results_file: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """The provenance record of one exported row (``export_run(..., hash_files=True)``).
 
-    The row and the details come from :meth:`ExportResult.to_data`, the
-    same data ``--format json`` prints; the files from :attr:`ExportResult.read`.
+    The row and the details come from ``result.to_data()``, the same data
+    ``--format json`` prints; the files from ``result.read``.
     """
     if result.read is None:
         raise ValueError("a record needs export_run(..., hash_files=True)")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ezpz_amsc.errors import AmscError, AmscUsageError
-from ezpz_amsc.text import printable
+from ezpz_amsc.text import opt, printable
 
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
 # No date, tool stamps as they are: the same report draws the same bytes.
@@ -29,7 +29,7 @@ def plot_format(path: str) -> str:
     """``png``, ``svg`` or ``pdf`` from the file name; anything else is a usage error."""
     fmt = FORMATS.get(Path(path).suffix.lower())
     if fmt is None:
-        raise AmscUsageError(f"--plot {path}: the file name must end in .png, .svg or .pdf")
+        raise AmscUsageError(opt("plot", path) + ": the file name must end in .png, .svg or .pdf")
     return fmt
 
 
@@ -38,7 +38,7 @@ def require_matplotlib() -> None:
         import matplotlib  # noqa: F401
     except ImportError:
         # The package is not on PyPI: name the extra the way a checkout installs it.
-        raise AmscError("--plot needs matplotlib, which is not installed: pip install "
+        raise AmscError(opt("plot") + " needs matplotlib, which is not installed: pip install "
                         "matplotlib, or from a checkout of ezpz-amsc pip install '.[plot]' "
                         "(the plot extra)") from None
 
@@ -47,7 +47,7 @@ def write_plot(report: Mapping[str, Any], path: str) -> list[str]:
     """Draw the plot and write it to ``path`` whole, or not at all; return notes."""
     fmt = plot_format(path)
     if not report["groups"]:
-        raise AmscError(f"--plot {path}: nothing to plot (no pass row with throughput)")
+        raise AmscError(opt("plot", path) + ": nothing to plot (no pass row with throughput)")
     fig = _figure(report["groups"])
     from matplotlib import rc_context
 

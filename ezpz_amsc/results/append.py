@@ -71,11 +71,12 @@ from ezpz_amsc.results.schema import (
     header_difference,
     render_csv,
 )
-from ezpz_amsc.text import wrap_at_commas
+from ezpz_amsc.text import opt, wrap_at_commas
 
 # A header is a few hundred bytes: a longer first line is no results file, and
 # reading it whole could cost a line's worth of memory.
 _HEAD_MAX_BYTES = 1 << 20
+_NEEDS_A_FILE = opt("append") + " needs a CSV file path"
 _HEAD_FIRST_BYTES = 4096  # a header fits: read more only when it does not
 _HEAD_SHOWN = 1000  # characters of a foreign header an error shows (a real one is ~200)
 _BOM = b"\xef\xbb\xbf"
@@ -174,24 +175,23 @@ def checked_path(path: str | os.PathLike[str]) -> Path:
     the default, not a file) and a path ending in ``/`` (a folder)."""
     text = os.fspath(path)
     if text == "-":
-        raise AmscError("--append -: rows go to stdout without --append; to append to a file "
-                        "named -, pass ./-")
+        raise AmscError(opt("append", "-") + ": rows go to stdout without " + opt("append")
+                        + "; to append to a file named -, pass ./-")
     if text.endswith(os.sep):
-        raise AmscError(f"{text}: ends with {os.sep}, so it names a folder; --append needs a "
-                        "CSV file path")
+        raise AmscError(f"{text}: ends with {os.sep}, so it names a folder; " + _NEEDS_A_FILE)
     return Path(text)
 
 
 def _refuse_non_regular(p: Path) -> None:
     if p.is_dir():
-        raise AmscError(f"{p}: is a directory; --append needs a CSV file path")
+        raise AmscError(f"{p}: is a directory; " + _NEEDS_A_FILE)
     if p.exists() and not p.is_file():
         raise _not_regular(p)
 
 
 def _not_regular(p: Path) -> AmscError:
     # A FIFO would block the header read forever; a device is no results file.
-    return AmscError(f"{p}: not a regular file; --append needs a CSV file path")
+    return AmscError(f"{p}: not a regular file; " + _NEEDS_A_FILE)
 
 
 @dataclass
@@ -257,7 +257,7 @@ def _open_for_append(p: Path, made: list[Path]) -> tuple[int, bool]:
             except FileNotFoundError:
                 if p.is_symlink():
                     raise AmscError(f"{p}: a symlink to {os.readlink(p)}, which does not "
-                                    "exist; --append needs a file path") from None
+                                    "exist; " + opt("append") + " needs a file path") from None
                 continue
             except OSError as e:
                 raise _open_error(p, e, creating=False) from None
@@ -271,7 +271,7 @@ def _open_for_append(p: Path, made: list[Path]) -> tuple[int, bool]:
 
 def _open_error(p: Path, e: OSError, creating: bool) -> AmscError:
     if isinstance(e, IsADirectoryError):
-        return AmscError(f"{p}: is a directory; --append needs a CSV file path")
+        return AmscError(f"{p}: is a directory; " + _NEEDS_A_FILE)
     if isinstance(e, NotADirectoryError):
         return not_a_folder(p)
     if e.errno == errno.EPERM and not creating:  # EACCES is the mode's; EPERM the inode's flags
@@ -297,7 +297,7 @@ def _wait_for_lock(fd: int, p: Path, deadline: float, timeout_sec: float) -> Non
                                 "mount with -o flock)") from None
         if time.monotonic() >= deadline:
             raise AmscError(f"{p}: still locked by another writer after "
-                            f"{timeout_sec:g} s; retry, or raise --lock-timeout")
+                            f"{timeout_sec:g} s; retry, or raise " + opt("lock_timeout"))
         time.sleep(delay)
         delay = min(delay * 2, 0.25)
 
@@ -527,8 +527,8 @@ def _append_locked(fd: int, p: Path, rows: Sequence[Sequence[str]], allow_duplic
                 if not skip_existing:
                     raise AmscError(f"the run ({', '.join(cells_key(row))}) is already at line "
                                     f"{e.line} of {p}; not appending a double count (pass "
-                                    "--skip-existing to skip it, --allow-duplicate to add it "
-                                    "anyway)")
+                                    + opt("skip_existing") + " to skip it, "
+                                    + opt("allow_duplicate") + " to add it anyway)")
                 out.skipped.append((i, e))
                 continue
             out.written.append(i)

@@ -29,6 +29,7 @@ from ezpz_amsc.results.schema import (
     TIMESTAMP_FORMAT,
     column,
 )
+from ezpz_amsc.text import Text, opt, spelled
 
 # A Table Schema cannot say "finite"; the largest float either way says it
 # (inf is beyond it, and NaN fails every comparison).
@@ -46,7 +47,7 @@ WHOLE_COLUMNS = (*INT_COLUMNS, column("steps"))
 class Column:
     """What one column holds: its description and the bounds of its values."""
 
-    description: str
+    description: Text
     minimum: float | None = None
     maximum: float | None = None
 
@@ -54,19 +55,21 @@ class Column:
 COLUMNS: dict[str, Column] = {
     column("timestamp"): Column(
         "Start of the run: the first step's timestamp, UTC, YYYY-MM-DDTHH:MM:SSZ "
-        "(or --timestamp)."),
-    column("system"): Column("Facility name: --system, else MACHINE from run_info.json."),
-    column("config"): Column("Benchmark configuration label, from --config."),
+        "(or " + opt("timestamp") + ")."),
+    column("system"): Column("Facility name: " + opt("system")
+                             + ", else MACHINE from run_info.json."),
+    column("config"): Column("Benchmark configuration label, from " + opt("config") + "."),
     column("nodes"): Column(
-        "Nodes used: --nodes, else ceil(gpus / ranks per node of the launch line, "
+        "Nodes used: " + opt("nodes") + ", else ceil(gpus / ranks per node of the launch line, "
         "else GPUS_PER_NODE), else NUM_NODES.", minimum=MIN_COUNT),
     column("gpus"): Column(
-        "GPUs (ranks) that ran: --gpus, else max(WORLD_SIZE_IN_USE, world_size), else NGPUS.",
+        "GPUs (ranks) that ran: " + opt("gpus")
+        + ", else max(WORLD_SIZE_IN_USE, world_size), else NGPUS.",
         minimum=MIN_COUNT),
-    column("status"): Column("pass or fail, from --status; never inferred."),
+    column("status"): Column("pass or fail, from " + opt("status") + "; never inferred."),
     column("wall_time_sec"): Column(
         "Seconds: sum of the step times (dt) over all steps, warmup included, "
-        "or --wall-time-sec.", minimum=0),
+        "or " + opt("wall_time_sec") + ".", minimum=0),
     column("throughput_tokens_per_sec"): Column(
         "Tokens per second, all GPUs together: reduced train/tps, else "
         "train/tokens_per_sec, else per-GPU tokens/s x gpus.", minimum=0),
@@ -81,7 +84,7 @@ COLUMNS: dict[str, Column] = {
         "Last logged loss in step order; empty when it is NaN or inf (a diverged run)."),
     column("steps"): Column(
         "Training-step records used from the chosen rank (and attempt).", minimum=1),
-    column("error"): Column("Note for a failed run, from --error."),
+    column("error"): Column("Note for a failed run, from " + opt("error") + "."),
 }
 
 
@@ -97,7 +100,7 @@ def field_type(name: str) -> str:
 def field(name: str) -> dict[str, Any]:
     """One column as a Table Schema field, with the constraints ``check`` enforces."""
     col, kind = COLUMNS[name], field_type(name)
-    out: dict[str, Any] = {"name": name, "type": kind, "description": col.description}
+    out: dict[str, Any] = {"name": name, "type": kind, "description": spelled(col.description)}
     if name == TIMESTAMP:
         out["format"] = TIMESTAMP_FORMAT
     constraints: dict[str, Any] = {}

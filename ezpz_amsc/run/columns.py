@@ -22,7 +22,7 @@ from ezpz_amsc.results.schema import (
     format_timestamp,
 )
 from ezpz_amsc.run.steps import SERIES_KEYS
-from ezpz_amsc.text import plural
+from ezpz_amsc.text import Message, Text, joined, opt, plural
 
 if TYPE_CHECKING:
     from ezpz_amsc.run.crosschecks import Context
@@ -41,7 +41,7 @@ INVALID_SHARE_MAX = 0.10
 MIN_RATE_STEPS = 2
 
 
-def resolve_columns(ctx: Context, notes: list[str]) -> dict[str, str]:
+def resolve_columns(ctx: Context, notes: list[Text]) -> dict[str, str]:
     """The row: flags, placement and the reduced steps; notes what a column derived."""
     opts, placement = ctx.opts, ctx.placement
     values: dict[str, Any] = {
@@ -51,8 +51,8 @@ def resolve_columns(ctx: Context, notes: list[str]) -> dict[str, str]:
         **_time_values(ctx, notes), **_metric_values(ctx, notes),
     }
     if opts.error and opts.status == "pass":
-        notes.append(f"--error {opts.error!r} is set but the status is pass; "
-                     "pass --status fail if the run failed")
+        notes.append(opt("error", repr(opts.error)) + " is set but the status is pass; pass "
+                     + opt("status", "fail") + " if the run failed")
     row = build_row(values)
     problems = dashboard_problems(row)
     if problems:  # a bug, not a user error: never print a row the dashboard rejects
@@ -74,11 +74,11 @@ def coverage_text(red: Reduced) -> str | None:
 # ---------------------------------------------------------------- timestamp and wall time
 
 
-def _time_values(ctx: Context, notes: list[str]) -> dict[str, Any]:
+def _time_values(ctx: Context, notes: list[Text]) -> dict[str, Any]:
     """timestamp and wall_time_sec: from the steps, else the flags; refuse when neither."""
     opts, red = ctx.opts, ctx.red
     values: dict[str, Any] = {}
-    missing: list[str] = []
+    missing: list[Message] = []
     if opts.timestamp:
         values["timestamp"] = opts.timestamp
     elif red.first_timestamp is not None:
@@ -87,9 +87,9 @@ def _time_values(ctx: Context, notes: list[str]) -> dict[str, Any]:
             notes.append(f"every step has the same timestamp ({values['timestamp']}): the clock "
                          "did not move between records, so it may be when the job started or "
                          "the file was written, not the first step's time; it is the row's "
-                         "timestamp; pass --timestamp to set it")
+                         "timestamp; pass " + opt("timestamp") + " to set it")
     else:
-        missing.append("--timestamp YYYY-MM-DDTHH:MM:SSZ")
+        missing.append(opt("timestamp", "YYYY-MM-DDTHH:MM:SSZ"))
 
     why_unknown = ""  # why a wall time that the steps do record is no measurement
     summed = red.wall_time_sec
@@ -102,21 +102,22 @@ def _time_values(ctx: Context, notes: list[str]) -> dict[str, Any]:
     if opts.wall_time_sec is not None:
         values["wall_time_sec"] = fmt(opts.wall_time_sec, 3)
         if summed is not None:
-            notes.append(f"wall_time_sec from --wall-time-sec; summed step time is {summed:.3f}"
+            notes.append("wall_time_sec from " + opt("wall_time_sec")
+                         + f"; summed step time is {summed:.3f}"
                          + (f" and covers {covers}" if covers else ""))
     elif summed is not None and summed > 0 and estimate is not None:
         value, how = estimate
         values["wall_time_sec"] = fmt(value, 3)
         notes.append(f"wall_time_sec is estimated for all the steps: {how}; pass "
-                     "--wall-time-sec for the job's real time")
+                     + opt("wall_time_sec") + " for the job's real time")
     elif summed is not None and summed > 0 and covers is not None:  # never the 1/k figure
         why_unknown = (f"the logged steps cover {covers} and no estimate can be made for "
                        "the others")
-        missing.append("--wall-time-sec SECONDS")
+        missing.append(opt("wall_time_sec", "SECONDS"))
     elif summed is not None and summed > 0:
         values["wall_time_sec"] = fmt(summed, 3)
     else:
-        missing.append("--wall-time-sec SECONDS")
+        missing.append(opt("wall_time_sec", "SECONDS"))
 
     if missing:
         why = "no step was logged" if not red.steps else "the steps do not record it"
@@ -124,9 +125,9 @@ def _time_values(ctx: Context, notes: list[str]) -> dict[str, Any]:
             why += f"; all {red.invalid['dt']} step times logged are zero or negative"
         if why_unknown:  # the steps do record a wall time, and it says nothing
             why = why_unknown if len(missing) == 1 else f"{why}; {why_unknown}"
-        what = ", ".join(m.split()[0][2:].replace("-", "_") for m in missing)
+        what = ", ".join(m.options()[0].name for m in missing)
         kind = AmscError if red.steps else NoStepTime
-        raise kind(f"cannot tell {what} ({why}); pass {' '.join(missing)}")
+        raise kind(f"cannot tell {what} ({why}); pass " + joined(" ", missing))
     return values
 
 
@@ -171,7 +172,7 @@ def wall_time_estimate(red: Reduced) -> tuple[float, str] | None:
 # ---------------------------------------------------------------- the rates
 
 
-def _metric_values(ctx: Context, notes: list[str]) -> dict[str, Any]:
+def _metric_values(ctx: Context, notes: list[Text]) -> dict[str, Any]:
     """The reduced metric cells, each left empty when it is not a measurement of the run;
     a throughput logged one way only is derived the other."""
     from ezpz_amsc.run.identities import peak_finding, throughput_finding
@@ -227,7 +228,7 @@ def _metric_values(ctx: Context, notes: list[str]) -> dict[str, Any]:
     }
 
 
-def _invalid_shares(red: Reduced, notes: list[str]) -> set[str]:
+def _invalid_shares(red: Reduced, notes: list[Text]) -> set[str]:
     """Rates of which more than :data:`INVALID_SHARE_MAX` of the logged values were
     impossible; the note on mfu above 100 either way."""
     out = set()
@@ -252,7 +253,7 @@ def _invalid_shares(red: Reduced, notes: list[str]) -> set[str]:
     return out
 
 
-def _too_few_steps(ctx: Context, emptied: set[str], notes: list[str]) -> set[str]:
+def _too_few_steps(ctx: Context, emptied: set[str], notes: list[Text]) -> set[str]:
     """Rates that would come from fewer than :data:`MIN_RATE_STEPS` steps after warmup.
 
     A run that short is refused, naming the largest ``--warmup`` that leaves
@@ -271,20 +272,21 @@ def _too_few_steps(ctx: Context, emptied: set[str], notes: list[str]) -> set[str
         return set()
     names = _listed([RATE_COLUMNS[name] for name in short])
     fewest = min(short.values())
-    after = f"{plural(fewest, 'step')} after --warmup {warmup} ({plural(red.steps, 'step')} logged)"
+    after = (f"{plural(fewest, 'step')} after " + opt("warmup", warmup)
+             + f" ({plural(red.steps, 'step')} logged)")
     if red.steps - warmup >= MIN_RATE_STEPS or ctx.opts.status == "fail":
-        notes.append(f"{names} left empty: {after} is not a measurement of the run's rate")
+        notes.append(f"{names} left empty: " + after + " is not a measurement of the run's rate")
         return set(short)
     logged = [np.flatnonzero(np.isfinite(st[name].values)) for name in short]
     if warmup and all(at.size >= MIN_RATE_STEPS for at in logged):
         most = min(int(at[-MIN_RATE_STEPS]) for at in logged)  # leaves 2 values of each
-        which = (f"--warmup {most} or less (--warmup 0 if the run had no warmup step)" if most
-                 else "--warmup 0 if the run had no warmup step")
-        raise AmscError(f"{names} would come from {after}: too few to measure the run's rate "
-                        f"(the first step is usually a slow warmup); pass {which}")
-    raise AmscError(f"{names} would come from {after}: one step is not a measurement of the "
-                    "run's rate; if the run failed, pass --status fail (the rate cells are "
-                    "then left empty)")
+        none: Text = opt("warmup", 0) + " if the run had no warmup step"
+        which = opt("warmup", most) + " or less (" + none + ")" if most else none
+        raise AmscError(f"{names} would come from " + after + ": too few to measure the run's "
+                        "rate (the first step is usually a slow warmup); pass " + which)
+    raise AmscError(f"{names} would come from " + after + ": one step is not a measurement of "
+                    "the run's rate; if the run failed, pass " + opt("status", "fail")
+                    + " (the rate cells are then left empty)")
 
 
 def _listed(names: list[str]) -> str:
@@ -293,7 +295,7 @@ def _listed(names: list[str]) -> str:
 
 
 def _per_gpu_over_flag(ctx: Context, value: dict[str, float | None],
-                       notes: list[str]) -> float | None:
+                       notes: list[Text]) -> float | None:
     """tokens/s/gpu as global / ``--gpus`` when the flag overrides a logged ratio that
     disagrees: the logged per-GPU figure is the one that is wrong."""
     from ezpz_amsc.run.identities import logged_world_size
@@ -305,8 +307,8 @@ def _per_gpu_over_flag(ctx: Context, value: dict[str, float | None],
     if logged is None or logged == gpus:
         return tpg
     key = ctx.steps.keys_used["tps_per_gpu"]
-    notes.append(f"throughput_tokens_per_sec_per_gpu is global / --gpus {gpus}; the logged "
-                 f"{key} ({tpg:.3f}, for {plural(logged, 'rank')}) was not used")
+    notes.append("throughput_tokens_per_sec_per_gpu is global / " + opt("gpus", gpus)
+                 + f"; the logged {key} ({tpg:.3f}, for {plural(logged, 'rank')}) was not used")
     return tps / gpus
 
 

@@ -29,7 +29,7 @@ from ezpz_amsc.run.details import Segment
 from ezpz_amsc.run.layout import RunFiles, rel_to
 from ezpz_amsc.run.placement import Placement, Provenance
 from ezpz_amsc.run.steps import EPOCH_KEYS, Steps
-from ezpz_amsc.text import plural
+from ezpz_amsc.text import Text, opt, plural
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -126,7 +126,7 @@ def boundary_text(b: Boundary, counter: str | None) -> str:
     return " and ".join(why)
 
 
-def check_attempts(ctx: Context) -> list[str]:
+def check_attempts(ctx: Context) -> list[Text]:
     """Step numbers that start again, a change of world size, or of the throughput level
     across a long pause, split the records; the evidence is named for each.
 
@@ -145,12 +145,13 @@ def check_attempts(ctx: Context) -> list[str]:
             shown = [*shown[:5], f"... {len(shown) - 6} more", shown[-1]]
         raise SeveralAttempts(
             f"the records hold {len(segs)} attempts (a retried or resumed job): "
-            f"{'; '.join(shown)}; pass --attempt last, or --attempt N for one of them",
+            f"{'; '.join(shown)}; pass " + opt("attempt", "last") + ", or "
+            + opt("attempt", "N") + " for one of them",
             attempts=len(segs))
     if ctx.opts.attempt is None:
         return []
     if len(segs) == 1:
-        return [f"--attempt {ctx.opts.attempt}: the records hold one attempt; used all of it"]
+        return [opt("attempt", ctx.opts.attempt) + ": the records hold one attempt; used all of it"]
     k = red.attempt or 0
     left = sum(s.records for s in segs) - segs[k - 1].records
     return [f"exported attempt {_segment_text(k, segs[k - 1], red.counter)} of {len(segs)}; "
@@ -174,7 +175,7 @@ def clock_problem(ts: float, now_sec: float) -> str:
     return f"{ts!r}{when} is later than now (a skewed clock?)"
 
 
-def check_clock(ctx: Context) -> list[str]:
+def check_clock(ctx: Context) -> list[Text]:
     """Step timestamps before 2015, later than now, or in milliseconds; a skewed first step."""
     import time
 
@@ -191,9 +192,9 @@ def check_clock(ctx: Context) -> list[str]:
         if flag is None:
             raise AmscError(f"step timestamps cannot be the run's time: {why} "
                             f"({t.implausible} of {plural(t.present, 'step')}); "
-                            "pass --timestamp YYYY-MM-DDTHH:MM:SSZ")
+                            "pass " + opt("timestamp", "YYYY-MM-DDTHH:MM:SSZ"))
         return [f"ignored {t.implausible} of {plural(t.present, 'step timestamp')} ({why}); "
-                "timestamp from --timestamp"]
+                "timestamp from " + opt("timestamp")]
     others = t.implausible
     if t.used_index and flag is None:
         assert red.first_timestamp is not None
@@ -209,7 +210,8 @@ def check_clock(ctx: Context) -> list[str]:
             reason = "is missing or not a number"
         notes.append(f"{_step_name(subject)}'s timestamp {reason}; the row's "
                      f"timestamp is {_step_name(t.used_step)}'s "
-                     f"({format_timestamp(red.first_timestamp)}); pass --timestamp to set it")
+                     f"({format_timestamp(red.first_timestamp)}); pass " + opt("timestamp")
+                     + " to set it")
     if others > 0:
         assert t.first_bad is not None
         notes.append(f"ignored {plural(others, 'step timestamp')} before 2015 or later than now "
@@ -220,7 +222,7 @@ def check_clock(ctx: Context) -> list[str]:
 # ---------------------------------------------------------------- which records
 
 
-def check_training_steps(ctx: Context) -> list[str]:
+def check_training_steps(ctx: Context) -> list[Text]:
     """Records without the step counter (eval batches) are not steps; epochs are said so."""
     red, steps = ctx.red, ctx.steps
     notes = []
@@ -244,7 +246,7 @@ def check_training_steps(ctx: Context) -> list[str]:
     return notes
 
 
-def check_rank_filter(ctx: Context) -> list[str]:
+def check_rank_filter(ctx: Context) -> list[Text]:
     """A per-rank file that also holds other ranks' records (files named by local rank)."""
     steps, src = ctx.steps, ctx.files.metrics
     others = {r: n for r, n in steps.other_ranks.items() if r is not None}
@@ -256,7 +258,7 @@ def check_rank_filter(ctx: Context) -> list[str]:
             f"of rank {ranks} (files named by local rank?); used rank {steps.rank}'s only"]
 
 
-def check_throughput_keys(ctx: Context) -> list[str]:
+def check_throughput_keys(ctx: Context) -> list[Text]:
     """Bare ``tokens_per_sec`` is inference, per rank: never the row's training throughput."""
     ignored = ctx.steps.ignored_throughput
     if not ctx.red.steps or not ignored:
@@ -270,7 +272,7 @@ def check_throughput_keys(ctx: Context) -> list[str]:
 # ---------------------------------------------------------------- gpus vs throughput
 
 
-def check_gpus(ctx: Context) -> list[str]:
+def check_gpus(ctx: Context) -> list[Text]:
     """``gpus`` against the world size the logged throughput implies (global / per-GPU)."""
     import numpy as np
 
@@ -287,7 +289,8 @@ def check_gpus(ctx: Context) -> list[str]:
     if not both.any():
         if source == "NGPUS":
             return [f"gpus {gpus} is the allocation's NGPUS: no world size was recorded and no "
-                    "per-GPU throughput was logged to check it; pass --gpus N if fewer ranks ran"]
+                    "per-GPU throughput was logged to check it; pass " + opt("gpus", "N")
+                    + " if fewer ranks ran"]
         return []
     # a finite value of each was read, so each has its key
     names = f"{steps.keys_used['tps']} / {steps.keys_used['tps_per_gpu']}"
@@ -300,17 +303,17 @@ def check_gpus(ctx: Context) -> list[str]:
     if logged == gpus:
         return []
     if source == "flag":
-        return [f"--gpus {gpus} differs from the {plural(logged, 'rank')} the logged throughput "
-                f"implies ({names} = {logged}); kept --gpus {gpus}"]
-    raise AmscError(f"{ctx.placement.how['gpus']} disagrees with the logged throughput: "
-                    f"{names} = {logged}; pass --gpus {logged} (or --gpus {gpus} if the "
-                    "per-GPU figure is what is wrong)")
+        return [opt("gpus", gpus) + f" differs from the {plural(logged, 'rank')} the logged "
+                f"throughput implies ({names} = {logged}); kept " + opt("gpus", gpus)]
+    raise AmscError(ctx.placement.how["gpus"] + " disagrees with the logged throughput: "
+                    f"{names} = {logged}; pass " + opt("gpus", logged) + " (or "
+                    + opt("gpus", gpus) + " if the per-GPU figure is what is wrong)")
 
 
 # ---------------------------------------------------------------- step time vs clock
 
 
-def check_step_time(ctx: Context) -> list[str]:
+def check_step_time(ctx: Context) -> list[Text]:
     """Summed ``dt`` against the records' time span, and pauses between records."""
     import numpy as np
 
@@ -318,7 +321,7 @@ def check_step_time(ctx: Context) -> list[str]:
         return _step_time(ctx)
 
 
-def _step_time(ctx: Context) -> list[str]:
+def _step_time(ctx: Context) -> list[Text]:
     import numpy as np
 
     from ezpz_amsc.run.reduce import (
@@ -351,8 +354,8 @@ def _step_time(ctx: Context) -> list[str]:
                "between the first and last record: dt is not in seconds, or the records are "
                "not one process's")
         if not flag:
-            raise AmscError(f"{why}; pass --wall-time-sec SECONDS")
-        return [f"{why}; wall_time_sec from --wall-time-sec"]
+            raise AmscError(f"{why}; pass " + opt("wall_time_sec", "SECONDS"))
+        return [f"{why}; wall_time_sec from " + opt("wall_time_sec")]
 
     notes = []
     ok = timed & np.isfinite(steps_each) & (steps_each >= 1)
@@ -365,14 +368,14 @@ def _step_time(ctx: Context) -> list[str]:
     if gap.any():
         k = int(np.argmax(np.where(gap, span_each, -np.inf)))
         n = int(gap.sum())
-        hint = "" if flag else "; pass --wall-time-sec SECONDS to count it"
+        hint: Text = "" if flag else "; pass " + opt("wall_time_sec", "SECONDS") + " to count it"
         total = "" if n == 1 else f", {duration(paused)} in all"
         notes.append(
             f"{plural(n, 'pause')} between records far above the typical "
             f"{typical:.3g} s per step{total}: the longest {duration(float(span_each[k]))} "
             f"between {_step_name(float(step[k]))} and {_step_name(float(step[k + 1]))} "
             f"(eval, checkpointing, a restart?){checkpoint_evidence(ctx)}; wall_time_sec, "
-            f"the summed step time, leaves {'it' if n == 1 else 'them'} out{hint}")
+            f"the summed step time, leaves {'it' if n == 1 else 'them'} out" + hint)
     rest = ok & ~gap
     if rest.all():
         covered, between = float((dt_each * steps_each).sum()), float(span_each.sum())
@@ -387,8 +390,8 @@ def _step_time(ctx: Context) -> list[str]:
             f"step times{scaled} cover {covered:.4g} s of the {between:.4g} s between the "
             f"first and last record{where} ({covered / between:.0%}): dt may miss part of each "
             "step (gradient accumulation timing only the last micro-batch), or the run paused "
-            "(eval, checkpoints); wall_time_sec is the summed step time; pass --wall-time-sec "
-            "SECONDS for the job's real time")
+            "(eval, checkpoints); wall_time_sec is the summed step time; pass "
+            + opt("wall_time_sec", "SECONDS") + " for the job's real time")
     return notes
 
 
@@ -424,7 +427,7 @@ def checkpoint_evidence(ctx: Context) -> str:
     return "; " + ", ".join(said) if said else ""
 
 
-def check_resumed(ctx: Context) -> list[str]:
+def check_resumed(ctx: Context) -> list[Text]:
     """A first logged step far above the logging stride: the row covers part of the run."""
     import numpy as np
 
@@ -446,7 +449,7 @@ def check_resumed(ctx: Context) -> list[str]:
 # ---------------------------------------------------------------- values
 
 
-def check_final_loss(ctx: Context) -> list[str]:
+def check_final_loss(ctx: Context) -> list[Text]:
     """A diverged run's last finite loss is stale: the cell stays empty, with this note."""
     red = ctx.red
     if not red.loss_nonfinite_tail:
@@ -455,15 +458,15 @@ def check_final_loss(ctx: Context) -> list[str]:
     if red.stale_loss is not None:
         value, at = red.stale_loss
         stale = f", not the stale {value:.6g} of {_step_name(at)}"
-    hint = "; pass --status fail if the run failed" if ctx.opts.status == "pass" else ""
     return [f"loss is NaN or infinite on the last {plural(red.loss_nonfinite_tail, 'step')} "
-            f"that logged it (the run diverged?); final_loss left empty{stale}{hint}"]
+            f"that logged it (the run diverged?); final_loss left empty{stale}"
+            + _fail_hint(ctx.opts.status, "run")]
 
 
 # ---------------------------------------------------------------- files
 
 
-def check_rank0_stopped_early(ctx: Context) -> list[str]:
+def check_rank0_stopped_early(ctx: Context) -> list[Text]:
     """Other ranks logged beyond the chosen one: it stopped early.
 
     Per-rank files: the last record of a few other ranks' files (their ends only,
@@ -582,17 +585,22 @@ def _written(files_ago: list[tuple[str, str]]) -> str:
     return f"{name} was written {ago}" + "".join(f" and {n} {a}" for n, a in rest)
 
 
-def check_finished(ctx: Context) -> list[str]:
+def check_finished(ctx: Context) -> list[Text]:
     """Unfinished or stale evidence is noted; the status is never changed for the user."""
     why = unfinished_evidence(ctx)
     if not why:
         return []
     status = ctx.opts.status
-    hint = "; pass --status fail if the job failed" if status == "pass" else ""
-    return [f"run looks unfinished ({'; '.join(why)}); status stays {status!r}{hint}"]
+    return [f"run looks unfinished ({'; '.join(why)}); status stays {status!r}"
+            + _fail_hint(status, "job")]
 
 
-def check_launch_log(ctx: Context) -> list[str]:
+def _fail_hint(status: str, what: str) -> Text:
+    """``; pass --status fail if the run failed`` while the status is pass."""
+    return "; pass " + opt("status", "fail") + f" if the {what} failed" if status == "pass" else ""
+
+
+def check_launch_log(ctx: Context) -> list[Text]:
     """``ezpz launch``'s log in the run directory says the job exited non-zero."""
     from ezpz_amsc.run.layout import launch_exit_status
 
@@ -604,10 +612,9 @@ def check_launch_log(ctx: Context) -> list[str]:
         if status == 0:
             return []
         given = ctx.opts.status
-        hint = "; pass --status fail if the job failed" if given == "pass" else ""
         return [f"{rel_to(ctx.files.root, path)} says the job exited with status {status} "
-                f"(ezpz launch: 'Execution finished with {status}.'); status stays "
-                f"{given!r}{hint}"]
+                f"(ezpz launch: 'Execution finished with {status}.'); status stays {given!r}"
+                + _fail_hint(given, "job")]
     return []
 
 
@@ -629,7 +636,7 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-def run_checks(ctx: Context) -> list[str]:
+def run_checks(ctx: Context) -> list[Text]:
     """Run every check; notes in :data:`CHECKS` order, or the first refusal."""
     notes: list[str] = []
     for check in CHECKS:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
+from ezpz_amsc.text import Message, Text
+
 # The series the sparkline draws, in order of preference (throughput; a run that
 # logs none gets its step time), and what each one is.
 TREND_SERIES = {"tps": "throughput", "tps_per_gpu": "throughput per GPU", "dt": "step time"}
@@ -85,9 +87,9 @@ class ProvenanceDetail:
 class PlacementDetail:
     """Each column's derivation, e.g. ``gpus 12 = max(WORLD_SIZE_IN_USE 12, world_size 12)``."""
 
-    system: str
-    gpus: str
-    nodes: str
+    system: Text
+    gpus: Text
+    nodes: Text
 
 
 @dataclass
@@ -120,6 +122,8 @@ def as_data(value: Any) -> Any:
 
     ``dataclasses.asdict`` does the same but deep-copies every number: 4x slower.
     """
+    if isinstance(value, Message):  # a derivation naming an option: as the docs spell it
+        return value.render()
     if hasattr(value, "__dataclass_fields__"):
         return {f.name: as_data(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, list):

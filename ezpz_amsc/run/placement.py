@@ -18,13 +18,13 @@ from ezpz_amsc.errors import AmscError
 from ezpz_amsc.fs.read import read_capped
 from ezpz_amsc.results.schema import MAX_CELL_CHARS, MAX_COUNT, MAX_PROVENANCE_BYTES, formula_like
 from ezpz_amsc.run.layout import RunFiles, rel_to
-from ezpz_amsc.text import digits, plural
+from ezpz_amsc.text import Message, Text, digits, joined, opt, plural
 
 KEYS = ("MACHINE", "HOSTNAME", "NUM_NODES", "NGPUS", "GPUS_PER_NODE",
         "WORLD_SIZE_IN_USE", "world_size", "EZPZ_RUN_COMMAND")
 # The flag that settles each count when provenance cannot.
-COUNT_FLAG = {"NUM_NODES": "--nodes", "GPUS_PER_NODE": "--nodes", "NGPUS": "--gpus",
-              "WORLD_SIZE_IN_USE": "--gpus", "world_size": "--gpus"}
+COUNT_OPTION = {"NUM_NODES": "nodes", "GPUS_PER_NODE": "nodes", "NGPUS": "gpus",
+                "WORLD_SIZE_IN_USE": "gpus", "world_size": "gpus"}
 _COUNT = re.compile(r"\s*\+?(\d+)(?:\.0*)?\s*\Z")
 # Launcher flags that give ranks per node: mpiexec/mpirun, srun, torchrun.
 PPN_FLAGS = ("--ppn", "-ppn", "--npernode", "-npernode", "--ntasks-per-node",
@@ -56,7 +56,7 @@ class Placement:
     system: str
     nodes: int
     gpus: int
-    how: dict[str, str]  # column -> one-line derivation, for --explain
+    how: dict[str, Text]  # column -> one-line derivation, for --explain
     gpus_source: str = "flag"  # "flag", "world_size" (the ranks that ran) or "NGPUS" (allocation)
 
 
@@ -266,7 +266,8 @@ def _count(prov: Provenance, key: str, allow_zero: bool = False) -> int | None:
         return None
     if val > MAX_COUNT:
         raise AmscError(f"{key}={digits(raw.strip())} from {prov.source[key]} is not a "
-                        f"plausible count (more than {MAX_COUNT:,}); pass {COUNT_FLAG[key]} N")
+                        f"plausible count (more than {MAX_COUNT:,}); pass "
+                        + opt(COUNT_OPTION[key], "N"))
     return val
 
 
@@ -274,17 +275,17 @@ def _check_system_cell(system: str, key: str, value: str, source: str) -> None:
     """The system cell taken from ``key`` must be one a results file can hold."""
     if len(system) > MAX_CELL_CHARS:
         raise AmscError(f"{key} from {source} is {len(value):,} characters long, not a system "
-                        "name; pass --system NAME")
+                        "name; pass " + opt("system", "NAME"))
     if formula_like(system):
         raise AmscError(f"{key}={value!r} from {source} would run as a formula when the CSV is "
-                        "opened in a spreadsheet; pass --system NAME")
+                        "opened in a spreadsheet; pass " + opt("system", "NAME"))
 
 
 def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
                       gpus: int | None) -> Placement:
     """Apply flags, then the provenance rules; one error naming every missing flag."""
-    how: dict[str, str] = {}
-    missing: list[str] = []
+    how: dict[str, Text] = {}
+    missing: list[Message] = []
 
     # ``how`` reads "column value = where it came from", e.g. for --explain:
     # "gpus 12 = max(WORLD_SIZE_IN_USE 12, world_size 12)".
@@ -297,7 +298,7 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
                               "not a single line of printable text")
             del prov.values[key]
     if system:
-        how["system"] = f"system {system} = --system"
+        how["system"] = f"system {system} = " + opt("system")
     elif prov.values.get("MACHINE"):
         system = prov.values["MACHINE"]
         _check_system_cell(system, "MACHINE", system, prov.source["MACHINE"])
@@ -312,9 +313,9 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
                          f"{prov.source['HOSTNAME']})")
         known = "" if system != host else ", which names no known facility"
         prov.notes.append(f"no MACHINE recorded; system {system!r} from HOSTNAME {host!r} "
-                          f"by {by}{known}; pass --system to override")
+                          f"by {by}{known}; pass " + opt("system") + " to override")
     else:
-        missing.append("--system NAME")
+        missing.append(opt("system", "NAME"))
 
     # Counts are parsed only when a rule needs them, so an irrelevant odd value
     # (NGPUS=0 on a CPU host) raises no note.
@@ -324,7 +325,7 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
 
     gpus_source = "flag"
     if gpus is not None:
-        how["gpus"] = f"gpus {gpus} = --gpus"
+        how["gpus"] = f"gpus {gpus} = " + opt("gpus")
     elif wsiu is not None or ws is not None:
         # Under torchrun WORLD_SIZE_IN_USE reads 1 while world_size is right.
         gpus = max(x for x in (wsiu, ws) if x is not None)
@@ -336,10 +337,10 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
         gpus_source = "NGPUS"
         how["gpus"] = f"gpus {gpus} = NGPUS (the allocation; no world size recorded)"
     else:
-        missing.append("--gpus N")
+        missing.append(opt("gpus", "N"))
 
     if nodes is not None:
-        how["nodes"] = f"nodes {nodes} = --nodes"
+        how["nodes"] = f"nodes {nodes} = " + opt("nodes")
     elif gpus is not None and (nodes := _nodes_from_ranks(prov, gpus, gpn, how)) is not None:
         pass
     elif (num_nodes := _count(prov, "NUM_NODES")) is not None:
@@ -349,17 +350,17 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
         if gpus is not None and nodes > gpus and not gpus_flag:
             raise AmscError(
                 f"NUM_NODES {nodes} exceeds the {plural(gpus, 'rank')} that ran: it describes "
-                "the allocation, not the run; pass --nodes N"
+                "the allocation, not the run; pass " + opt("nodes", "N")
             )
     else:
-        missing.append("--nodes N")
+        missing.append(opt("nodes", "N"))
 
     if missing:
         looked = ", ".join(prov.tiers) if prov.tiers else (
             "no run_info.json, config.json or report with ### Distributed found")
         raise AmscError(
-            f"cannot tell {', '.join(m.split()[0][2:] for m in missing)} of this run "
-            f"(provenance: {looked}); pass {' '.join(missing)}"
+            f"cannot tell {', '.join(m.options()[0].name for m in missing)} of this run "
+            f"(provenance: {looked}); pass " + joined(" ", missing)
         )
     assert system is not None and nodes is not None and gpus is not None
     if gpn is None:
@@ -367,12 +368,12 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
     if nodes > gpus and (nodes_flag or gpus_flag):
         prov.notes.append(f"nodes {nodes} exceeds gpus {gpus}: some nodes ran no rank")
     if gpus_flag and gpn and gpus % gpn:
-        prov.notes.append(f"--gpus {gpus} is not a multiple of GPUS_PER_NODE {gpn}")
+        prov.notes.append(opt("gpus", gpus) + f" is not a multiple of GPUS_PER_NODE {gpn}")
     return Placement(system=system, nodes=nodes, gpus=gpus, how=how, gpus_source=gpus_source)
 
 
 def _nodes_from_ranks(prov: Provenance, gpus: int, gpn: int | None,
-                      how: dict[str, str]) -> int | None:
+                      how: dict[str, Text]) -> int | None:
     """ceil(ranks / ranks per node), from the launch line, else from GPUS_PER_NODE; or
     the nodes the launch line names (srun ``-N``).
 
@@ -400,16 +401,16 @@ def _nodes_from_ranks(prov: Provenance, gpus: int, gpn: int | None,
         return nodes
     if nodes > num_nodes:
         raise AmscError(f"{gpus} ranks at {per_node} per node ({why}) need {nodes} nodes, but "
-                        f"the job had NUM_NODES {num_nodes}; pass --nodes N")
+                        f"the job had NUM_NODES {num_nodes}; pass " + opt("nodes", "N"))
     if nodes < num_nodes and layout.per_node is None:
         prov.notes.append(f"nodes {nodes} assumes {plural(gpn, 'rank')} per node "
                           f"(GPUS_PER_NODE); the job had {num_nodes} nodes (NUM_NODES); "
-                          f"pass --nodes {num_nodes} if the ranks were spread thinner")
+                          "pass " + opt("nodes", num_nodes) + " if the ranks were spread thinner")
     return nodes
 
 
 def _launched_nodes(prov: Provenance, gpus: int, layout: LaunchLayout,
-                    how: dict[str, str]) -> int:
+                    how: dict[str, Text]) -> int:
     """The nodes srun was asked for (``-N``); a node runs at least one rank."""
     assert layout.nodes is not None
     why = f"{layout.nodes_flag} in EZPZ_RUN_COMMAND"
@@ -419,7 +420,7 @@ def _launched_nodes(prov: Provenance, gpus: int, layout: LaunchLayout,
     num_nodes = _count(prov, "NUM_NODES")
     if num_nodes is not None and nodes > num_nodes:
         raise AmscError(f"{gpus} ranks on {nodes} nodes ({why}) need more nodes than the job "
-                        f"had (NUM_NODES {num_nodes}); pass --nodes N")
+                        f"had (NUM_NODES {num_nodes}); pass " + opt("nodes", "N"))
     return nodes
 
 

@@ -17,7 +17,7 @@ from ezpz_amsc.options import REDUCERS
 from ezpz_amsc.results.schema import CLOCK_SLACK_SEC, MAX_COUNT, MFU_MAX_PCT, TIMESTAMP_MIN
 from ezpz_amsc.run.details import Segment, StepCoverage
 from ezpz_amsc.run.steps import COUNTER_KEYS, SERIES, Steps, epoch_values
-from ezpz_amsc.text import plural
+from ezpz_amsc.text import opt, plural
 
 # Columns read beside the series (steps.TOKEN_KEYS, steps.STEP_EPOCH_KEYS), in the same
 # table while records are filtered and ordered, never reduced into a cell.
@@ -517,8 +517,8 @@ def _pick_attempt(segments: list[Segment], attempt: str) -> int:
     k = int(attempt)
     if not 1 <= k <= len(segments):
         held = f"{len(segments)} attempt{'' if len(segments) == 1 else 's'}"
-        raise AmscError(f"--attempt {k}: the records hold {held}; pass --attempt last "
-                        f"or a number from 1 to {len(segments)}")
+        raise AmscError(opt("attempt", k) + f": the records hold {held}; pass "
+                        + opt("attempt", "last") + f" or a number from 1 to {len(segments)}")
     return k - 1
 
 

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.fs.read import open_regular
+from ezpz_amsc.options import ENV_JSON
 from ezpz_amsc.results.schema import MAX_LINE_BYTES
 from ezpz_amsc.run.layout import MetricsSource
 from ezpz_amsc.run.lines import is_gzip, iter_lines, open_metrics
@@ -231,7 +232,7 @@ def _fast_loads() -> Callable[[bytes], Any] | None:
     ``EZPZ_AMSC_JSON=stdlib`` forces the standard library, so that both paths
     can be tested and compared on the same machine.
     """
-    if os.environ.get("EZPZ_AMSC_JSON", "").strip().lower() == "stdlib":
+    if os.environ.get(ENV_JSON, "").strip().lower() == "stdlib":
         return None
     try:
         from orjson import loads

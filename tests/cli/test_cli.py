@@ -353,8 +353,9 @@ def test_subcommands_load_only_when_needed(argv, expected):
                        text=True, cwd=REPO, check=True)
     # What loading the CLI costs: no pipeline, no numpy.
     base = ["ezpz_amsc", "ezpz_amsc.version", "ezpz_amsc.cli", "ezpz_amsc.cli.group",
-            "ezpz_amsc.cli.edge", "ezpz_amsc.cli.help", "ezpz_amsc.errors", "ezpz_amsc.options",
-            "ezpz_amsc.results", "ezpz_amsc.results.schema"]
+            "ezpz_amsc.cli.edge", "ezpz_amsc.cli.help", "ezpz_amsc.cli.output", "ezpz_amsc.errors",
+            "ezpz_amsc.options", "ezpz_amsc.results", "ezpz_amsc.results.schema",
+            "ezpz_amsc.text"]
     assert json.loads(p.stdout.splitlines()[-1]) == sorted(base + expected)
 
 

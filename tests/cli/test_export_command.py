@@ -36,7 +36,8 @@ from helpers import (
     write_run_info,
 )
 
-from ezpz_amsc.flow.export import batch_notes, export_many, export_run
+from ezpz_amsc.cli.output import batch_notes
+from ezpz_amsc.flow.export import export_many, export_run
 from ezpz_amsc.options import ExportOptions
 from ezpz_amsc.results.schema import HEADER
 

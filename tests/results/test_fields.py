@@ -23,6 +23,7 @@ from ezpz_amsc.results.fields import (
 )
 from ezpz_amsc.results.schema import HEADER, KEY_COLUMNS, dashboard_problems
 from ezpz_amsc.run import reduce
+from ezpz_amsc.text import spelled
 
 ROW = expected_row("fsdp_tp-2rank")
 
@@ -62,7 +63,8 @@ def test_each_field_carries_the_constraints_check_enforces():
     by_name = {f["name"]: f for f in table_schema()["fields"]}
     assert by_name["timestamp"] == {
         "name": "timestamp", "type": "datetime", "format": "%Y-%m-%dT%H:%M:%SZ",
-        "description": COLUMNS["timestamp"].description, "constraints": {"required": True}}
+        "description": spelled(COLUMNS["timestamp"].description),
+        "constraints": {"required": True}}
     assert by_name["system"]["constraints"] == {"required": True, "pattern": NOT_BLANK}
     assert by_name["config"]["constraints"] == {"required": True, "pattern": NOT_BLANK}
     assert by_name["nodes"]["constraints"] == {"required": True, "minimum": 1}
@@ -148,19 +150,19 @@ NUMBERS = (REPO / "docs" / "numbers.md").read_text()
 
 def test_every_column_has_a_one_line_description():
     for name in HEADER:
-        text = COLUMNS[name].description
+        text = spelled(COLUMNS[name].description)
         assert text.endswith(".") and "\n" not in text and len(text) <= 150, name
 
 
 def test_units_are_in_the_descriptions():
-    assert "percent (0-100) per GPU" in COLUMNS["mfu"].description
-    assert COLUMNS["tflops"].description.startswith("TFLOPS per GPU")
-    assert COLUMNS["wall_time_sec"].description.startswith("Seconds")
-    assert COLUMNS["throughput_tokens_per_sec"].description.startswith(
+    assert "percent (0-100) per GPU" in spelled(COLUMNS["mfu"].description)
+    assert spelled(COLUMNS["tflops"].description).startswith("TFLOPS per GPU")
+    assert spelled(COLUMNS["wall_time_sec"].description).startswith("Seconds")
+    assert spelled(COLUMNS["throughput_tokens_per_sec"].description).startswith(
         "Tokens per second, all GPUs together")
-    assert COLUMNS["throughput_tokens_per_sec_per_gpu"].description.startswith(
+    assert spelled(COLUMNS["throughput_tokens_per_sec_per_gpu"].description).startswith(
         "Tokens per second per GPU")
-    assert "UTC" in COLUMNS["timestamp"].description
+    assert "UTC" in spelled(COLUMNS["timestamp"].description)
 
 
 @pytest.mark.parametrize("name", HEADER)
@@ -169,6 +171,6 @@ def test_descriptions_cite_the_sources_docs_numbers_names(name):
     # whose table says where each column comes from.
     assert f"| `{name}`" in NUMBERS or f", `{name}`" in NUMBERS
     cited = re.findall(r"--[a-z][\w-]+|train/\w+|\b[A-Z][A-Z_]{3,}\b|run_info\.json",
-                       COLUMNS[name].description)
+                       spelled(COLUMNS[name].description))
     missing = [c for c in cited if c not in NUMBERS and c not in ("UTC", "TFLOPS", "GPUS")]
     assert missing == []
