@@ -13,7 +13,7 @@ import pytest
 from helpers import REPO
 
 PACKAGE = REPO / "ezpz_amsc"
-SUBPACKAGES = ("cli", "run", "results", "records", "report", "render", "fs")
+SUBPACKAGES = ("cli", "run", "results", "records", "report", "compare", "render", "fs")
 MAX_ROOT_MODULES = 8
 
 
