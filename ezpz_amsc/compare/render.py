@@ -26,6 +26,20 @@ from ezpz_amsc.report.markdown import escape
 ALWAYS_COUNTED = ("slower", "broke")
 
 
+def level(settings: Mapping[str, Any]) -> str:
+    """The intervals' confidence, ``95%`` at alpha 0.05."""
+    return f"{100 * (1 - settings['alpha']):g}%"
+
+
+def legend(s: Mapping[str, Any]) -> str:
+    """What the columns are and what each verdict needs, under the summary line."""
+    effect = f"{s['min_effect_pct']:g}%"
+    return ("tokens/s/gpu, medians over each point's pass rows; change = new / base - 1; "
+            f"slower or faster: Holm-significant at {s['alpha']:g} and at least {effect} (2 or "
+            f"more repeats a side); same: the {level(s)} interval inside ±{effect}; resolves: "
+            "the smallest change the point would call")
+
+
 def _signed(x: float | None) -> str:
     return "-" if x is None else f"{x:+.1f}%"
 
@@ -109,15 +123,15 @@ def _span(xs: Sequence[float]) -> str:
 
 def point_note(p: Mapping[str, Any], settings: Mapping[str, Any], interval: bool = True) -> str:
     """What a point's verdict rests on, or why it has none: one sentence (``interval``:
-    with the 95% interval, which a table with a column for it leaves out)."""
+    with the interval, which a table with a column for it leaves out)."""
     v, b, n = p["verdict"], p["base"], p["new"]
     notes = []
     if interval and p["interval_pct"] is not None:
-        notes.append(f"95% interval {_interval(p['interval_pct'])}")
+        notes.append(f"{level(settings)} interval {_interval(p['interval_pct'])}")
     if v in ("slower", "faster"):
         notes.append(f"adjusted p {p['p_adjusted']:.2g}")
     elif v == "same":
-        notes.append(f"no change of {_bound(p):.1f}% or more")
+        notes.append(f"rules out a change of {_bound(p):.1f}% or more")
     elif v == "unsure":
         if p["settle_repeats"] is None:
             notes.append("more than 50 repeats a side would be needed to settle it")
@@ -197,14 +211,14 @@ def shift_note(s: Mapping[str, Any], settings: Mapping[str, Any]) -> str:
         return (f"{s['system']}: not judged: {plural(s['points'], 'judged point')} (a study "
                 f"shift needs {settings['shift_min_points']})")
     head = (f"{s['system']}: {_signed(s['change_pct'])} over {plural(s['points'], 'point')}, "
-            f"95% interval {_interval(s['interval_pct'])}")
+            f"{level(settings)} interval {_interval(s['interval_pct'])}")
     lo, hi = s["interval_pct"]
     tail = {"slower": f"slower as a whole, by {settings['min_effect_pct']:g}% or more",
             "faster": f"faster as a whole, by {settings['min_effect_pct']:g}% or more",
             "drift": (f"drift: {'slower' if s['change_pct'] < 0 else 'faster'} as a whole by "
                       f"{settings['drift_pct']:g}% to {settings['min_effect_pct']:g}%, "
                       "a warning"),
-            "none": f"no shift of {max(abs(lo), abs(hi)):.1f}% or more"}[s["verdict"]]
+            "none": f"rules out a shift of {max(abs(lo), abs(hi)):.1f}% or more"}[s["verdict"]]
     return f"{head}: {tail}" + (" (assumed noise)" if s["assumed_noise"] else "")
 
 
@@ -227,11 +241,7 @@ def render_text(c: Mapping[str, Any], colour: bool = False) -> str:
     paint = Paint(colour)
     s = c["settings"]
     out = [summary_line(c)]
-    out += wrap(f"tokens/s/gpu, medians over each point's pass rows; change = new / base - 1; "
-                f"slower or faster: Holm-significant at {s['alpha']:g} and at least "
-                f"{s['min_effect_pct']:g}% (2 or more repeats a side); same: the 95% interval "
-                f"inside ±{s['min_effect_pct']:g}%; resolves: the smallest change the point "
-                "would call", "  ", "  ")
+    out += wrap(legend(s), "  ", "  ")
     if (note := outlook(c)) is not None:
         out += wrap(note, "  ", "  ")
     for (config, system), points in _groups(c["points"]).items():
@@ -265,9 +275,9 @@ def render_text(c: Mapping[str, Any], colour: bool = False) -> str:
 # --- Markdown ------------------------------------------------------------------------------
 
 _MD_LISTED = ("verdict", "system", "config", "nodes", "gpus", "base (n)", "new (n)", "ratio",
-              "95% interval", "resolves", "note")
+              "interval", "resolves", "note")
 _MD_ALL = ("verdict", "system", "config", "nodes", "gpus", "base (n)", "new (n)", "ratio",
-           "change", "95% interval", "resolves", "z", "adjusted p", "mfu % base", "mfu % new",
+           "change", "interval", "resolves", "z", "adjusted p", "mfu % base", "mfu % new",
            "wall s base", "wall s new")
 
 
@@ -294,11 +304,7 @@ def render_markdown(c: Mapping[str, Any]) -> str:
     are not `same`, the study shifts and the noise; every point in a <details> table."""
     s = c["settings"]
     out = [escape(summary_line(c)), "",
-           escape(f"tokens/s/gpu, medians over each point's pass rows; change = new / base - 1; "
-                  f"slower or faster: Holm-significant at {s['alpha']:g} and at least "
-                  f"{s['min_effect_pct']:g}% (2 or more repeats a side); same: the 95% interval "
-                  f"inside ±{s['min_effect_pct']:g}%; resolves: the smallest change the point "
-                  "would call.")]
+           escape(legend(s) + ".")]
     if (note := outlook(c)) is not None:
         out += ["", escape(note) + "."]
     listed = [p for p in c["points"] if p["verdict"] != "same"]
