@@ -169,9 +169,18 @@ def point_note(p: Mapping[str, Any], settings: Mapping[str, Any], interval: bool
     return "; ".join(notes)
 
 
+# A failed run's error text as a note shows it: the first few, each cut (a cell may hold
+# 128 KiB); the JSON keeps every distinct text whole.
+MAX_ERRORS_SHOWN, MAX_ERROR_CHARS = 3, 120
+
+
 def _failed(s: Mapping[str, Any]) -> str:
     text = plural(s["failed"], "failed run")
-    return text + (f" ({'; '.join(s['errors'])})" if s["errors"] else "")
+    errors = [e if len(e) <= MAX_ERROR_CHARS else e[:MAX_ERROR_CHARS - 1] + "…"
+              for e in s["errors"][:MAX_ERRORS_SHOWN]]
+    if len(s["errors"]) > MAX_ERRORS_SHOWN:
+        errors.append(f"{len(s['errors']) - MAX_ERRORS_SHOWN} more")
+    return text + (f" ({'; '.join(errors)})" if errors else "")
 
 
 def _runs_failed(s: Mapping[str, Any]) -> str:

@@ -150,3 +150,17 @@ def test_the_text_names_the_noise_and_the_shift(mixed):
 def test_colour_only_when_asked(mixed):
     assert "\x1b[" not in render_text(mixed)
     assert "\x1b[33m" in render_text(mixed, colour=True)
+
+
+def test_long_and_many_error_texts_are_cut_in_the_note_and_whole_in_the_json(tmp_path):
+    base, new = steady({})
+    base.add("aurora", 50, 9_000)
+    for i in range(5):
+        new.add("aurora", 50, None, status="fail", error=f"e{i} " + "x" * 300)
+    c = run(tmp_path, base, new)
+    broke = next(p for p in c["points"] if p["verdict"] == "broke")
+    assert len(broke["new"]["errors"]) == 5 and len(broke["new"]["errors"][0]) == 303
+    md = render_markdown(c)
+    line = next(ln for ln in md.splitlines() if ln.startswith("| **broke**"))
+    assert "e2 " in line and "e3 " not in line and "; 2 more)" in line
+    assert "x" * 120 not in line and "x" * 110 + "…" in line
