@@ -33,6 +33,7 @@ class ExitStatus(enum.IntEnum):
                  "line says why and which flag settles it")
     USAGE = 2, ("bad command line: unknown option, bad value, missing " + opt("config")
                 + " or RUN_DIR")
+    NOTHING_COMPARABLE = 3, "nothing comparable (compare)"
     # What a shell reports for a process that SIGPIPE ended (128 + 13): stdout was closed
     # before everything was written (``... | head -1``).
     BROKEN_PIPE = 141, "stdout was closed before everything was written"

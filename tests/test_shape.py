@@ -13,7 +13,7 @@ import pytest
 from helpers import REPO
 
 PACKAGE = REPO / "ezpz_amsc"
-SUBPACKAGES = ("cli", "flow", "run", "results", "records", "report", "fs")
+SUBPACKAGES = ("cli", "flow", "run", "results", "records", "report", "compare", "fs")
 MAX_ROOT_MODULES = 8
 
 

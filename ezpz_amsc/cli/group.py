@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "check": "ezpz_amsc.cli.check_command:check",
     "describe": "ezpz_amsc.cli.describe_command:describe",
     "report": "ezpz_amsc.cli.report_command:report_command",
+    "compare": "ezpz_amsc.cli.compare_command:compare_command",
     "reproduce": "ezpz_amsc.cli.reproduce_command:reproduce",
     "help": "ezpz_amsc.cli.help_command:help_command",
     "version": "ezpz_amsc.cli.version_command:version_command",
@@ -150,7 +151,7 @@ cli = AmscGroup(
          "A run directory named like a command is exported as 'export NAME' or './NAME'.",
     usages=(f"[{DEFAULT_COMMAND}] RUN_DIR... --config LABEL [OPTIONS]",
             "check RESULTS_CSV... [--provenance DIR]", "describe RESULTS_CSV",
-            "report RESULTS_CSV... [--plot FILE]",
+            "report RESULTS_CSV... [--plot FILE]", "compare BASE_CSV NEW_CSV [--format FORMAT]",
             "reproduce RECORD.json...", "COMMAND [ARGS]..."),
     examples=(
         (f"RUN_DIR --config {CONFIG_EXAMPLE}", "one row, with header, on stdout"),
@@ -159,6 +160,7 @@ cli = AmscGroup(
         ("describe results.csv", "its datapackage.json, for other tools"),
         ("reproduce records/*.json", "re-export recorded rows, compare"),
         ("report results.csv --plot scaling.png", "the scaling study, before publishing"),
+        ("compare old.csv new.csv", "regressions beyond noise, exit 1 if any"),
         ("export -h", "every export option"),
     ),
 )

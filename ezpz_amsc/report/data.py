@@ -76,7 +76,8 @@ class Point:
     """The measured repeats of one point (same config, system, nodes, gpus): ``pass`` rows
     with both throughput cells, kept as columns of numbers, not as rows."""
 
-    __slots__ = ("tps", "tps_per_gpu", "mfu_pct", "mfu_zero", "sources", "mismatched")
+    __slots__ = ("tps", "tps_per_gpu", "mfu_pct", "mfu_zero", "sources", "mismatched",
+                 "wall", "steps", "first", "last")
 
     def __init__(self) -> None:
         self.tps = array("d")
@@ -86,6 +87,12 @@ class Point:
         self.sources = array("I")  # where each repeat is (:meth:`Sweep.source`); 8 bytes if need be
         # (where, tokens/s/gpu x gpus / tokens/s) of the repeats off by GPUS_MISMATCH_PCT
         self.mismatched: list[tuple[int, float]] = []
+        # What ``compare`` shows or checks beside the rates: the wall times the repeats
+        # have, how many repeats logged each ``steps`` cell (as written; "" when empty),
+        # and the first and last timestamp (the schema's fixed format sorts as text).
+        self.wall = array("d")
+        self.steps: dict[str, int] = {}
+        self.first = self.last = ""
 
     def __len__(self) -> int:
         return len(self.tps)
@@ -205,6 +212,7 @@ class _Reading:
                     point, gpus, counts, system = known
                     counts[system] += 1
                     _measure(point, where, tps, tps_per_gpu, gpus, row[_MFU])
+                    _beside(point, row)
                     return
         if self.seen is None:
             system = row[_SYSTEM]
@@ -238,8 +246,9 @@ class _Reading:
 _KEY_CELLS = operator.itemgetter(*KEY_INDEX)  # the run identity
 _SYSTEM_AT = KEY_COLUMNS.index("system")  # in the run identity
 (_TIMESTAMP, _SYSTEM, _CONFIG, _NODES, _GPUS, _STATUS, _ERROR, _TPS, _TPS_PER_GPU,
- _MFU) = (HEADER.index(column(c)) for c in ("timestamp", "system", "config", "nodes", "gpus",
-                                             "status", "error", TPS, TPS_PER_GPU, MFU))
+ _MFU, _WALL, _STEPS) = (HEADER.index(column(c)) for c in (
+     "timestamp", "system", "config", "nodes", "gpus", "status", "error", TPS, TPS_PER_GPU,
+     MFU, "wall_time_sec", "steps"))
 
 
 def _identity(row: list[str]) -> RunKey:
@@ -303,7 +312,22 @@ def _sort_row(sweep: Sweep, where: int, row: list[str],
         point = sweep.measured[key] = Point()
     known[(row[_CONFIG], system, row[_NODES], row[_GPUS])] = (point, gpus, counts, system)
     _measure(point, where, tps, tps_per_gpu, gpus, row[_MFU])
+    _beside(point, row)
     return None
+
+
+def _beside(point: Point, row: list[str]) -> None:
+    """What ``compare`` reads of a measured repeat beside its rates: wall time, steps, when."""
+    wall = _number(row[_WALL])
+    if wall is not None:
+        point.wall.append(wall)
+    steps = row[_STEPS].strip()
+    point.steps[steps] = point.steps.get(steps, 0) + 1
+    stamp = row[_TIMESTAMP]
+    if not point.first or stamp < point.first:
+        point.first = stamp
+    if stamp > point.last:
+        point.last = stamp
 
 
 def _measure(point: Point, where: int, tps: float, tps_per_gpu: float, gpus: int,
