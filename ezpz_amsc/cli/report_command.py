@@ -25,16 +25,19 @@ DEFAULT_DPI, MIN_DPI, MAX_DPI = 100, 50, 600
     examples=(("results/amsc.csv", "efficiency per node count, flags"),
               ("aurora.csv perlmutter.csv --plot scaling.png", "two machines, and a plot"),
               ("results/amsc.csv --format json", "the same report as data"),
-              ("results/amsc.csv --format markdown", "for a pull request's description")),
+              ("results/amsc.csv --format markdown", "for a pull request's description"),
+              ("results/amsc.csv --format html > scaling.html", "one page to publish or send")),
     exit_codes=(("0", "report printed (rows with a problem are listed on stderr)"),
                 ("1", "a file cannot be read, or the plot cannot be written"),
                 ("2", "bad command line")),
 )
 @click.argument("paths", metavar="RESULTS_CSV...", nargs=-1, required=True, type=RESULTS_CSV)
-@click.option("--format", "out_format", type=click.Choice(["text", "json", "markdown"]),
+@click.option("--format", "out_format",
+              type=click.Choice(["text", "json", "markdown", "html"]),
               default="text", show_default=True,
               help="text: tables for a terminal; json: the same report as data; markdown: "
-                   "GitHub-flavoured tables, e.g. for a pull request.")
+                   "GitHub-flavoured tables, e.g. for a pull request; html: one self-contained "
+                   "page with charts (no network, no matplotlib needed).")
 @click.option("--plot", "plot_path", metavar="FILE", type=PLOT_FILE,
               help="Also draw tokens/s/gpu and efficiency against nodes to FILE (.png, .svg or "
                    ".pdf; needs matplotlib, the 'plot' extra).")
@@ -65,7 +68,7 @@ def report_command(paths: tuple[str, ...], out_format: str, plot_path: str | Non
 
     from ezpz_amsc.report.data import build_report, read_sweep, to_json
 
-    report = build_report(read_sweep(paths), sources=out_format == "json")
+    report = build_report(read_sweep(paths), sources=out_format in ("json", "html"))
     notes = [*report["problems"], *notes]
     if plot_path is not None:
         from ezpz_amsc.report.plot import write_plot
@@ -77,6 +80,10 @@ def report_command(paths: tuple[str, ...], out_format: str, plot_path: str | Non
         from ezpz_amsc.report.markdown import render_markdown
 
         sys.stdout.write(render_markdown(report))
+    elif out_format == "html":
+        from ezpz_amsc.report.html import render_html
+
+        sys.stdout.write(render_html(report))
     else:
         from ezpz_amsc.render.terminal import use_colour
         from ezpz_amsc.report.text import render_text

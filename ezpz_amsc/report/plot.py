@@ -15,7 +15,16 @@ from typing import Any
 
 from ezpz_amsc.errors import AmscError, AmscUsageError
 from ezpz_amsc.render.terminal import printable
-from ezpz_amsc.report.axis import LABEL_GAP_EM, grouped, node_labels, tick_step
+from ezpz_amsc.report.chart import (
+    LABEL_GAP_EM,
+    flag_words,
+    grouped,
+    node_labels,
+    per_node_text,
+    scales,
+    series,
+    tick_step,
+)
 from ezpz_amsc.report.data import rate_text
 
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
@@ -23,8 +32,6 @@ FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
 _METADATA: dict[str, dict[str, Any] | None] = {
     "png": None, "svg": {"Date": None}, "pdf": {"CreationDate": None}}
 FLAG_COLOUR = "tab:red"
-_SHORT = {"superlinear": "superlinear", "low_efficiency": "low eff", "spread": "spread",
-          "gpus_mismatch": "gpus?", "partial_mfu": "mfu", "mixed_gpus": "gpus?"}
 # Inches: a column per config (two columns past three configs), a config whose
 # systems ran several node counts gets the throughput panel over the efficiency panel,
 # one that ran a single node count a note a few lines high.
@@ -86,11 +93,6 @@ def _notes(caught: list[warnings.WarningMessage], path: str) -> list[str]:
     return notes
 
 
-def _scales(groups: list[Mapping[str, Any]]) -> bool:
-    """Whether some system of the config ran more than one node count."""
-    return any(len({p["nodes"] for p in g["points"]}) > 1 for g in groups)
-
-
 def _figure(groups: list[Mapping[str, Any]], thresholds: Mapping[str, float],
             dpi: int = DEFAULT_DPI) -> Any:
     from matplotlib.figure import Figure
@@ -105,7 +107,7 @@ def _figure(groups: list[Mapping[str, Any]], thresholds: Mapping[str, float],
     bottoms = []
     for r, row in enumerate(rows):
         for c, (config, gs) in enumerate(row):
-            if _scales(gs):
+            if scales(gs):
                 inner = outer[r, c].subgridspec(2, 1, height_ratios=SCALING_HEIGHT)
                 ax = fig.add_subplot(inner[0])
                 eff = fig.add_subplot(inner[1], sharex=ax)
@@ -119,7 +121,7 @@ def _figure(groups: list[Mapping[str, Any]], thresholds: Mapping[str, float],
 
 
 def _cell_height(groups: list[Mapping[str, Any]]) -> float:
-    if _scales(groups):
+    if scales(groups):
         return sum(SCALING_HEIGHT)
     return NOTE_HEIGHT + NOTE_LINE * (1 + len(groups))
 
@@ -132,7 +134,7 @@ def _note(ax: Any, config: str, groups: list[Mapping[str, Any]]) -> None:
     nodes = groups[0]["points"][0]["nodes"]
     lines = [f"only one node count ({nodes:,}): no scaling to show; per GPU:"]
     for g in groups:
-        kinds = _flag_kinds(g)
+        kinds = flag_words(g)
         said = []
         for p in g["points"]:
             flags = kinds.get((p["nodes"], p["gpus"]))
@@ -171,24 +173,6 @@ def _thin_node_labels(fig: Any, axes: list[Any]) -> None:
         ax.set_xticklabels([f"{n:,}" if n in kept else "" for n in nodes])
 
 
-def _series(points: list[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
-    """The points of one system split by GPUs per node, each a weak-scaling series.
-
-    Two ``gpus`` counts at one node count are two experiments (or a wrong cell,
-    which the report flags): joined by one line they would draw a vertical
-    segment that reads as a measurement.
-    """
-    by_ratio: dict[float, list[Mapping[str, Any]]] = {}
-    for p in points:
-        by_ratio.setdefault(p["gpus"] / p["nodes"], []).append(p)
-    return [by_ratio[r] for r in sorted(by_ratio)]
-
-
-def _ratio_text(p: Mapping[str, Any]) -> str:
-    per_node = p["gpus"] / p["nodes"]
-    return f"{per_node:g} gpu{'' if per_node == 1 else 's'}/node"
-
-
 def _panel(ax: Any, config: str, groups: list[Mapping[str, Any]]) -> None:
     from matplotlib.lines import Line2D
 
@@ -197,11 +181,11 @@ def _panel(ax: Any, config: str, groups: list[Mapping[str, Any]]) -> None:
     ideal = spread = False
     for i, g in enumerate(groups):
         colour = f"C{i % 10}"
-        series = _series(g["points"])
-        for k, pts in enumerate(series):
+        all_series = series(g["points"])
+        for k, pts in enumerate(all_series):
             xs = [p["nodes"] for p in pts]
             ys = [p["tokens_per_sec_per_gpu"] for p in pts]
-            label = _label(g["system"]) + (f" ({_ratio_text(pts[0])})" if len(series) > 1
+            label = _label(g["system"]) + (f" ({per_node_text(pts[0])})" if len(all_series) > 1
                                            else "")
             (line,) = ax.plot(xs, ys, marker=_MARKERS[k % len(_MARKERS)], color=colour,
                               label=label)
@@ -285,7 +269,7 @@ def _efficiency_panel(ax: Any, groups: list[Mapping[str, Any]],
     ax.axhline(1.0, linestyle="--", linewidth=1, color="grey")
     top = 1.2
     for i, g in enumerate(groups):
-        for k, pts in enumerate(_series(g["points"])):
+        for k, pts in enumerate(series(g["points"])):
             ys = [p["efficiency"] for p in pts]
             top = max(top, *ys)
             ax.plot([p["nodes"] for p in pts], ys, marker=_MARKERS[k % len(_MARKERS)],
@@ -308,18 +292,8 @@ def _label(text: str) -> str:
     return printable(text).replace("$", r"\$")
 
 
-def _flag_kinds(g: Mapping[str, Any]) -> dict[tuple[int, int], list[str]]:
-    """Each flagged point's flags, in short words (``superlinear``, ``low eff``, ...)."""
-    kinds: dict[tuple[int, int], list[str]] = {}
-    for f in g["flags"]:
-        for p in g["points"]:
-            if f["nodes"] == p["nodes"] and f["gpus"] in (None, p["gpus"]):
-                kinds.setdefault((p["nodes"], p["gpus"]), []).append(_SHORT[f["kind"]])
-    return {at: list(dict.fromkeys(words)) for at, words in kinds.items()}
-
-
 def _mark_flags(ax: Any, g: Mapping[str, Any]) -> None:
-    kinds = _flag_kinds(g)
+    kinds = flag_words(g)
     for p in g["points"]:
         labels = kinds.get((p["nodes"], p["gpus"]))
         if not labels:

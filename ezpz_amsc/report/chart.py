@@ -1,13 +1,19 @@
-"""Axes shared by the plot (matplotlib) and the HTML page's charts (SVG drawn here).
+"""What the plot (matplotlib) and the HTML page's charts (SVG) share.
 
-Which node counts get a label on a log2 axis, where the y ticks go, and how a
-tick's number is written. No matplotlib: the HTML page must not need it.
+Which points make one line, how a flagged point is labelled, which node counts
+get a label on a log2 axis, where the y ticks go, and how a tick's number is
+written. No matplotlib: the HTML page must not need it.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+# A flag's kind in the word a chart writes beside the point.
+SHORT = {"superlinear": "superlinear", "low_efficiency": "low eff", "spread": "spread",
+         "gpus_mismatch": "gpus?", "partial_mfu": "mfu", "mixed_gpus": "gpus?"}
 
 # Space kept between two node-count labels, in the unit of their extents, per unit of
 # font size: a label closer than this reads as one number with its neighbour ("1011").
@@ -74,3 +80,37 @@ def log2_position(lo: int, hi: int, width: float) -> Callable[[float], float]:
         return lambda n: width / 2
     span = math.log2(hi) - math.log2(lo)
     return lambda n: (math.log2(n) - math.log2(lo)) / span * width
+
+
+def scales(groups: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether some system of a config ran more than one node count (else: nothing to draw)."""
+    return any(len({p["nodes"] for p in g["points"]}) > 1 for g in groups)
+
+
+def series(points: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """The points of one system split by GPUs per node, each a weak-scaling series.
+
+    Two ``gpus`` counts at one node count are two experiments (or a wrong cell,
+    which the report flags): joined by one line they would draw a vertical
+    segment that reads as a measurement.
+    """
+    by_ratio: dict[float, list[Mapping[str, Any]]] = {}
+    for p in points:
+        by_ratio.setdefault(p["gpus"] / p["nodes"], []).append(p)
+    return [by_ratio[r] for r in sorted(by_ratio)]
+
+
+def per_node_text(p: Mapping[str, Any]) -> str:
+    """``4 gpus/node``: what tells two series of one system apart."""
+    per_node = p["gpus"] / p["nodes"]
+    return f"{per_node:g} gpu{'' if per_node == 1 else 's'}/node"
+
+
+def flag_words(g: Mapping[str, Any]) -> dict[tuple[int, int], list[str]]:
+    """Each flagged point's flags in short words (``superlinear``, ``low eff``, ...)."""
+    kinds: dict[tuple[int, int], list[str]] = {}
+    for f in g["flags"]:
+        for p in g["points"]:
+            if f["nodes"] == p["nodes"] and f["gpus"] in (None, p["gpus"]):
+                kinds.setdefault((p["nodes"], p["gpus"]), []).append(SHORT[f["kind"]])
+    return {at: list(dict.fromkeys(words)) for at, words in kinds.items()}
