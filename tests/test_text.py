@@ -1,4 +1,4 @@
-"""render/terminal.py, the text helpers ``--explain`` and the report share: colour, wrapping,
+"""text.py, the text helpers ``--explain`` and the report share: colour, wrapping,
 numbers and tables."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The scaling report over results files: its data, its text, its plot.
+"""The scaling report over results files: its data, its text, Markdown and HTML page, its plot.
 
 Import-free, so loading it costs nothing.
 """

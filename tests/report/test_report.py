@@ -7,6 +7,7 @@ import csv
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 import tempfile
@@ -596,7 +597,7 @@ def test_no_path_is_a_usage_error():
     r = run_report()
     assert (r.exit_code, r.stdout) == (2, "")
     assert r.stderr.splitlines() == [
-        "Usage: report RESULTS_CSV... [--format FORMAT] [--plot FILE]",
+        "Usage: report RESULTS_CSV... [--format FORMAT] [--plot FILE [--dpi N]]",
         "error: missing RESULTS_CSV; try 'report -h' for help"]
 
 
@@ -691,11 +692,16 @@ def test_plot_svg_has_the_labels_legend_and_flags(tmp_path):
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
     text = svg.read_text()  # matplotlib keeps each drawn string as a comment
     for label in ("nodes (log2 scale)", "throughput per GPU (tokens/s)", CFG, "vit/bs64",
-                  "aurora", "perlmutter", "sunspot", "ideal: flat at the smallest node count",
-                  "flagged (see the report)", "superlinear", "low eff", "spread"):
+                  "aurora", "perlmutter", "ideal: flat at the smallest node count",
+                  "flagged (see the report)", "superlinear", "low eff", "spread", "efficiency",
+                  "not flagged: 0.70 to 1.05", "1.0: the rate at the smallest node count",
+                  "20,000", "10,000"):
         assert f"<!-- {label} -->" in text, label
     for tick in (1, 2, 4, 8, 16, 32, 64):  # log2 axis, one tick per node count
         assert f"<!-- {tick} -->" in text
+    # vit/bs64 ran one node count: a note, not an almost empty panel
+    assert "<!-- only one node count (2): no scaling to show; per GPU: -->" in text
+    assert "<!-- sunspot: 24 gpus: 5,000.0 tokens/s -->" in text
 
 
 @pytest.mark.slow
@@ -744,16 +750,22 @@ def test_plot_pdf(tmp_path):
     assert data.startswith(b"%PDF-") and b"CreationDate" not in data
 
 
-def _axes_of(*sweep_rows) -> list:
-    """The panels --plot draws for a sweep of ``(system, nodes, gpus, tokens/s/gpu)`` rows."""
+def _figure_of(*sweep_rows, dpi: int = 100):
+    """The figure --plot draws for a sweep of ``(system, nodes, gpus, tokens/s/gpu)`` rows
+    (``config`` too, as a fifth item)."""
     pytest.importorskip("matplotlib")
     from ezpz_amsc.report.plot import _figure
 
     s = Sweep()
-    for system, nodes, gpus, tpg in sweep_rows:
-        s.add(system, nodes, gpus, tpg)
-    path = s.write(Path(tempfile.mkdtemp()) / "s.csv")
-    return [ax for ax in _figure(_report_of(path)["groups"]).axes if ax.get_visible()]
+    for system, nodes, gpus, tpg, *config in sweep_rows:
+        s.add(system, nodes, gpus, tpg, config=config[0] if config else CFG)
+    rep = _report_of(s.write(Path(tempfile.mkdtemp()) / "s.csv"))
+    return _figure(rep["groups"], rep["thresholds"], dpi)
+
+
+def _axes_of(*sweep_rows, panel: str = "throughput") -> list:
+    """The panels of one kind (``throughput``, ``efficiency``, ``note``) of that figure."""
+    return [ax for ax in _figure_of(*sweep_rows).axes if ax.get_label() == panel]
 
 
 def _drawn(ax) -> dict[str, list[tuple[float, float]]]:
@@ -770,14 +782,15 @@ def test_plot_never_joins_two_gpus_counts_at_one_node_count():
                           "b": [(1, 2000.0), (2, 1900.0)]}
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend[:3] == ["a (4 gpus/node)", "a (8 gpus/node)", "b"]
-    (one,) = _axes_of(("c", 1, 1, 7000), ("c", 1, 2, 2000))
-    assert _drawn(one) == {"c (1 gpu/node)": [(1, 7000.0)], "c (2 gpus/node)": [(1, 2000.0)]}
+    (one,) = _axes_of(("c", 1, 1, 7000), ("c", 1, 2, 2000), ("c", 2, 2, 6900))
+    assert _drawn(one) == {"c (1 gpu/node)": [(1, 7000.0), (2, 6900.0)],
+                           "c (2 gpus/node)": [(1, 2000.0)]}
     (later,) = _axes_of(("d", 2, 8, 700), ("d", 2, 24, 500), ("d", 4, 16, 690))
     assert list(_drawn(later)) == ["d (4 gpus/node)", "d (12 gpus/node)"]
 
 
 def test_plot_gives_each_series_of_a_system_its_own_marker():
-    (ax,) = _axes_of(*[("a", 1, k, 1000 - k) for k in (1, 2, 3, 4, 5, 6)])
+    (ax,) = _axes_of(*[("a", n, n * k, 1000 - k) for k in (1, 2, 3, 4, 5, 6) for n in (1, 2)])
     markers = [ln.get_marker() for ln in ax.get_lines() if not ln.get_label().startswith("_")]
     assert markers == ["o", "s", "^", "D", "v", "o"]
 
@@ -790,9 +803,12 @@ def test_plot_names_an_ideal_only_where_it_draws_one():
     assert [ln.get_linewidth() for ln in dashed] == [1]  # thinner than the measured line
     assert "ideal: flat at the smallest node count" in [
         t.get_text() for t in multi.get_legend().get_texts()]
-    (single,) = _axes_of(("a", 2, 8, 1000), ("b", 2, 8, 900))
-    assert [ln for ln in single.get_lines() if ln.get_linestyle() == "--"] == []
-    assert [t.get_text() for t in single.get_legend().get_texts()] == ["a", "b"]
+    # b ran one node count: no line for it, and the legend names a's
+    (mixed,) = _axes_of(("a", 2, 8, 1000), ("a", 4, 16, 990), ("b", 2, 8, 900))
+    assert [list(zip(ln.get_xdata(), ln.get_ydata(), strict=True)) for ln in mixed.get_lines()
+            if ln.get_linestyle() == "--"] == [[(2, 1000.0), (4, 1000.0)]]
+    assert [t.get_text() for t in mixed.get_legend().get_texts()] == [
+        "a", "b", "ideal: flat at the smallest node count"]
 
 
 def test_plot_shows_the_spread_of_repeats():
@@ -903,6 +919,146 @@ def test_plot_with_nothing_to_plot(tmp_path):
     assert line == (f"error: --plot {tmp_path}/s.png: nothing to plot (no pass row with "
                     "throughput)")
     assert not (tmp_path / "s.png").exists()
+
+
+def _drawn_labels(fig, ax, axis: str = "x") -> list:
+    """The tick labels ``ax`` shows once ``fig`` is drawn (Agg), left to right."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig).draw()
+    labels = ax.get_xticklabels() if axis == "x" else ax.get_yticklabels()
+    return [t for t in labels if t.get_visible() and t.get_text()]
+
+
+@pytest.mark.parametrize("dpi", [100, 300])
+def test_plot_labels_only_node_counts_run_and_never_lets_them_collide(dpi):
+    """1 to 24 nodes once read "1011121314...": now the counts whose labels fit."""
+    fig = _figure_of(*[("p", n, 4 * n, 1000 - n) for n in range(1, 25)], dpi=dpi)
+    (top,) = [ax for ax in fig.axes if ax.get_label() == "throughput"]
+    (eff,) = [ax for ax in fig.axes if ax.get_label() == "efficiency"]
+    labels = _drawn_labels(fig, eff)
+    assert [t.get_text() for t in labels] == ["1", "2", "3", "4", "5", "6", "7", "8", "10",
+                                              "12", "16", "20", "24"]
+    boxes = [t.get_window_extent() for t in labels]
+    gap = 0.8 * 10 * dpi / 72  # LABEL_GAP_EM at the 10-point tick labels, in pixels
+    assert all(b.x0 - a.x1 >= gap - 0.5 for a, b in zip(boxes, boxes[1:], strict=False))
+    assert list(eff.get_xticks()) == list(range(1, 25))  # a tick mark at every count run
+    assert _drawn_labels(fig, top) == []  # the panels share the axis: labelled once, below
+
+
+def test_plot_labels_every_power_of_two_with_separators():
+    fig = _figure_of(*[("a", 2 ** k, 4 * 2 ** k, 900) for k in range(12)])
+    (eff,) = [ax for ax in fig.axes if ax.get_label() == "efficiency"]
+    assert [t.get_text() for t in _drawn_labels(fig, eff)] == [
+        "1", "2", "4", "8", "16", "32", "64", "128", "256", "512", "1,024", "2,048"]
+    (odd,) = [ax for ax in _figure_of(("a", 3, 12, 900), ("a", 6, 24, 890),
+                                      ("a", 48, 192, 850)).axes
+              if ax.get_label() == "efficiency"]
+    assert list(odd.get_xticks()) == [3, 6, 48]
+
+
+def test_plot_y_axis_has_thousands_separators_and_the_decimals_it_needs():
+    fig = _figure_of(("a", 1, 4, 20100), ("a", 2, 8, 19800), ("a", 4, 16, 12000))
+    (top,) = [ax for ax in fig.axes if ax.get_label() == "throughput"]
+    texts = [t.get_text() for t in _drawn_labels(fig, top, "y")]
+    assert "10,000" in texts and "20,000" in texts and texts[0] == "0"
+    small = _figure_of(("a", 1, 4, 0.5), ("a", 2, 8, 0.45))
+    (low,) = [ax for ax in small.axes if ax.get_label() == "throughput"]
+    texts = [t.get_text() for t in _drawn_labels(small, low, "y")]
+    assert len(set(texts)) == len(texts) and "0.5" in texts  # never 0, 0, 0, 1
+
+
+def test_plot_draws_the_efficiency_the_report_prints_and_the_band_of_no_flag(tmp_path):
+    rep = _report_of(scaling_sweep().write(tmp_path / "sweep.csv"))
+    from ezpz_amsc.report.plot import _figure
+
+    fig = _figure(rep["groups"], rep["thresholds"])
+    (eff,) = [ax for ax in fig.axes if ax.get_label() == "efficiency"]
+    lines = [list(zip(ln.get_xdata(), ln.get_ydata(), strict=True)) for ln in eff.get_lines()
+             if ln.get_linestyle() == "-"]
+    assert lines == [[(p["nodes"], p["efficiency"]) for p in g["points"]]
+                     for g in rep["groups"][:2]]
+    (band,) = eff.patches
+    # a Rectangle or, before matplotlib 3.9, a Polygon: its corners, y in data units
+    corners = band.get_patch_transform().transform(band.get_path().vertices)
+    ys = sorted({round(float(y), 6) for y in corners[:, 1]})
+    assert ys == [0.7, 1.05]
+    legend = [t.get_text() for t in eff.get_legend().get_texts()]
+    assert legend == ["not flagged: 0.70 to 1.05", "1.0: the rate at the smallest node count"]
+
+
+def test_a_config_run_at_one_node_count_is_a_note_not_an_empty_panel():
+    fig = _figure_of(("sunspot", 2, 24, 5000, "vit/bs64"), ("aurora", 2, 24, 6000, "vit/bs64"),
+                     ("aurora", 1, 12, 6100, "gpt"), ("aurora", 2, 24, 6000, "gpt"))
+    assert sorted(ax.get_label() for ax in fig.axes) == ["efficiency", "note", "throughput"]
+    (note,) = [ax for ax in fig.axes if ax.get_label() == "note"]
+    assert note.get_title() == "vit/bs64" and not note.axison
+    (text,) = note.texts
+    assert text.get_text().splitlines() == [
+        "only one node count (2): no scaling to show; per GPU:",
+        "aurora: 24 gpus: 6,000.0 tokens/s", "sunspot: 24 gpus: 5,000.0 tokens/s"]
+    (flagged,) = _figure_of(("l", 1, 1, 7443.2), ("l", 1, 2, 2021.0)).axes
+    assert flagged.texts[0].get_text().splitlines()[1] == (
+        "l: 1 gpu: 7,443.2 tokens/s (flagged: gpus?); 2 gpus: 2,021.0 tokens/s (flagged: gpus?, "
+        "low eff)")
+
+
+def test_plot_figure_size_follows_the_panels():
+    from ezpz_amsc.report.plot import COLUMN_WIDTH, NOTE_HEIGHT, NOTE_LINE, SCALING_HEIGHT
+
+    scaling = ("a", 1, 4, 100), ("a", 2, 8, 99)
+    assert tuple(_figure_of(*scaling).get_size_inches()) == (COLUMN_WIDTH, sum(SCALING_HEIGHT))
+    one = _figure_of(*scaling, ("a", 1, 4, 100, "single"))
+    assert tuple(one.get_size_inches()) == (
+        COLUMN_WIDTH, sum(SCALING_HEIGHT) + NOTE_HEIGHT + 2 * NOTE_LINE)
+    four = _figure_of(*[(s, n, 4 * n, 100, c) for c in "abcd" for s, n, *_ in scaling])
+    assert tuple(four.get_size_inches()) == (2 * COLUMN_WIDTH, 2 * sum(SCALING_HEIGHT))
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    assert data.startswith(PNG_SIGNATURE)
+    return struct.unpack(">II", data[16:24])
+
+
+@pytest.mark.slow
+def test_dpi_sets_the_size_of_the_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    p = Sweep().add("a", 1, 4, 100).add("a", 2, 8, 99).write(tmp_path / "s.csv")
+    sizes = {}
+    for dpi in (None, 100, 150):
+        png = tmp_path / f"{dpi}.png"
+        r = run_report(p, "--plot", png, *(() if dpi is None else ("--dpi", dpi)))
+        assert (r.exit_code, r.stderr) == (0, f"note: wrote {png}\n")
+        sizes[dpi] = _png_size(png.read_bytes())
+    assert sizes[None] == sizes[100] == (1000, 520)  # 10 x 5.2 inches
+    assert sizes[150] == (1500, 780)
+
+
+def test_dpi_needs_a_plot_and_a_sane_value(tmp_path, monkeypatch):
+    p = Sweep().add("a", 1, 4, 100).write(tmp_path / "s.csv")
+    r = run_report(p, "--dpi", "150")
+    assert (r.exit_code, error_line(r)) == (
+        2, "error: --dpi is the resolution of --plot's image: pass --plot FILE")
+    for bad in ("20", "601", "x"):
+        r = run_report(p, "--plot", tmp_path / "s.png", "--dpi", bad)
+        assert r.exit_code == 2 and error_line(r).startswith("error: invalid value for '--dpi'")
+    assert not (tmp_path / "s.png").exists()
+
+
+def test_dpi_on_a_vector_plot_is_a_note(tmp_path):
+    pytest.importorskip("matplotlib")
+    p = Sweep().add("a", 1, 4, 100).add("a", 2, 8, 99).write(tmp_path / "s.csv")
+    svg = tmp_path / "s.svg"
+    r = run_report(p, "--plot", svg, "--dpi", "300")
+    assert (r.exit_code, r.stderr) == (0, "note: --dpi has no effect on a .svg plot (drawn as "
+                                          f"lines and text, not pixels)\nnote: wrote {svg}\n")
+
+
+def test_the_plots_default_dpi_is_the_commands():
+    from ezpz_amsc.cli.report_command import DEFAULT_DPI
+    from ezpz_amsc.report.plot import DEFAULT_DPI as PLOT_DEFAULT
+
+    assert DEFAULT_DPI == PLOT_DEFAULT == 100
 
 
 # --- layout: 80 columns, colour ---------------------------------------------------------------
