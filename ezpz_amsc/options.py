@@ -17,15 +17,13 @@ from typing import Any
 from ezpz_amsc.errors import AmscUsageError
 from ezpz_amsc.results.schema import (
     CLOCK_SLACK_SEC,
-    FORMULA_REASON,
     LOCK_TIMEOUT_SEC,
-    MAX_CELL_CHARS,
     MAX_COUNT,
     MAX_LINE_BYTES,
     STATUSES,
     TIMESTAMP_MIN,
+    cell_problem,
     format_timestamp,
-    formula_like,
     parse_timestamp,
 )
 from ezpz_amsc.text import Text, digits, opt, spelled
@@ -159,11 +157,9 @@ def validate_options(opts: ExportOptions) -> None:
         if val and not val.isprintable():  # line breaks, control chars, undecodable bytes
             raise OptionError(name, f"must be a single line of printable text, got {val!r}",
                               standalone=True)
-        if len(val) > MAX_CELL_CHARS:
-            raise OptionError(name, f"is {len(val):,} characters long; a cell holds at most "
-                                    f"{MAX_CELL_CHARS:,}")
-        if formula_like(val):
-            raise OptionError(name, f"{val!r} {FORMULA_REASON}")
+        why = cell_problem(val)
+        if why:
+            raise OptionError(name, why)
 
 
 def check_count(name: str, value: int | None) -> None:

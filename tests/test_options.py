@@ -58,7 +58,7 @@ GOOD = RUNS / "fsdp_tp-2rank"
     ("error", "-1", "-1 rank lost", "'-1 rank lost' would run as a formula when the CSV is "
                                     "opened in a spreadsheet (it starts with =, +, -, @, a tab or "
                                     "a carriage return and is not a number)"),
-    ("error", "x" * 4096, "x" * 4097, "is 4,097 characters long; a cell holds at most 4,096"),
+    ("error", "x" * 4096, "x" * 4097, "is 4,097 characters long (a cell holds at most 4,096)"),
     ("config", "x", " ", "must not be empty; pass the benchmark label, e.g. "
                          "--config agpt-2b/bs1/seq2048/tp1"),
     ("system", "Aurora", "Aur\nora", "must be a single line of printable text, got 'Aur\\nora'"),

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ezpz_amsc.results.schema import (
+    COUNT_COLUMNS,
     HEADER,
     INT_COLUMNS,
     KEY_COLUMNS,
@@ -38,9 +39,6 @@ FINITE_MAX = sys.float_info.max
 NOT_BLANK = r"[\s\S]*\S[\s\S]*"
 TIMESTAMP = column("timestamp")
 STATUS = column("status")
-# Whole numbers in the row. The dashboard reads steps as a float, but the row
-# counts records, and an empty cell (not a 0) is a row without steps.
-WHOLE_COLUMNS = (*INT_COLUMNS, column("steps"))
 
 
 @dataclass(frozen=True)
@@ -94,7 +92,7 @@ def field_type(name: str) -> str:
         return "datetime"
     if name in TEXT_COLUMNS:
         return "string"
-    return "integer" if name in WHOLE_COLUMNS else "number"
+    return "integer" if name in COUNT_COLUMNS else "number"
 
 
 def field(name: str) -> dict[str, Any]:
@@ -152,7 +150,7 @@ def bound_problems(row: Mapping[str, str]) -> list[str]:
             continue
         if not math.isfinite(x):
             continue
-        if name in WHOLE_COLUMNS:
+        if name in COUNT_COLUMNS:
             try:
                 int(v)
             except ValueError:

@@ -22,7 +22,9 @@ HEADER: tuple[str, ...] = (
 )
 REQUIRED = HEADER[:7]  # the dashboard refuses a row without these
 INT_COLUMNS = ("nodes", "gpus")
-COUNT_COLUMNS = (*INT_COLUMNS, "steps")  # whole numbers (the dashboard reads steps as float)
+# Whole numbers in the row. The dashboard reads steps as a float, but the row counts
+# records, and an empty cell (not a 0) is a row without steps.
+COUNT_COLUMNS = (*INT_COLUMNS, "steps")
 TEXT_COLUMNS = ("timestamp", "system", "config", "status", "error")
 TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 STATUSES = ("pass", "fail")
@@ -147,17 +149,22 @@ FORMULA_REASON = ("would run as a formula when the CSV is opened in a spreadshee
                   "with =, +, -, @, a tab or a carriage return and is not a number)")
 
 
+def cell_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a cell of a results file, worded to follow what it is (a
+    column, an option, a provenance key): longer than :data:`MAX_CELL_CHARS`, or run as a
+    formula by a spreadsheet; None when it can be one. The one rule and wording for cells
+    from every source."""
+    if len(value) > MAX_CELL_CHARS:
+        return f"is {len(value):,} characters long (a cell holds at most {MAX_CELL_CHARS:,})"
+    if formula_like(value):
+        return f"{value[:40]!r} {FORMULA_REASON}"
+    return None
+
+
 def unsafe_cells(cells: Mapping[str, str]) -> list[str]:
-    """Cells of a row that must not be published: longer than :data:`MAX_CELL_CHARS`, or
-    run as a formula by a spreadsheet. One line each, naming the column."""
-    problems = []
-    for col, value in cells.items():
-        if len(value) > MAX_CELL_CHARS:
-            problems.append(f"{col} is {len(value):,} characters long (at most "
-                            f"{MAX_CELL_CHARS:,})")
-        elif formula_like(value):
-            problems.append(f"{col} {value[:40]!r} {FORMULA_REASON}")
-    return problems
+    """Cells of a row that must not be published (:func:`cell_problem`), one line each,
+    naming the column."""
+    return [f"{col} {why}" for col, value in cells.items() if (why := cell_problem(value))]
 
 
 def cells_of(row: Mapping[str, str]) -> list[str]:

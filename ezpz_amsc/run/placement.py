@@ -16,7 +16,7 @@ from typing import Any
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.fs.read import read_capped
-from ezpz_amsc.results.schema import MAX_CELL_CHARS, MAX_COUNT, MAX_PROVENANCE_BYTES, formula_like
+from ezpz_amsc.results.schema import MAX_COUNT, MAX_PROVENANCE_BYTES, cell_problem
 from ezpz_amsc.run.layout import RunFiles, rel_to
 from ezpz_amsc.text import Message, Text, digits, joined, opt, plural
 
@@ -271,14 +271,11 @@ def _count(prov: Provenance, key: str, allow_zero: bool = False) -> int | None:
     return val
 
 
-def _check_system_cell(system: str, key: str, value: str, source: str) -> None:
+def _check_system_cell(system: str, key: str, source: str) -> None:
     """The system cell taken from ``key`` must be one a results file can hold."""
-    if len(system) > MAX_CELL_CHARS:
-        raise AmscError(f"{key} from {source} is {len(value):,} characters long, not a system "
-                        "name; pass " + opt("system", "NAME"))
-    if formula_like(system):
-        raise AmscError(f"{key}={value!r} from {source} would run as a formula when the CSV is "
-                        "opened in a spreadsheet; pass " + opt("system", "NAME"))
+    why = cell_problem(system)
+    if why:
+        raise AmscError(f"{key} from {source} {why}; pass " + opt("system", "NAME"))
 
 
 def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
@@ -301,14 +298,14 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
         how["system"] = f"system {system} = " + opt("system")
     elif prov.values.get("MACHINE"):
         system = prov.values["MACHINE"]
-        _check_system_cell(system, "MACHINE", system, prov.source["MACHINE"])
+        _check_system_cell(system, "MACHINE", prov.source["MACHINE"])
         how["system"] = f"system {system} = MACHINE from {prov.source['MACHINE']}"
     elif prov.values.get("HOSTNAME"):
         from ezpz_amsc._ezpz import get_machine
 
         host = prov.values["HOSTNAME"]
         system, by = get_machine(host)
-        _check_system_cell(system, "HOSTNAME", host, prov.source["HOSTNAME"])
+        _check_system_cell(system, "HOSTNAME", prov.source["HOSTNAME"])
         how["system"] = (f"system {system} = {by}(HOSTNAME {host!r} from "
                          f"{prov.source['HOSTNAME']})")
         known = "" if system != host else ", which names no known facility"

@@ -214,7 +214,7 @@ def test_check_flags_formula_cells_and_cells_past_the_cap(tmp_path):
         f"{p}:3: system '@SUM(1)' {reason}",
         f"{p}:4: error '+cmd' {reason}",
         f"{p}:5: error '-2+3+cmd' {reason}",
-        f"{p}:7: config is 4,097 characters long (at most 4,096)",
+        f"{p}:7: config is 4,097 characters long (a cell holds at most 4,096)",
         f"error: {p}: 5 problems in 6 rows"]
 
 

@@ -173,8 +173,8 @@ def test_a_cell_no_source_checked_is_still_not_published(tmp_path):
     result.row["error"] = "x" * 5000
     with pytest.raises(AmscError) as e:
         publish([result], opts, PublishOptions(append=str(tmp_path / "r.csv")))
-    assert str(e.value) == (f"{TWO[1]}: the row's error is 5,000 characters long (at most "
-                            "4,096); not publishing it")
+    assert str(e.value) == (f"{TWO[1]}: the row's error is 5,000 characters long (a cell "
+                            "holds at most 4,096); not publishing it")
     result.row["error"] = "@SUM(A1)"
     with pytest.raises(AmscError, match="the row's error '@SUM\\(A1\\)' would run as a formula"):
         publish([result], opts, PublishOptions(), out=sys.stdout)

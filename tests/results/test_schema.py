@@ -322,7 +322,7 @@ def test_unsafe_cells_names_each_column_once():
         "system '=HYPERLINK(\"x\")' would run as a formula when the CSV is opened in a "
         "spreadsheet (it starts with =, +, -, @, a tab or a carriage return and is not a "
         "number)",
-        "config is 4,097 characters long (at most 4,096)"]
+        "config is 4,097 characters long (a cell holds at most 4,096)"]
 
 
 def test_a_formula_cell_is_shown_by_its_first_40_characters():

@@ -551,8 +551,9 @@ def test_formula_like_machine_asks_for_system(tmp_path, machine):
     run = launch(tmp_path)
     edit_dist(run, MACHINE=machine)
     assert error_line(run_cli(run, "--config", "c")) == (
-        f"error: MACHINE={machine!r} from run_info.json would run as a formula when the CSV is "
-        "opened in a spreadsheet; pass --system NAME")
+        f"error: MACHINE from run_info.json {machine[:40]!r} would run as a formula when the "
+        "CSV is opened in a spreadsheet (it starts with =, +, -, @, a tab or a carriage return "
+        "and is not a number); pass --system NAME")
     assert one_row(run_cli(run, "--config", "c", "--system", "Aurora"))["system"] == "Aurora"
 
 
@@ -564,8 +565,8 @@ def test_a_system_name_longer_than_a_cell_asks_for_system(tmp_path, key):
     edit_dist(run, **({"MACHINE": value} if key == "MACHINE" else
                       {"MACHINE": None, "HOSTNAME": value}))
     assert error_line(run_cli(run, "--config", "c")) == (
-        f"error: {key} from run_info.json is 200,000 characters long, not a system name; "
-        "pass --system NAME")
+        f"error: {key} from run_info.json is 200,000 characters long (a cell holds at most "
+        "4,096); pass --system NAME")
     assert one_row(run_cli(run, "--config", "c", "--system", "Aurora"))["system"] == "Aurora"
 
 
@@ -710,8 +711,9 @@ def test_formula_like_hostname_asks_for_system(tmp_path, ezpz_pkg, host):
     ezpz_pkg("absent")
     run = _run_without_machine(tmp_path, HOSTNAME=host)
     assert error_line(run_cli(run, "--config", "c")) == (
-        f"error: HOSTNAME={host!r} from run_info.json would run as a formula when the CSV is "
-        "opened in a spreadsheet; pass --system NAME")
+        f"error: HOSTNAME from run_info.json {host!r} would run as a formula when the CSV is "
+        "opened in a spreadsheet (it starts with =, +, -, @, a tab or a carriage return and is "
+        "not a number); pass --system NAME")
     assert one_row(run_cli(run, "--config", "c", "--system", "Aurora"))["system"] == "Aurora"
 
 
