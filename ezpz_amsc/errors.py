@@ -18,11 +18,11 @@ from ezpz_amsc.text import Opt, Spelling, Text, as_flag, named_options, opt, spe
 
 class ExitStatus(enum.IntEnum):
     """Every exit status of every command: the one home of the numbers. Each command's
-    ``--help`` says what the general meaning below means for it."""
+    ``--help`` says what the general meaning (:attr:`meaning`) means for it."""
 
     meaning: Text
 
-    def __new__(cls, code: int, meaning: Text) -> ExitStatus:
+    def __new__(cls, code: int, meaning: Text = "") -> ExitStatus:
         member = int.__new__(cls, code)
         member._value_ = code
         member.meaning = meaning

@@ -97,9 +97,9 @@ def compare_command(ctx: click.Context, paths: tuple[str, ...], base: tuple[str,
 
     settings = Settings(alpha=alpha, min_effect_pct=min_effect, across_systems=across_systems,
                         require_all=require_all)
-    studies = [read_study(base), read_study(new)]
+    studies = (read_study(base), read_study(new))
     noise = read_study(noise_from) if noise_from else None
-    result = compare_studies(*studies, settings=settings, noise=noise)
+    result = compare_studies(studies[0], studies[1], settings=settings, noise=noise)
     if out_format == "json":
         sys.stdout.write(output.json_text(to_data(result), indent=2) + "\n")
     elif out_format == "markdown":

@@ -32,8 +32,12 @@ class CliError(click.ClickException):
     def __init__(self, message: str, exit_code: ExitStatus = ExitStatus.FAILED,
                  usage: str | None = None) -> None:
         super().__init__(message)
-        self.exit_code = exit_code
+        self.exit_code = exit_code  # type: ignore[misc]  # click's is a class default
         self.usage = usage
+        self.hint = ""  # added by the group where it may have read the command line wrongly
+
+    def format_message(self) -> str:
+        return super().format_message() + self.hint
 
     def show(self, file: Any = None) -> None:
         if self.usage:
@@ -54,7 +58,7 @@ def one_line_errors() -> Iterator[None]:
         raise CliError(say(e.message), e.exit_code) from None
     except click.ClickException as e:
         msg = e.format_message()
-        raise CliError(msg[:1].lower() + msg[1:], e.exit_code) from None
+        raise CliError(msg[:1].lower() + msg[1:], ExitStatus(e.exit_code)) from None
     except OSError as e:
         # The last resort for a path no stage could look at, e.g. one below a folder
         # the user may not search: the file system's reason, on one line.
@@ -127,4 +131,4 @@ def bare_call(ctx: click.Context, params: Sequence[click.Parameter]) -> CliError
 
 def command(name: str, **kwargs: Any) -> Callable[[Callable[..., Any]], AmscCommand]:
     """``@click.command`` for this package's subcommands (see :class:`AmscCommand`)."""
-    return click.command(name, cls=AmscCommand, **kwargs)  # type: ignore[return-value]
+    return click.command(name, cls=AmscCommand, **kwargs)

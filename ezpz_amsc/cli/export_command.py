@@ -74,7 +74,7 @@ if TYPE_CHECKING:
 @click.option("--reproduce", "reproduce_path", type=RECORD_JSON, metavar="RECORD.json",
               help="Re-export a provenance record's run and compare: the reproduce command.")
 @click.pass_context
-def export(ctx: click.Context, run_dirs: tuple[str, ...], append: str | None, no_header: bool,
+def export(ctx: click.Context, /, run_dirs: tuple[str, ...], append: str | None, no_header: bool,
            allow_duplicate: bool, skip_existing: bool, lock_timeout: float, keep_going: bool,
            out_format: str, explain: bool, provenance: str | None, quiet: bool,
            check_path: str | None, reproduce_path: str | None, **_row: Any) -> None:

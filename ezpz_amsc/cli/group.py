@@ -57,7 +57,8 @@ class AmscGroup(HelpLayout, click.Group):
                  usages: Sequence[str] = (), examples: Sequence[tuple[str, str]] = (),
                  **kwargs: Any) -> None:
         kwargs.setdefault("context_settings", dict(CONTEXT_SETTINGS))
-        super().__init__(*args, no_args_is_help=False, **kwargs)
+        kwargs["no_args_is_help"] = False
+        super().__init__(*args, **kwargs)
         self.lazy, self.default = dict(lazy), default
         self.usages, self.examples = usages, examples
 
@@ -85,7 +86,7 @@ class AmscGroup(HelpLayout, click.Group):
             with one_line_errors():
                 return super().invoke(ctx)
         except CliError as e:
-            e.message += self._hint(ctx, e)
+            e.hint += self._hint(ctx, e)
             raise
 
     def _hint(self, ctx: click.Context, e: CliError) -> str:

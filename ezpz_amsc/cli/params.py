@@ -17,18 +17,18 @@ from ezpz_amsc.cli.edge import find_param, option_errors
 from ezpz_amsc.options import (
     CONFIG_EXAMPLE,
     REDUCERS,
-    STATUSES,
     ExportOptions,
     PublishOptions,
     default_of,
     expand_home,
 )
+from ezpz_amsc.results.schema import STATUSES
 
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
 
 
-class PathText(click.ParamType):
+class PathText(click.ParamType):  # type: ignore[type-arg]  # generic in click's stubs only
     """A path taken as typed (the pipeline says what is wrong with it), completed by the shell.
 
     Empty is refused: it is what an unset ``"$VAR"`` in a job script gives,

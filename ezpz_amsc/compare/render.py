@@ -90,7 +90,7 @@ def summary_line(c: Mapping[str, Any]) -> str:
 def _bound(p: Mapping[str, Any]) -> float:
     """The largest change a judged point's interval leaves open, in percent."""
     lo, hi = p["interval_pct"]
-    return max(abs(lo), abs(hi))
+    return float(max(abs(lo), abs(hi)))
 
 
 def outlook(c: Mapping[str, Any]) -> str | None:
@@ -331,7 +331,8 @@ def render_markdown(c: Mapping[str, Any]) -> str:
         out += ["", "### Noise", "", "sigma of one repeat, per system.", ""]
         out += [f"- {escape(noise_note(n, s))}" for n in c["noise"]]
     if c["points"]:
-        rows = [(_verdict_cell(p), escape(p["system"]), escape(p["config"]), str(p["nodes"]),
+        every: list[tuple[str, ...]] = [
+                (_verdict_cell(p), escape(p["system"]), escape(p["config"]), str(p["nodes"]),
                  str(p["gpus"]), _side(p["base"]), _side(p["new"]), _ratio(p["ratio"]),
                  _signed(p["change_pct"]), _interval(p["interval_pct"]),
                  _pct(p["resolves_pct"]), _num(p["z"], "{:.2f}"),
@@ -341,7 +342,7 @@ def render_markdown(c: Mapping[str, Any]) -> str:
                    for side in (p["base"], p["new"])))
                 for p in c["points"]]
         out += ["", f"<details><summary>All {plural(len(c['points']), 'point')}</summary>", "",
-                *_md_table(_MD_ALL, rows, "lllrrrrrrrrrrrrrr"), "", "</details>"]
+                *_md_table(_MD_ALL, every, "lllrrrrrrrrrrrrrr"), "", "</details>"]
     return "\n".join(out) + "\n"
 
 

@@ -514,7 +514,7 @@ def _cross_machine(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for p in g["points"]:
                 at[p["nodes"]].append((g["system"], p))
         ref = gs[0]["system"]
-        rows = []
+        rows: list[dict[str, Any]] = []
         for nodes in sorted(n for n, items in at.items() if len({s for s, _ in items}) > 1):
             ref_tps = next((p["tokens_per_sec"] for s, p in at[nodes] if s == ref), None)
             rows.extend({"nodes": nodes, "system": s, "gpus": p["gpus"],

@@ -158,7 +158,7 @@ def _thin_node_labels(fig: Any, axes: list[Any]) -> None:
 
     canvas = FigureCanvasAgg(fig)  # measures text as the png draws it; svg and pdf alike
     getattr(fig, "draw_without_rendering", canvas.draw)()  # lays the figure out (3.6+)
-    renderer = canvas.get_renderer()
+    renderer = canvas.get_renderer()  # type: ignore[no-untyped-call]
     for ax in axes:
         nodes = [int(n) for n in ax.get_xticks()]
         prop = ax.xaxis.get_major_ticks()[0].label1.get_fontproperties()

@@ -80,8 +80,13 @@ class _Panel:
         self.ticks = ticks
         pad = width * 0.04  # the end points clear of the frame
         at = log2_position(min(nodes), max(nodes), width - 2 * pad)
-        self.x_of = lambda n: left + pad + at(n)
-        self.y_of = lambda v: top + height - v / ticks[-1] * height
+        self._pad, self._at = pad, at
+
+    def x_of(self, n: float) -> float:
+        return self.left + self._pad + self._at(n)
+
+    def y_of(self, v: float) -> float:
+        return self.top + self.height - v / self.ticks[-1] * self.height
 
     def frame(self, label: str) -> list[str]:
         step = tick_step(self.ticks)
