@@ -77,6 +77,86 @@ def test_the_package_has_no_import_cycle():
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
+# The floor plan: which rooms (subpackages, and the modules at the root) each room may import
+# from, counting imports inside functions and for type checking. Bottom to top: text and
+# errors; options and the results schema; the files (fs); the storage rooms (results,
+# records) and the export's stages (run); the features built on them (report, compare) and
+# the workflows (flow); the edges (cli, the hook), which only call workflows and print.
+FLOORS: dict[str, set[str]] = {
+    "text": set(),
+    "errors": {"text"},
+    "version": set(),
+    "_ezpz": set(),
+    "options": {"errors", "text", "results"},
+    "fs": {"errors", "text"},
+    "results": {"errors", "fs", "text"},
+    "records": {"errors", "fs", "options", "results", "run", "text", "version"},
+    "run": {"_ezpz", "errors", "fs", "options", "results", "text"},
+    "report": {"errors", "fs", "results", "text", "version"},
+    "compare": {"errors", "report", "results", "text"},
+    "flow": {"errors", "fs", "options", "records", "results", "run", "text", "version"},
+    "cli": {"compare", "errors", "flow", "options", "report", "results", "run", "text",
+            "version"},
+    "hook": {"_ezpz", "errors", "flow", "options", "text"},
+    "__init__": {"hook", "version"},
+    "__main__": {"cli"},
+}
+# Where a room may reach only one module of another: the row's shape and a run's story are
+# data every floor may read; nothing else of those rooms.
+NARROW: dict[tuple[str, str], set[str]] = {
+    ("options", "results"): {"ezpz_amsc.results.schema"},
+    ("cli", "results"): {"ezpz_amsc.results.schema"},
+    ("cli", "run"): {"ezpz_amsc.run.details"},
+    ("records", "run"): {"ezpz_amsc.run.layout", "ezpz_amsc.run.steps"},
+    ("compare", "results"): {"ezpz_amsc.results.schema"},
+}
+STORAGE = ("results", "records", "fs")
+WORKFLOWS = ("flow", "cli", "hook")
+
+
+def room(module: str) -> str:
+    """``ezpz_amsc.run.steps`` -> ``run``; a module at the root is its own room."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def room_imports(graph: dict[str, set[str]]) -> dict[tuple[str, str], set[str]]:
+    """(room, room it imports) -> the modules imported, between different rooms."""
+    out: dict[tuple[str, str], set[str]] = {}
+    for module, deps in graph.items():
+        for dep in deps:
+            if room(module) != room(dep):
+                out.setdefault((room(module), room(dep)), set()).add(dep)
+    return out
+
+
+def test_every_room_imports_only_what_the_floor_plan_allows():
+    found = room_imports(import_graph())
+    rooms = {r for pair in found for r in pair}
+    assert rooms <= set(FLOORS), sorted(rooms - set(FLOORS))
+    outside = sorted(f"{a} -> {b}" for a, b in found if b not in FLOORS[a])
+    assert outside == []
+    too_wide = sorted(f"{a} -> {sorted(mods - NARROW[a, b])}" for (a, b), mods in found.items()
+                      if (a, b) in NARROW and mods - NARROW[a, b])
+    assert too_wide == []
+    between: dict[str, set[str]] = {}
+    for a, b in found:
+        between.setdefault(a, set()).add(b)
+    assert find_cycle(between) is None  # no loop between rooms, whatever the plan says
+
+
+def test_the_floor_plan_has_no_loop_and_no_storage_room_reaches_up():
+    assert find_cycle(FLOORS) is None
+    assert [(s, w) for s in STORAGE for w in WORKFLOWS if w in FLOORS[s]] == []
+
+
+def test_a_room_reaching_outside_its_floor_is_caught(tmp_path):
+    graph = {"ezpz_amsc.results.append": {"ezpz_amsc.flow.publish"},
+             "ezpz_amsc.flow.publish": set()}
+    found = room_imports(graph)
+    assert [f"{a} -> {b}" for a, b in found if b not in FLOORS[a]] == ["results -> flow"]
+
+
 def test_the_cycle_finder_finds_a_cycle_through_a_function_level_import(tmp_path):
     pkg = tmp_path / "ezpz_amsc"
     (pkg / "sub").mkdir(parents=True)

@@ -107,14 +107,9 @@ def export(ctx: click.Context, /, run_dirs: tuple[str, ...], append: str | None,
                              allow_duplicate=allow_duplicate, skip_existing=skip_existing,
                              lock_timeout=lock_timeout, provenance=provenance)
 
-    if append:  # the append machinery (the lock, the file's checks) only to append
-        from ezpz_amsc.results.append import check_append_target
+    from ezpz_amsc.flow.publish import check_targets
 
-        check_append_target(append)  # fail before any work
-    if provenance:
-        from ezpz_amsc.records.folder import check_record_folder
-
-        check_record_folder(provenance)
+    check_targets(pub)  # fail before any work
     batch = len(run_dirs) > 1
     done, failed = _export_all(list(run_dirs), opts, bool(provenance), quiet)
     if failed and not batch:

@@ -48,6 +48,18 @@ class Published:
     row_file: Path | None = None  # the run folder's amsc.csv, when that was the target
 
 
+def check_targets(pub: PublishOptions) -> None:
+    """Refuse a results file or records folder that cannot take rows, before any export."""
+    if pub.append:  # the append machinery (the lock, the file's checks) only to append
+        from ezpz_amsc.results.append import check_append_target
+
+        check_append_target(pub.append)
+    if pub.provenance:
+        from ezpz_amsc.records.folder import check_record_folder
+
+        check_record_folder(pub.provenance)
+
+
 def publish(results: Sequence[ExportResult], opts: ExportOptions, pub: PublishOptions,
             out: TextIO | None = None) -> Published:
     """Write the rows where ``pub`` says: appended to ``pub.append`` (with one record each
