@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CSV_FIELD_LIMIT, HOOK_ENV, copy_run, sunspot_run
+from helpers import CSV_FIELD_LIMIT, FIXTURE_NAMES, HOOK_ENV, copy_run, run_cli, sunspot_run
 from hypothesis import HealthCheck, settings
 
 # Hypothesis profiles for tests/test_fuzz_*.py (and every other @given):
@@ -165,3 +165,15 @@ def ezpz_pkg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def sunspot(tmp_path: Path) -> Path:
     """A SunSpot run of six steps (helpers.SUNSPOT_TPS, helpers.SUNSPOT_DT)."""
     return sunspot_run(tmp_path / "sunspot")
+
+
+@pytest.fixture
+def published(tmp_path: Path) -> tuple[Path, Path]:
+    """Every shipped run in results/runs.csv, its records in results/records/ (describe's and
+    the data package's tests)."""
+    runs = [copy_run(n, tmp_path / "runs") for n in FIXTURE_NAMES]
+    results = tmp_path / "results" / "runs.csv"
+    folder = results.parent / "records"
+    r = run_cli(*runs, "--config", "agpt/x", "--append", results, "--provenance", folder, "-q")
+    assert r.exit_code == 0, r.stderr
+    return results, folder

@@ -36,7 +36,6 @@ from helpers import (
     write_run_info,
 )
 
-from ezpz_amsc.cli.output import batch_notes
 from ezpz_amsc.flow.export import export_many, export_run
 from ezpz_amsc.options import ExportOptions
 from ezpz_amsc.results.schema import HEADER
@@ -356,14 +355,6 @@ def test_batch_says_a_shared_note_once_naming_the_runs(tmp_path):
     c = RUNS / "fsdp_tp-1rank-launch"
     r = run_cli(a, b, c, *flags)
     assert notes_of(r) == [f"{MFU_NOTE} (all 3 runs)", f"{empty} (runs {b}, {c})"]
-
-
-def test_batch_notes_lose_no_run():
-    got = batch_notes([("A", ["x", "only a"]), ("B", ["x", "y"]), ("C", ["y", "x", "x"])], 4)
-    assert got == ["x (runs A, B, C)", "A: only a", "y (runs B, C)"]
-    assert batch_notes([("A", ["x"]), ("B", ["x"])], 2) == ["x (all 2 runs)"]
-    assert batch_notes([("A", ["x"])], 1) == ["A: x"]
-    assert batch_notes([], 0) == []
 
 
 def test_no_header():

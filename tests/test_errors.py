@@ -1,0 +1,46 @@
+"""Failures a user can cause and the exit statuses (errors.py): one home for every exit code,
+which every command's --help and the docs' table take from it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from helpers import REPO, run_group
+
+from ezpz_amsc.errors import AmscError, AmscUsageError, ExitStatus, NoStepTime, SeveralAttempts
+from ezpz_amsc.text import opt
+
+
+def test_the_exit_statuses():
+    assert {s.name: int(s) for s in ExitStatus} == {
+        "OK": 0, "FAILED": 1, "USAGE": 2, "NOTHING_COMPARABLE": 3, "BROKEN_PIPE": 141}
+    assert ExitStatus(2) is ExitStatus.USAGE  # from a number, as click's exit codes come
+    assert AmscError("x").exit_code is ExitStatus.FAILED
+    assert AmscUsageError("x").exit_code is ExitStatus.USAGE
+    assert (NoStepTime("x").exit_code, SeveralAttempts("x", 2).exit_code) == (1, 1)
+
+
+def test_an_error_names_its_options_as_data_and_each_edge_spells_them():
+    e = AmscError("cannot tell gpus; pass " + opt("gpus", "N"))
+    assert [(o.name, o.value) for o in e.options()] == [("gpus", "N")]
+    assert str(e) == e.format_message() == "cannot tell gpus; pass --gpus N"
+    assert e.render(lambda o: f"<{o.name}>") == "cannot tell gpus; pass <gpus>"
+    assert AmscError("plain").options() == ()
+
+
+def test_the_docs_table_lists_every_exit_status():
+    text = (REPO / "docs" / "troubleshooting.md").read_text()
+    table = text[text.index("## Exit codes"):text.index("## Common errors")]
+    codes = re.findall(r"^\| (\d+) \|", table, flags=re.M)
+    assert sorted(map(int, codes)) == sorted(int(s) for s in ExitStatus)
+
+
+@pytest.mark.parametrize("command", ["export", "check", "describe", "report", "reproduce",
+                                     "compare", "help", "version"])
+def test_every_commands_help_lists_only_exit_statuses_that_exist(command):
+    page = run_group(command, "-h").output
+    section = page[page.index("Exit codes"):]
+    codes = [int(c) for c in re.findall(r"^\s+(\d+)\s", section, flags=re.M)]
+    assert codes and set(codes) <= {int(s) for s in ExitStatus}
+    assert codes == sorted(codes)
