@@ -339,3 +339,13 @@ def _replaced_after_reading(monkeypatch, path: Path, data: bytes) -> None:
         return out
 
     monkeypatch.setattr(data_module, "check_results_file", check_then_rewrite)
+
+
+# The flags of scaling_sweep()'s first config on aurora, as every format lists them.
+SCALING_FLAGS = [
+    "8 nodes: efficiency 1.200 is above 1.05 (superlinear): check gpus here and at the "
+    "baseline (1 node, 12 gpus)",
+    "32 nodes: repeats disagree: spread 15.4% is above 10% (tokens/s 3,456,000.0 to "
+    "4,032,000.0 over 2 repeats)",
+    "64 nodes: efficiency 0.405 is below 0.70 (collapse?): each GPU delivers 40.5% of its "
+    "rate at the baseline (1 node, 12 gpus)"]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO, run_report
 from markdown_it import MarkdownIt
+from sweeps import SCALING_FLAGS
 
 from ezpz_amsc.report.data import build_report, rate_text, read_sweep
 from ezpz_amsc.report.markdown import FLAG, escape, render_markdown
@@ -98,13 +99,7 @@ def test_the_first_table_cell_by_cell(sweep_report):
 
 def test_flags_are_a_list_under_their_table(sweep_report):
     md, data = sweep_report
-    assert md["items"][:3] == [
-        "8 nodes: efficiency 1.200 is above 1.05 (superlinear): check gpus here and at the "
-        "baseline (1 node, 12 gpus)",
-        "32 nodes: repeats disagree: spread 15.4% is above 10% (tokens/s 3,456,000.0 to "
-        "4,032,000.0 over 2 repeats)",
-        "64 nodes: efficiency 0.405 is below 0.70 (collapse?): each GPU delivers 40.5% of its "
-        "rate at the baseline (1 node, 12 gpus)"]
+    assert md["items"][:3] == SCALING_FLAGS
     flags = sum(len(g["flags"]) for g in data["groups"])
     listed = len(data["failed"]) + len(data["without_throughput"])
     assert len(md["items"]) == flags + listed
