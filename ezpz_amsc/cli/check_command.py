@@ -20,9 +20,11 @@ if TYPE_CHECKING:
 @command(
     "check",
     short_help="Validate a results CSV the way the dashboard reads it.",
-    usages=("RESULTS_CSV... [--provenance DIR] [--format text|json]",),
-    examples=(("results/amsc.csv", "every row readable, no run twice?"),
-              ("results/amsc.csv --provenance records/", "and a record for every row?")),
+    usages=("RESULTS_CSV... [--provenance DIR] [--format text|json]",
+            "--results-only CSV_FILE...",),
+    examples=(("results/runs.csv", "every row readable, no run twice?"),
+              ("results/runs.csv --provenance results/records/", "and a record for every row?"),
+              ("--results-only $(git ls-files '*.csv')", "the results files among CSV files")),
     exit_codes={ExitStatus.OK: "the files are clean (and every row matches its record)",
                 ExitStatus.FAILED: "problems found (listed on stderr), or a file cannot be read",
                 ExitStatus.USAGE: "bad command line"},
@@ -36,18 +38,34 @@ if TYPE_CHECKING:
               show_default=True,
               help="json: one object per file on stdout (rows, records, problems, notes, "
                    "clean), also when there are problems; stderr as with text.")
+@click.option("--results-only", is_flag=True,
+              help="Check only the results files among the files given (named runs.csv or "
+                   "amsc.csv, or whose header names the dashboard's columns) and pass over "
+                   "other CSV files; say so when none is one. For a pre-commit hook, which is "
+                   "given every staged .csv.")
 def check(paths: tuple[str, ...], provenance: str | None, quiet: bool,
-          out_format: str = "text") -> None:
+          out_format: str = "text", results_only: bool = False) -> None:
     """Validate a results CSV the way the dashboard reads it.
 
     RESULTS_CSV is read line by line: its header, the required columns, cells
     that must parse as numbers, each column's bounds, and the same run
     appearing twice. Each problem goes to stderr as PATH:LINE: what; a clean
-    file gets one line on stdout. Notes say when other members of the file's
-    group could not append to it (only for a group with other members, or a
-    shared folder), and when a datapackage.json beside it gives another
-    schema. Several files are checked one by one (a pre-commit hook).
+    file gets one line on stdout (not with -q). Notes say when other members of
+    the file's group could not append to it (only for a group with other
+    members, or a shared folder), and when a datapackage.json beside it gives
+    another schema. Several files are checked one by one (a pre-commit hook).
     """
+    if results_only:
+        from ezpz_amsc.flow.check import is_results_file
+
+        given = len(paths)
+        paths = tuple(p for p in paths if is_results_file(p))
+        if not paths:
+            if not quiet:
+                click.echo(f"no results file among the {plural(given, 'file')} given (none is "
+                           "named runs.csv or amsc.csv or has the dashboard's columns); "
+                           "nothing to check")
+            return
     if provenance is not None and len(paths) > 1:
         raise click.UsageError("--provenance takes one RESULTS_CSV (its records are its own)")
     if len(paths) == 1:
@@ -81,7 +99,7 @@ def check_file(path: str, quiet: bool = False, provenance: str | None = None,
             "notes": found.notes}))
     if not found.clean:
         raise AmscError(f"{path}: {_problems_text(found)}")
-    if out_format == "text":
+    if out_format == "text" and not quiet:
         click.echo(f"{path}: {plural(found.rows, 'row')}, all readable by the dashboard"
                    + (f"; {plural(found.records, 'record')} in {provenance}, one per row"
                       if provenance else ""))

@@ -9,26 +9,29 @@ import click
 from ezpz_amsc.cli import output
 from ezpz_amsc.cli.edge import command
 from ezpz_amsc.cli.params import RESULTS_CSV, provenance_option, quiet_option
-from ezpz_amsc.errors import ExitStatus
+from ezpz_amsc.errors import AmscError, ExitStatus
+from ezpz_amsc.text import plural
 
 
 @command(
     "describe",
     short_help="Write a results CSV's datapackage.json: schema and records.",
-    usages=("RESULTS_CSV [--provenance DIR]",),
+    usages=("RESULTS_CSV... [--provenance DIR]",),
     examples=(("results/runs.csv", "results/datapackage.json, listing results/records/"),
+              ("aurora/runs.csv polaris/runs.csv", "each folder's datapackage.json"),
               ("runs.csv --provenance records/aurora/", "the records in another folder")),
     exit_codes={ExitStatus.OK: "datapackage.json written, or already up to date",
                 ExitStatus.FAILED: ("the results file has problems, or datapackage.json cannot "
                                     "be read or written"),
                 ExitStatus.USAGE: "bad command line"},
 )
-@click.argument("path", metavar="RESULTS_CSV", type=RESULTS_CSV)
-@provenance_option("The folder of the rows' provenance records, below RESULTS_CSV's folder. "
-                   "Default: records/ beside RESULTS_CSV, if it exists.")
+@click.argument("paths", metavar="RESULTS_CSV...", nargs=-1, required=True, type=RESULTS_CSV)
+@provenance_option("The folder of the rows' provenance records, below RESULTS_CSV's folder "
+                   "(one RESULTS_CSV only). Default: records/ beside each RESULTS_CSV, if it "
+                   "exists.")
 @quiet_option
-def describe(path: str, provenance: str | None, quiet: bool) -> None:
-    """Describe a results CSV as a Frictionless Data Package: datapackage.json beside it.
+def describe(paths: tuple[str, ...], provenance: str | None, quiet: bool) -> None:
+    """Describe results CSVs as a Frictionless Data Package: datapackage.json beside each.
 
     RESULTS_CSV must pass 'check'. The package holds its resource with the
     row's Table Schema (each column's type, unit, bounds and source; an empty
@@ -37,10 +40,27 @@ def describe(path: str, provenance: str | None, quiet: bool) -> None:
     'frictionless validate datapackage.json', pandas or R read the file without
     this tool. An existing datapackage.json is updated: only this file's
     resource is rewritten, and what people added (title, licenses,
-    contributors, other resources) is kept.
+    contributors, other resources) is kept. Files in one folder share its
+    package, one resource each.
     """
+    if provenance is not None and len(paths) > 1:
+        raise click.UsageError("--provenance takes one RESULTS_CSV (its records are its own)")
+    if len(paths) == 1:
+        _describe(paths[0], provenance, quiet)
+        return
+    failed = 0
+    for path in paths:
+        try:
+            _describe(path, None, quiet)
+        except AmscError as e:
+            output.errors([(path, e)])
+            failed += 1
+    if failed:
+        raise AmscError(f"{failed} of {plural(len(paths), 'file')} not described")
+
+
+def _describe(path: str, provenance: str | None, quiet: bool) -> None:
     from ezpz_amsc.flow.describe import describe as describe_package
-    from ezpz_amsc.text import plural
 
     done = describe_package(path, provenance)
     output.notes(done.notes, quiet)

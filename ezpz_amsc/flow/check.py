@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from ezpz_amsc.results.package import package_notes
-from ezpz_amsc.results.schema import HEADER
+from ezpz_amsc.flow.publish import ROW_FILE
+from ezpz_amsc.results.package import RESULTS_FILE, package_notes
+from ezpz_amsc.results.schema import HEADER, REQUIRED
 from ezpz_amsc.results.validate import check_results_file, sharing_notes
 from ezpz_amsc.text import Text
 
@@ -31,6 +32,35 @@ class FileCheck:
     @property
     def clean(self) -> bool:
         return not self.problems
+
+
+# Names that make a file a results file whatever its first line holds: the layout's, and the
+# one the end-of-training hook writes beside a run.
+RESULTS_NAMES = (RESULTS_FILE, ROW_FILE)
+_HEAD_BYTES = 64 << 10  # a header is a few hundred bytes
+
+
+def is_results_file(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a results file to check among other CSV files (a pre-commit hook
+    is given every staged one): named :data:`RESULTS_NAMES`, or its first line names the
+    columns the dashboard requires. A file that cannot be read is one, so that check says
+    why."""
+    if os.path.basename(path) in RESULTS_NAMES:
+        return True
+    import csv
+
+    from ezpz_amsc.fs.read import open_regular
+
+    try:
+        with open_regular(path) as f:
+            head = f.read(_HEAD_BYTES).split(b"\n", 1)[0]
+    except OSError:
+        return True
+    try:
+        header = next(csv.reader([head.decode("utf-8-sig").rstrip("\r")]), [])
+    except (UnicodeDecodeError, csv.Error):
+        return False
+    return set(REQUIRED) <= set(header)
 
 
 def check_file(path: str | os.PathLike[str], provenance: str | None = None) -> FileCheck:

@@ -27,7 +27,6 @@ from ezpz_amsc.results.schema import (
     REQUIRED,
     STATUSES,
     TEXT_COLUMNS,
-    TIMESTAMP_FORMAT,
     column,
 )
 from ezpz_amsc.text import Text, opt, spelled
@@ -99,8 +98,9 @@ def field(name: str) -> dict[str, Any]:
     """One column as a Table Schema field, with the constraints ``check`` enforces."""
     col, kind = COLUMNS[name], field_type(name)
     out: dict[str, Any] = {"name": name, "type": kind, "description": spelled(col.description)}
-    if name == TIMESTAMP:
-        out["format"] = TIMESTAMP_FORMAT
+    # The timestamp's format is Table Schema's default, ISO 8601: readers (frictionless,
+    # pandas) then take the Z as UTC and give timezone-aware times. (A strptime format would
+    # make them naive.) check alone insists on exactly YYYY-MM-DDTHH:MM:SSZ.
     constraints: dict[str, Any] = {}
     if name in REQUIRED:
         constraints["required"] = True

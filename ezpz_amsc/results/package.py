@@ -31,6 +31,7 @@ from ezpz_amsc.results.fields import table_schema
 from ezpz_amsc.text import plural
 
 PACKAGE_FILE = "datapackage.json"
+RESULTS_FILE = "runs.csv"  # the layout's name of a results file (the benchmarks' own)
 RECORDS_FOLDER = "records"  # beside the results file: found without --provenance
 MAX_PACKAGE_BYTES = 64 << 20  # a package listing 100,000 records is ~20 MB
 # What the results file's resource says of itself; any other key of it is a person's.

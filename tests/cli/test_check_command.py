@@ -65,7 +65,7 @@ def test_check_file_written_by_append_is_clean(tmp_path):
     out = tmp_path / "runs.csv"
     assert run_cli(A, B, C, "--config", "c", "--append", out).exit_code == 0
     assert len(parse_csv(out.read_text())) == 3
-    r = run_cli("--check", out, "-q")
+    r = run_cli("--check", out)
     assert (r.exit_code, r.stdout, r.stderr) == (
         0, f"{out}: 3 rows, all readable by the dashboard\n", "")
 
@@ -101,14 +101,14 @@ def test_check_reads_a_header_without_the_optional_columns(tmp_path):
     header = ",".join(c for c in HEADER if c not in ("mfu", "tflops", "error"))
     p = _write(tmp_path, header, "2026-11-29T22:18:43Z,localhost,c,1,2,pass,4.034,3930.349,"
                "1965.174,7.989204,30")
-    r = run_cli("--check", p, "-q")  # -q: no notes on who else may append
+    r = run_cli("--check", p)  # -q: no notes on who else may append
     assert r.stderr == (f"{p}:1: header differs from this tool's (lacks mfu, tflops, error)\n"
                         f"error: {p}: the header differs from this tool's (no other problem "
                         "in 1 row)\n")
     # The header is named apart from the rows' problems.
     q = _write(tmp_path, header, *["2026-11-29T22:18:43Z,localhost,c,1,2,pass,4.034,3930.349,"
                                    "1965.174,7.989204,30"] * 2, name="twice.csv")
-    assert run_cli("--check", q, "-q").stderr.splitlines()[-1] == (
+    assert run_cli("--check", q).stderr.splitlines()[-1] == (
         f"error: {q}: the header differs from this tool's, and 1 problem in 2 rows")
     assert r.exit_code == 1 and r.stdout == ""
 
@@ -119,7 +119,7 @@ def test_check_flags_a_zero_mfu_as_not_a_measurement(tmp_path, mfu):
     cells = GOOD_ROW.split(",")
     cells[HEADER.index("mfu")] = mfu
     p = _write(tmp_path, HEADER_LINE, GOOD_ROW.replace("22:18:43", "22:18:44"), ",".join(cells))
-    r = run_cli("--check", p, "-q")
+    r = run_cli("--check", p)
     assert (r.exit_code, r.stdout) == (1, "")
     assert r.stderr.splitlines() == [
         f"{p}:3: mfu {mfu!r} is zero, which is not a measurement (ezpz writes 0.0 when it does "
@@ -185,7 +185,7 @@ def test_check_reports_a_cell_csv_cannot_read_and_reads_on(tmp_path):
     limit = csv.field_size_limit()
     huge = GOOD_ROW.replace(",c,", "," + "x" * (limit + 1) + ",")
     p = _write(tmp_path, HEADER_LINE, GOOD_ROW, huge, GOOD_ROW)
-    r = run_group("check", p, "-q")
+    r = run_group("check", p)
     assert (r.exit_code, r.stdout) == (1, "")
     assert r.stderr.splitlines() == [
         f"{p}:3: field larger than field limit ({limit}); read on from the next line",
@@ -235,7 +235,7 @@ def test_check_names_a_header_line_it_cannot_read(tmp_path):
 
 def test_check_as_json(tmp_path, results_files):
     clean, bad = results_files
-    r = run_group("check", clean, "--format", "json", "-q")
+    r = run_group("check", clean, "--format", "json")
     assert (r.exit_code, r.stderr) == (0, "")
     assert json.loads(r.stdout) == {"file": str(clean), "rows": 1, "records": None,
                                     "provenance": None, "clean": True, "problems": [],
@@ -282,9 +282,9 @@ def test_check_alias_and_subcommand_agree(results_files):
             run_cli("--check", path))
     clean, bad = results_files
     # -q: no notes on who else may append (tmp_path is private to this user)
-    assert outcome(run_group("check", clean, "-q")) == (
+    assert outcome(run_group("check", clean)) == (
         0, f"{clean}: 1 row, all readable by the dashboard\n", "")
-    code, out, err = outcome(run_group("check", bad, "-q"))
+    code, out, err = outcome(run_group("check", bad))
     assert (code, out) == (1, "")
     assert err.splitlines() == [f"{bad}:3: same run as line 2",
                                 f"error: {bad}: 1 problem in 2 rows"]
@@ -406,11 +406,11 @@ def published(fixture_run, tmp_path):
 
 def test_check_with_records_clean(published):
     results, folder = published
-    result = run_group("check", results, "--provenance", folder, "-q")
+    result = run_group("check", results, "--provenance", folder)
     assert (result.exit_code, result.stderr) == (0, "")
     assert result.stdout == (f"{results}: 5 rows, all readable by the dashboard; "
                              f"5 records in {folder}, one per row\n")
-    assert run_cli("--check", results, "--provenance", folder, "-q").stdout == result.stdout
+    assert run_cli("--check", results, "--provenance", folder).stdout == result.stdout
 
 
 def _rewrite(results: Path, edit) -> None:
@@ -472,7 +472,7 @@ def test_check_with_records_reads_a_column_the_file_lacks_as_empty(published):
     _rewrite(results, lambda table: table.__setitem__(slice(None), [
         [cell for c, cell in zip(HEADER, line, strict=True) if c not in dropped]
         for line in table]))
-    result = run_group("check", results, "--provenance", folder, "-q")
+    result = run_group("check", results, "--provenance", folder)
     assert (result.exit_code, result.stdout) == (1, "")
     assert result.stderr.splitlines() == [
         f"{results}:1: header differs from this tool's (lacks mfu, tflops, final_loss, error)",
@@ -493,13 +493,13 @@ def test_check_takes_several_files_and_says_which_are_not_clean(tmp_path):
     good = _write(tmp_path, HEADER_LINE, GOOD_ROW, name="good.csv")
     bad = _write(tmp_path, HEADER_LINE, GOOD_ROW.replace(",pass,", ",ok,"), name="bad.csv")
     missing = tmp_path / "missing.csv"
-    r = run_group("check", good, bad, missing, "-q")
+    r = run_group("check", good, bad, missing)
     assert outcome(r) == (1, f"{good}: 1 row, all readable by the dashboard\n",
                           f"{bad}:2: status 'ok' is not pass or fail\n"
                           f"error: {bad}: 1 problem in 1 row\n"
                           f"error: {missing}: no such file\n"
                           "error: 2 of 3 files not clean\n")
-    both = run_group("check", good, good, "-q")
+    both = run_group("check", good, good)
     assert outcome(both) == (0, f"{good}: 1 row, all readable by the dashboard\n" * 2, "")
 
 
@@ -514,7 +514,7 @@ def test_check_provenance_takes_one_file(tmp_path):
 def test_check_notes_a_data_package_with_another_schema(tmp_path):
     good = _write(tmp_path, HEADER_LINE, GOOD_ROW)
     assert run_group("describe", good, "-q").exit_code == 0
-    assert outcome(run_group("check", good, "-q"))[0] == 0
+    assert outcome(run_group("check", good))[0] == 0
     package = tmp_path / "datapackage.json"
     doc = json.loads(package.read_text())
     doc["resources"][0]["schema"]["fields"].pop()
@@ -526,7 +526,7 @@ def test_check_notes_a_data_package_with_another_schema(tmp_path):
         0, f"{good}: 1 row, all readable by the dashboard\n",
         f"note: {package}: its schema of runs.csv differs from this tool's (1 field missing: "
         f"error); to update it: ezpz-amsc describe {good}\n")
-    assert outcome(run_group("check", good, "-q")) == (0, r.stdout, "")
+    assert outcome(run_group("check", good, "-q")) == (0, "", "")  # -q: quiet, on success
 
 
 def test_check_notes_a_records_folder_the_group_cannot_add_to(tmp_path):

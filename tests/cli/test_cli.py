@@ -28,10 +28,11 @@ GOOD = RUNS / "fsdp_tp-2rank"
 
 USAGE = ["Usage: ezpz-amsc [export] RUN_DIR... --config LABEL [OPTIONS]",
          "       ezpz-amsc check RESULTS_CSV... [--provenance DIR]",
-         "       ezpz-amsc describe RESULTS_CSV",
-         "       ezpz-amsc report RESULTS_CSV... [--plot FILE]",
+         "       ezpz-amsc describe RESULTS_CSV...",
+         "       ezpz-amsc report RESULTS_CSV... [--format FORMAT] [--plot FILE]",
          "       ezpz-amsc compare BASE_CSV NEW_CSV [--format FORMAT]",
          "       ezpz-amsc reproduce RECORD.json...",
+         "       ezpz-amsc init [DIR]",
          "       ezpz-amsc COMMAND [ARGS]..."]
 
 
@@ -168,7 +169,8 @@ def test_version():
     assert outcome(run_group("version")) == outcome(result)
 
 
-@pytest.mark.parametrize("page", [[], ["export"], ["check"], ["report"], ["compare"],
+@pytest.mark.parametrize("page", [[], ["export"], ["check"], ["describe"], ["report"],
+                                  ["compare"], ["init"],
                                   ["reproduce"], ["help"], ["version"]])
 def test_help_command_prints_the_help_pages(page):
     assert outcome(run_group("help", *page)) == outcome(run_group(*page, "--help"))
@@ -178,10 +180,10 @@ def test_help_of_no_such_command_names_the_commands():
     result = run_group("help", "chek")
     assert (result.exit_code, error_line(result)) == (
         2, "error: no such command 'chek' (did you mean 'check'?); the commands: export, "
-           "check, describe, report, compare, reproduce, help, version")
+           "check, describe, report, compare, reproduce, init, help, version")
     assert error_line(run_group("help", "zzz")) == (
         "error: no such command 'zzz'; the commands: export, check, describe, report, "
-        "compare, reproduce, help, version")
+        "compare, reproduce, init, help, version")
 
 
 @pytest.mark.slow
@@ -219,7 +221,8 @@ def test_help_fits_100_columns_on_a_wide_terminal(prog):
             assert "\nExit codes:\n  0  " in p.stdout
 
 
-@pytest.mark.parametrize("page", [[], ["export"], ["check"], ["report"], ["compare"],
+@pytest.mark.parametrize("page", [[], ["export"], ["check"], ["describe"], ["report"],
+                                  ["compare"], ["init"],
                                   ["reproduce"], ["help"], ["version"]])
 def test_every_help_page_fits_an_80_column_terminal(page):
     result = runner().invoke(cli, [*page, "--help"], prog_name="ezpz-amsc", terminal_width=80)
@@ -232,8 +235,9 @@ def test_group_help_shows_both_modes_and_examples():
     assert page.splitlines()[:len(USAGE)] == USAGE
     commands = page.split("Commands:\n")[1].split("\n\n")[0]
     assert [ln.split()[0] for ln in commands.splitlines()] == [
-        "export", "check", "describe", "report", "compare", "reproduce", "help", "version"]
-    assert "  ezpz-amsc check results.csv  " in page
+        "export", "check", "describe", "report", "compare", "reproduce", "init", "help",
+        "version"]
+    assert "  ezpz-amsc check runs.csv  " in page
     assert "2  bad command line" in page
 
 
@@ -264,7 +268,7 @@ def complete(cmd: click.Command, args: list[str], incomplete: str,
     # the path item first: click's bash script clears the list at it (see the bash test)
     ([], "", [("dir", ""), ("plain", "export"), ("plain", "check"), ("plain", "describe"),
               ("plain", "report"), ("plain", "compare"), ("plain", "reproduce"),
-              ("plain", "help"), ("plain", "version")]),
+              ("plain", "init"), ("plain", "help"), ("plain", "version")]),
     ([], "ch", [("dir", "ch"), ("plain", "check")]),
     ([], "ru", [("dir", "ru")]),
     (["run1"], "", [("dir", "")]),
@@ -298,7 +302,7 @@ def test_bash_completion_through_the_console_script():
     p = subprocess.run([script], capture_output=True, text=True, env=env)
     assert (p.returncode, p.stdout.splitlines()) == (
         0, ["dir,", "plain,export", "plain,check", "plain,describe", "plain,report",
-            "plain,compare", "plain,reproduce", "plain,help", "plain,version"])
+            "plain,compare", "plain,reproduce", "plain,init", "plain,help", "plain,version"])
 
 
 # What docs/cli.md tells bash users to put in ~/.bashrc.
@@ -307,7 +311,7 @@ BASH_SETUP = 'eval "$(_EZPZ_AMSC_COMPLETE=bash_source ezpz-amsc)"'
 
 @pytest.mark.slow
 @pytest.mark.parametrize("words, expected", [
-    (["ezpz-amsc", ""], "export check describe report compare reproduce help version"),
+    (["ezpz-amsc", ""], "export check describe report compare reproduce init help version"),
     (["ezpz-amsc", "re"], "report reproduce"),
     (["ezpz-amsc", "ch"], "check"),
     (["ezpz-amsc", "examples/"], ""),  # no command matches: bash completes the folders itself
@@ -347,7 +351,7 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith(("ezpz", "numpy")
     (["--help"], ["ezpz_amsc.cli.params", "ezpz_amsc.cli.check_command",
                   "ezpz_amsc.cli.describe_command", "ezpz_amsc.cli.export_command",
                   "ezpz_amsc.cli.report_command", "ezpz_amsc.cli.compare_command",
-                  "ezpz_amsc.cli.reproduce_command",
+                  "ezpz_amsc.cli.reproduce_command", "ezpz_amsc.cli.init_command",
                   "ezpz_amsc.cli.help_command", "ezpz_amsc.cli.version_command"]),
 ])
 def test_subcommands_load_only_when_needed(argv, expected):

@@ -99,7 +99,7 @@ def test_describe_help_is_the_reference(tmp_path):
     reference = (REPO / "docs" / "cli.md").read_text()
     page = run_group("describe", "--help").stdout
     assert f"## `ezpz-amsc describe`\n\n```text\n{page}```\n" in reference
-    assert page.startswith("Usage: ezpz-amsc describe RESULTS_CSV [--provenance DIR]\n")
+    assert page.startswith("Usage: ezpz-amsc describe RESULTS_CSV... [--provenance DIR]\n")
     assert "  ezpz-amsc describe results/runs.csv" in page
     assert "  0  datapackage.json written, or already up to date" in page
     group = run_group("--help").stdout
@@ -109,3 +109,29 @@ def test_describe_help_is_the_reference(tmp_path):
 @pytest.mark.parametrize("name", ["check", "describe"])
 def test_a_command_is_named_as_the_group_calls_it(name):
     assert load_command(COMMANDS[name]).name == name
+
+
+def test_describe_takes_several_files_each_into_its_folders_package(tmp_path):
+    header = ",".join(HEADER)
+    a, b = tmp_path / "aurora" / "runs.csv", tmp_path / "polaris" / "runs.csv"
+    for p in (a, b):
+        p.parent.mkdir()
+        p.write_text(f"{header}\n{EXPECTED['fsdp_tp-2rank']}\n")
+    r = run_group("describe", a, b)
+    assert (r.exit_code, r.stderr) == (0, "")
+    assert r.stdout.splitlines() == [
+        f"{a.parent / 'datapackage.json'}: wrote resource runs (1 row)",
+        f"{b.parent / 'datapackage.json'}: wrote resource runs (1 row)"]
+    bad = tmp_path / "bad.csv"
+    bad.write_text(f"{header}\n{EXPECTED['fsdp_tp-2rank'].replace(',pass,', ',ok,')}\n")
+    r = run_group("describe", a, bad)
+    assert r.exit_code == 1
+    assert r.stdout.splitlines() == [f"{a.parent / 'datapackage.json'}: up to date: resource "
+                                     "runs (1 row)"]
+    assert r.stderr.splitlines() == [
+        f"error: {bad}: 1 problem in 1 row; 'ezpz-amsc check {bad}' lists them: a data package "
+        "must not describe a file check refuses",
+        "error: 1 of 2 files not described"]
+    assert not (tmp_path / "datapackage.json").exists()
+    r = run_group("describe", a, b, "--provenance", tmp_path)
+    assert r.exit_code == 2 and "--provenance takes one RESULTS_CSV" in r.stderr

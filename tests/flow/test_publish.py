@@ -106,7 +106,7 @@ def test_a_kill_at_any_instant_loses_nothing_and_the_retry_finishes(tmp_path, po
         assert (retry.returncode, retry.stdout) == (0, ""), retry.stderr
     assert _keys(results) == KEYS
     # Nothing left over, nothing double: every row with its record, and no hidden file.
-    check = run_group("check", results, "--provenance", folder, "-q")
+    check = run_group("check", results, "--provenance", folder)
     assert (check.exit_code, check.stderr) == (0, ""), check.stderr
     assert check.stdout == (f"{results}: 2 rows, all readable by the dashboard; 2 records in "
                             f"{folder}, one per row\n")

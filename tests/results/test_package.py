@@ -195,3 +195,51 @@ def test_the_frictionless_command_line_as_the_docs_give_it(tmp_path):
     bad = subprocess.run([script, "validate", PACKAGE_FILE], cwd=tmp_path, capture_output=True,
                          text=True)
     assert bad.returncode == 1 and "constraint-error" in bad.stdout
+
+
+@pytest.mark.slow
+def test_readers_get_utc_aware_timestamps_and_the_described_types(tmp_path):
+    """frictionless, pandas and DuckDB read a described results file with the types the
+    package gives: the timestamp an aware UTC time, counts whole numbers, an empty cell a
+    missing value (never 0)."""
+    import datetime
+
+    from frictionless import Package
+
+    results = _results(tmp_path, GOOD_ROW)
+    describe(results)
+    (row,) = Package(str(tmp_path / PACKAGE_FILE)).get_resource("runs").read_rows()
+    assert row["timestamp"] == datetime.datetime(2026, 11, 29, 22, 18, 43,
+                                                 tzinfo=datetime.timezone.utc)
+    assert row["timestamp"].utcoffset() == datetime.timedelta(0)
+    assert (row["nodes"], row["gpus"], row["steps"], row["mfu"]) == (1, 2, 30, None)
+
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.read_csv(results, parse_dates=["timestamp"])
+    assert str(frame["timestamp"].dt.tz) == "UTC"
+    assert frame["timestamp"][0] == pandas.Timestamp("2026-11-29T22:18:43", tz="UTC")
+    assert str(frame["gpus"].dtype) == "int64" and pandas.isna(frame["mfu"][0])
+
+    duckdb = pytest.importorskip("duckdb")
+    got = duckdb.sql(f"SELECT timestamp, gpus, mfu, wall_time_sec FROM read_csv('{results}', "
+                     "types={'timestamp': 'TIMESTAMPTZ'}) ").fetchall()
+    ((when, gpus, mfu, wall),) = got
+    assert when.astimezone(datetime.timezone.utc) == datetime.datetime(
+        2026, 11, 29, 22, 18, 43, tzinfo=datetime.timezone.utc)
+    assert (gpus, mfu, wall) == (2, None, 4.034)
+
+
+def test_an_offset_check_refuses_is_the_same_instant_to_frictionless(tmp_path):
+    """check wants exactly YYYY-MM-DDTHH:MM:SSZ (the dashboard's form); frictionless reads any
+    ISO 8601 time, an offset too, as the same UTC instant: never a wrong time."""
+    import datetime
+
+    from frictionless import Package
+
+    results = _results(tmp_path, GOOD_ROW)
+    describe(results)
+    results.write_text(f"{HEADER_LINE}\n{GOOD_ROW.replace('22:18:43Z', '23:18:43+01:00')}\n")
+    assert _check(results) == 1
+    (row,) = Package(str(tmp_path / PACKAGE_FILE)).get_resource("runs").read_rows()
+    assert row["timestamp"] == datetime.datetime(2026, 11, 29, 22, 18, 43,
+                                                 tzinfo=datetime.timezone.utc)

@@ -114,9 +114,10 @@ def test_synthetic_sweep_is_a_clean_results_file(tmp_path):
     text = sweep.read_text()
     assert text == (make_run.write_sweep(tmp_path / "again.csv", 500, seed=3)
                     or (tmp_path / "again.csv").read_text())  # seeded: the same bytes
-    result = run_group("check", str(sweep), "-q")
-    assert (result.exit_code, result.stdout) == (
-        0, f"{sweep}: 500 rows, all readable by the dashboard\n")
+    result = run_group("check", str(sweep), "--format", "json", "-q")
+    assert result.exit_code == 0
+    assert {k: v for k, v in json.loads(result.stdout).items() if k in ("rows", "clean")} == {
+        "rows": 500, "clean": True}
     lines = text.splitlines()
     assert len(lines) == 501 and lines[0].startswith("timestamp,system,config,")
     assert {line.split(",")[5] for line in lines[1:]} == {"pass", "fail"}
