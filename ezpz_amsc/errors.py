@@ -34,6 +34,8 @@ class ExitStatus(enum.IntEnum):
     USAGE = 2, ("bad command line: unknown option, bad value, missing " + opt("config")
                 + " or RUN_DIR")
     NOTHING_COMPARABLE = 3, "nothing comparable (compare)"
+    # What a shell reports for a process that SIGINT ended (128 + 2): Ctrl-C.
+    INTERRUPTED = 130, "interrupted (Ctrl-C)"
     # What a shell reports for a process that SIGPIPE ended (128 + 13): stdout was closed
     # before everything was written (``... | head -1``).
     BROKEN_PIPE = 141, "stdout was closed before everything was written"

@@ -266,3 +266,22 @@ if __name__ == "__main__":
     DOC.write_text(render())
     SCHEMA_DOC.write_text(schema_doc())
     print(f"wrote {DOC.relative_to(REPO)} and the schema in {SCHEMA_DOC.relative_to(REPO)}")
+
+
+def test_every_module_the_docs_name_exists():
+    """A path like ``run/steps.py`` or ``ezpz_amsc/cli/output.py`` in the docs' prose (code
+    fences hold history and other programs' files) names a file of this repository."""
+    import re
+
+    docs = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    named = re.compile(r"`((?:[a-z_]+/)+[a-z_]+\.py)`")
+    missing = []
+    for doc in docs:
+        prose = re.sub(r"```.*?```", "", doc.read_text(), flags=re.S)
+        for path in named.findall(prose):
+            if path.startswith(("ezpz/", "src/ezpz/")):  # ezpz's own files
+                continue
+            where = [REPO / path, REPO / "ezpz_amsc" / path, REPO / "tests" / path]
+            if not any(p.is_file() for p in where):
+                missing.append(f"{doc.name}: {path}")
+    assert missing == []

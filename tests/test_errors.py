@@ -14,7 +14,8 @@ from ezpz_amsc.text import opt
 
 def test_the_exit_statuses():
     assert {s.name: int(s) for s in ExitStatus} == {
-        "OK": 0, "FAILED": 1, "USAGE": 2, "NOTHING_COMPARABLE": 3, "BROKEN_PIPE": 141}
+        "OK": 0, "FAILED": 1, "USAGE": 2, "NOTHING_COMPARABLE": 3, "INTERRUPTED": 130,
+        "BROKEN_PIPE": 141}
     assert ExitStatus(2) is ExitStatus.USAGE  # from a number, as click's exit codes come
     assert AmscError("x").exit_code is ExitStatus.FAILED
     assert AmscUsageError("x").exit_code is ExitStatus.USAGE

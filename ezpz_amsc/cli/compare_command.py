@@ -12,7 +12,7 @@ import click
 
 from ezpz_amsc.cli import output
 from ezpz_amsc.cli.edge import command
-from ezpz_amsc.cli.params import RESULTS_CSV, quiet_option
+from ezpz_amsc.cli.params import RESULTS_CSV, FormatChoice, quiet_option
 from ezpz_amsc.errors import ExitStatus
 
 EXIT_CODES = {
@@ -41,7 +41,7 @@ EXIT_CODES = {
                    "BASE_CSV NEW_CSV.")
 @click.option("--new", "new", multiple=True, type=RESULTS_CSV, metavar="CSV",
               help="A results file of the new study (repeat for several files).")
-@click.option("--format", "out_format", type=click.Choice(["text", "json", "markdown"]),
+@click.option("--format", "out_format", type=FormatChoice(["text", "json", "markdown"]),
               default="text", show_default=True,
               help="text: for a terminal or a CI log; json: the same comparison as data (with "
                    "z, se and adjusted p); markdown: for a pull request.")

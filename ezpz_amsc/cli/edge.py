@@ -54,6 +54,8 @@ def one_line_errors() -> Iterator[None]:
         raise
     except BrokenPipeError:
         raise stdout_closed() from None
+    except KeyboardInterrupt:  # Ctrl-C: the shell's 130, one line, no traceback
+        raise CliError("interrupted", ExitStatus.INTERRUPTED) from None
     except AmscError as e:
         raise CliError(say(e.message), e.exit_code) from None
     except click.ClickException as e:

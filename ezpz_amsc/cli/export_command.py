@@ -157,9 +157,29 @@ def _write_rows(results: list[ExportResult], opts: ExportOptions, pub: PublishOp
 
     published = publish(results, opts, pub, out=sys.stdout if out_format == "csv" else None)
     if out_format == "json":
-        sys.stdout.write("".join(output.json_text(result.to_data()) + "\n" for result in results))
+        told = _append_outcomes(published, len(results), pub.append)
+        sys.stdout.write("".join(output.json_text({**result.to_data(), **told[i]}) + "\n"
+                                 for i, result in enumerate(results)))
         sys.stdout.flush()
     return published
+
+
+def _append_outcomes(published: Published, count: int, append: str | None
+                     ) -> list[dict[str, Any]]:
+    """Per row, what ``--append`` did with it, for ``--format json``: ``appended``,
+    ``skipped`` (``--skip-existing``: the run is at ``line`` already) or ``completed`` (an
+    interrupted export had appended it). Nothing without ``--append``."""
+    out: list[dict[str, Any]] = [{} for _ in range(count)]
+    done = published.appended
+    if append is None or done is None:
+        return out
+    for i in done.written:
+        out[i] = {"append": {"file": append, "outcome": "appended"}}
+    for i, existing in done.skipped:
+        out[i] = {"append": {"file": append, "outcome": "skipped", "line": existing.line}}
+    for i in done.completed:
+        out[i] = {"append": {"file": append, "outcome": "completed"}}
+    return out
 
 
 def _append_notes(published: Published, results: list[ExportResult], append: str | None,

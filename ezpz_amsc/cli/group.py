@@ -106,7 +106,7 @@ class AmscGroup(HelpLayout, click.Group):
 
         close = difflib.get_close_matches(first, self.list_commands(ctx), n=1, cutoff=0.75)
         if close:
-            raise CliError(f"{first!r} is no command, and no such directory here (did you mean "
+            raise CliError(f"{first!r} is not a command, nor a directory here (did you mean "
                            f"'{ctx.command_path} {close[0]}'?)", ExitStatus.USAGE)
 
     def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:

@@ -147,3 +147,13 @@ def export_options(ctx: click.Context) -> ExportOptions:
                                      ctx, param=find_param(ctx, "config"))
     with option_errors(ctx):
         return ExportOptions(**values)
+
+
+class FormatChoice(click.Choice):  # type: ignore[type-arg]  # generic in click's stubs only
+    """``--format``'s choices, and the short names people type for them (``md``)."""
+
+    ALIASES = {"md": "markdown"}
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        return super().convert(self.ALIASES.get(value, value), param, ctx)

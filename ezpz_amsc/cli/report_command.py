@@ -12,7 +12,7 @@ import click
 
 from ezpz_amsc.cli import output
 from ezpz_amsc.cli.edge import command
-from ezpz_amsc.cli.params import PLOT_FILE, RESULTS_CSV, quiet_option
+from ezpz_amsc.cli.params import PLOT_FILE, RESULTS_CSV, FormatChoice, quiet_option
 from ezpz_amsc.errors import ExitStatus
 
 # --dpi: 100 draws a 10-inch panel 1,000 pixels wide; 600 is print quality (and a large
@@ -35,11 +35,11 @@ DEFAULT_DPI, MIN_DPI, MAX_DPI = 100, 50, 600
 )
 @click.argument("paths", metavar="RESULTS_CSV...", nargs=-1, required=True, type=RESULTS_CSV)
 @click.option("--format", "out_format",
-              type=click.Choice(["text", "json", "markdown", "html"]),
+              type=FormatChoice(["text", "json", "markdown", "html"]),
               default="text", show_default=True,
-              help="text: tables for a terminal; json: the same report as data; markdown: "
-                   "GitHub-flavoured tables, e.g. for a pull request; html: one self-contained "
-                   "page with charts (no network, no matplotlib needed).")
+              help="text: tables for a terminal; json: the same report as data; markdown (or "
+                   "md): GitHub-flavoured tables, e.g. for a pull request; html: one "
+                   "self-contained page with charts (no network, no matplotlib needed).")
 @click.option("--plot", "plot_path", metavar="FILE", type=PLOT_FILE,
               help="Also draw tokens/s/gpu and efficiency against nodes to FILE (.png, .svg or "
                    ".pdf; needs matplotlib, the 'plot' extra).")

@@ -576,3 +576,36 @@ def test_others_in_the_group_of_the_file_or_of_the_folder_alone_get_the_note(
         f"{out}: other members of group {group} cannot append to it ({_described(out)}); "
         f"other members of group {group} cannot create results files in {folder} "
         f"({_described(folder)}); to share it: chmod g+w {out} && chmod g+ws {folder}"]
+
+
+def test_quiet_check_prints_nothing_on_success_and_the_problems_otherwise(tmp_path):
+    good = _write(tmp_path, HEADER_LINE, GOOD_ROW)
+    assert outcome(run_group("check", good, "-q")) == (0, "", "")
+    bad = _write(tmp_path, HEADER_LINE, GOOD_ROW.replace(",pass,", ",ok,"))
+    code, out, err = outcome(run_group("check", bad, "-q"))
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [f"{bad}:2: status 'ok' is not pass or fail",
+                                f"error: {bad}: 1 problem in 1 row"]
+
+
+def test_results_only_checks_the_results_files_among_csv_files(tmp_path):
+    runs = tmp_path / "a" / "runs.csv"
+    runs.parent.mkdir()
+    runs.write_text(f"{HEADER_LINE}\n{GOOD_ROW.replace(',pass,', ',ok,')}\n")
+    named = tmp_path / "sweep.csv"  # another name, the dashboard's columns
+    named.write_text(f"{HEADER_LINE}\n{GOOD_ROW}\n")
+    other = tmp_path / "notes.csv"
+    other.write_text("a,b\n1,2\n")
+    broken = tmp_path / "b" / "amsc.csv"  # the hook's name: checked whatever it holds
+    broken.parent.mkdir()
+    broken.write_text("timestamp;system;config\n")
+    r = run_group("check", "--results-only", runs, named, other, broken)
+    assert r.exit_code == 1
+    assert r.stdout == f"{named}: 1 row, all readable by the dashboard\n"
+    assert str(other) not in r.stderr
+    assert r.stderr.splitlines()[-1] == "error: 2 of 3 files not clean"
+    r = run_group("check", "--results-only", other)
+    assert outcome(r) == (0, "no results file among the 1 file given (none is named runs.csv "
+                             "or amsc.csv or has the dashboard's columns); nothing to check\n",
+                          "")
+    assert outcome(run_group("check", "--results-only", other, "-q")) == (0, "", "")

@@ -97,7 +97,7 @@ def test_run_dir_named_like_a_subcommand(tmp_path, monkeypatch, name):
 
 
 def _typo(word: str, command: str) -> str:
-    return (f"error: {word!r} is no command, and no such directory here (did you mean "
+    return (f"error: {word!r} is not a command, nor a directory here (did you mean "
             f"'ezpz-amsc {command}'?)")
 
 
@@ -399,3 +399,41 @@ def test_a_path_you_may_not_reach_is_one_error_line_and_nothing_written(tmp_path
         assert (result.exit_code, result.stdout) == (1, "")
         assert result.stderr == f"error: {denied}: {DENIED}\n"
     assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------------ the smaller frictions
+
+
+def test_ctrl_c_is_exit_130_and_one_line(monkeypatch, tmp_path):
+    def interrupted(*_a, **_k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("ezpz_amsc.flow.export.export_run", interrupted)
+    r = run_group(GOOD, "--config", "c")
+    assert (r.exit_code, r.stdout, r.stderr) == (130, "", "error: interrupted\n")
+
+
+@pytest.mark.slow
+def test_a_real_sigint_exits_130_without_a_traceback(tmp_path):
+    """SIGINT while an append waits at its first instant (the pause seam of fs/create.py)."""
+    import signal
+
+    from helpers import paused, wait_until_paused
+
+    env = {**os.environ, "PYTHONPATH": str(REPO), **paused(tmp_path, "opened")}
+    p = subprocess.Popen([sys.executable, "-m", "ezpz_amsc", str(GOOD), "--config", "c",
+                          "--append", str(tmp_path / "r.csv")], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_until_paused(p, tmp_path, "opened")
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert (p.returncode, out) == (130, "")
+    assert err.splitlines()[-1] == "error: interrupted" and "Traceback" not in err
+
+
+def test_format_md_is_markdown(tmp_path):
+    sweep = REPO / "docs" / "report-example" / "sweep.csv"
+    md, markdown = run_group("report", sweep, "--format", "md"), run_group(
+        "report", sweep, "--format", "markdown")
+    assert md.exit_code == 0 and md.stdout == markdown.stdout
+    assert md.stdout.startswith("## Scaling report\n")

@@ -874,3 +874,19 @@ def test_an_append_loads_the_append_machinery(tmp_path):
     assert {"ezpz_amsc.results.append", "ezpz_amsc.results.rows", "ezpz_amsc.fs.create",
             "fcntl"} <= loaded
     assert "ezpz_amsc.run.devices" not in loaded
+
+
+def test_json_says_what_the_append_did_with_each_row(tmp_path):
+    """--format json with --append: each object says whether its row was appended, skipped
+    (--skip-existing, with the line the run is at) or finished from an interrupted export."""
+    out = tmp_path / "r.csv"
+    first = run_cli(A, "--config", "c", "--append", out, "--format", "json", "-q")
+    assert json.loads(first.stdout)["append"] == {"file": str(out), "outcome": "appended"}
+    again = run_cli(A, C, "--config", "c", "--append", out, "--skip-existing",
+                    "--format", "json", "-q")
+    assert again.exit_code == 0, again.stderr
+    told = [json.loads(line)["append"] for line in again.stdout.splitlines()]
+    assert told == [{"file": str(out), "outcome": "skipped", "line": 2},
+                    {"file": str(out), "outcome": "appended"}]
+    plain = run_cli(A, "--config", "c", "--format", "json", "-q")
+    assert "append" not in json.loads(plain.stdout)
