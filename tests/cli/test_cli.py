@@ -420,7 +420,9 @@ def test_a_real_sigint_exits_130_without_a_traceback(tmp_path):
 
     from helpers import paused, wait_until_paused
 
-    env = {**os.environ, "PYTHONPATH": str(REPO), **paused(tmp_path, "opened")}
+    # tools/mutate.py measures subprocesses with coverage, which handles signals of its own.
+    env = {**{k: v for k, v in os.environ.items() if k != "MUTATE_COV_DIR"},
+           "PYTHONPATH": str(REPO), **paused(tmp_path, "opened")}
     p = subprocess.Popen([sys.executable, "-m", "ezpz_amsc", str(GOOD), "--config", "c",
                           "--append", str(tmp_path / "r.csv")], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
