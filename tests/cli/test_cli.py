@@ -425,7 +425,10 @@ def test_a_real_sigint_exits_130_without_a_traceback(tmp_path):
            "PYTHONPATH": str(REPO), **paused(tmp_path, "opened")}
     p = subprocess.Popen([sys.executable, "-m", "ezpz_amsc", str(GOOD), "--config", "c",
                           "--append", str(tmp_path / "r.csv")], env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         # as from a shell: a parent that ignores SIGINT (a test runner's
+                         # worker) would pass that on, and Python then installs no handler
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     wait_until_paused(p, tmp_path, "opened")
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
