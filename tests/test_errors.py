@@ -45,3 +45,15 @@ def test_every_commands_help_lists_only_exit_statuses_that_exist(command):
     codes = [int(c) for c in re.findall(r"^\s+(\d+)\s", section, flags=re.M)]
     assert codes and set(codes) <= {int(s) for s in ExitStatus}
     assert codes == sorted(codes)
+
+
+def test_each_exit_status_says_what_it_means():
+    assert {s.name: str(s.meaning) for s in ExitStatus} == {
+        "OK": "success",
+        "FAILED": "a run could not be exported, or a results file has problems; the error: "
+                  "line says why and which flag settles it",
+        "USAGE": "bad command line: unknown option, bad value, missing --config or RUN_DIR",
+        "NOTHING_COMPARABLE": "nothing comparable (compare)",
+        "INTERRUPTED": "interrupted (Ctrl-C)",
+        "BROKEN_PIPE": "stdout was closed before everything was written"}
+    assert ExitStatus.USAGE.meaning.options()[0].name == "config"  # type: ignore[union-attr]

@@ -85,3 +85,20 @@ def test_a_table_refuses_an_alignment_for_more_columns_than_it_has():
     # a caller that miscounts its columns fails here, not with a table shifted by one
     with pytest.raises(ValueError, match="zip"):
         table([("a",), ("b",)], "lr")
+
+
+def test_messages_name_options_as_data():
+    from ezpz_amsc.text import Message, Opt, as_flag, joined, named_options, opt, spelled
+
+    assert as_flag(Opt("gpus")) == "--gpus" and as_flag(Opt("gpus", "N")) == "--gpus N"
+    m = "pass " + opt("wall_time_sec", "SECONDS") + " or " + opt("gpus")
+    assert isinstance(m, Message)
+    assert str(m) == m.render() == spelled(m) == "pass --wall-time-sec SECONDS or --gpus"
+    assert m.render(lambda o: o.name.upper()) == "pass WALL_TIME_SEC or GPUS"
+    assert [o.name for o in named_options(m)] == ["wall_time_sec", "gpus"]
+    assert named_options("plain") == () and spelled("plain") == "plain"
+    assert str(m + "; " + opt("status", "fail")) == (
+        "pass --wall-time-sec SECONDS or --gpus; --status fail")
+    assert joined(", ", []) == "" and joined(", ", ["a"]) == "a"
+    assert str(joined(" ", [opt("a"), "b", opt("c", 1)])) == "--a b --c 1"
+    assert opt("warmup", 0).options() == (Opt("warmup", "0"),)

@@ -54,3 +54,26 @@ def test_rows_are_paired_with_their_records(tmp_path):
 def test_a_file_it_cannot_read_is_an_error(tmp_path):
     with pytest.raises(AmscError, match="no such file"):
         check_file(tmp_path / "missing.csv")
+
+
+def test_which_csv_files_are_results_files(tmp_path):
+    import os
+
+    from ezpz_amsc.flow.check import is_results_file
+    from ezpz_amsc.results.schema import REQUIRED
+
+    def written(name: str, data: bytes):
+        p = tmp_path / name
+        p.write_bytes(data)
+        return p
+
+    assert is_results_file(written("runs.csv", b"anything\n"))  # by name
+    assert is_results_file(written("amsc.csv", b""))
+    assert is_results_file(written("a.csv", (",".join(REQUIRED) + "\n").encode()))  # exactly
+    assert is_results_file(written("b.csv", ("\ufeff" + ",".join(HEADER) + "\r\n").encode()))
+    assert is_results_file(written("c.csv", b"a,b\n1,2\n")) is False
+    assert is_results_file(written("d.csv", b"\xff\xfe t\x00i\x00\n")) is False  # not UTF-8
+    assert is_results_file(written("e.csv", b'"timestamp\n')) is False  # csv cannot read it
+    fifo = tmp_path / "f.csv"
+    os.mkfifo(fifo)
+    assert is_results_file(fifo)  # cannot be read: checked, so that check says why

@@ -135,3 +135,39 @@ def test_the_hook_init_writes_refuses_a_broken_results_file(tmp_path):
                        env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 1, p.stdout + p.stderr
     assert "runs.csv:2: wall_time_sec 'abc' is not a number" in p.stdout
+
+
+def test_each_missing_half_of_the_hook_is_named(tmp_path):
+    with pytest.raises(AmscError) as e:
+        init(tmp_path / "a", hook_rev="v1")
+    assert str(e.value) == ("--hook-rev needs --hook-repo: pre-commit installs the hook from "
+                            "that repository at that tag or commit")
+    with pytest.raises(AmscError) as e:
+        init(tmp_path / "b", hook_repo="https://example.org/x.git")
+    assert str(e.value).startswith("--hook-repo needs --hook-rev: ")
+
+
+def test_init_into_a_file_or_onto_two_files_is_refused(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(AmscError) as e:
+        init(f)
+    assert str(e.value) == f"{f}: not a folder"
+    for name in (".gitattributes", ".pre-commit-config.yaml"):
+        (tmp_path / name).write_text("ours\n")
+    with pytest.raises(AmscError) as e:
+        init(tmp_path)
+    assert str(e.value) == (f"{tmp_path}: already has .gitattributes, .pre-commit-config.yaml; "
+                            "not overwriting (move them away, or add what "
+                            "docs/results-repository.md shows by hand)")
+
+
+def test_the_contributors_readme_says_how_to_add_rows(tmp_path):
+    init(tmp_path)
+    readme = (tmp_path / "README.md").read_text()
+    assert readme.startswith("# Benchmark results\n\nEach results file is "
+                             "`<category>/<name>/results/runs.csv`: one row per run")
+    assert ("ezpz-amsc RUN_DIR --config LABEL --append <category>/<name>/results/runs.csv"
+            in readme)
+    assert "ezpz-amsc report <category>/<name>/results/runs.csv --format markdown" in readme
+    assert "pre-commit install" in readme

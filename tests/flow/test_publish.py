@@ -317,3 +317,11 @@ def test_publishing_into_the_run_directory_returns_the_rows_file(tmp_path):
                                                             None)
     assert parse_csv((run / ROW_FILE).read_text()) == [expected_row("minimal-1rank")]
     assert json.loads((run / RECORD_FILE).read_text())["row"] == expected_row("minimal-1rank")
+
+
+def test_a_run_folder_takes_the_row_of_its_own_run_only(tmp_path):
+    opts = ExportOptions(config="c")
+    result = export_run(TWO[1], opts, hash_files=True)
+    with pytest.raises(ValueError, match="^a run folder takes the row of its own run$"):
+        publish([result, result], opts, PublishOptions(run_folder=str(tmp_path)))
+    assert list(tmp_path.iterdir()) == []
