@@ -202,9 +202,12 @@ PLACES = (
     ("A", "run_info Environment Variables"),
     ("A", "run_info Distributed"),
     ("A", "run_info EZPZ_RUN_COMMAND"),
+    ("A", "run_info Paths"),
     ("A", "report Environment Variables"),
     ("A", "report EZPZ_RUN_COMMAND"),
     ("A", "structured log"),
+    ("A", "metrics string value"),
+    ("A", ".hydra/config.yaml"),
     ("B", "config.json flat key"),
     ("B", "config.json args"),
     ("B", "config.json EZPZ_RUN_COMMAND"),
@@ -306,7 +309,18 @@ def plant(form: Form, work: Path) -> tuple[list[Path], list[Secret]]:
     info["Distributed"][form.key] = stored_value(form, tok("A", "run_info Distributed"))
     info["Distributed"]["EZPZ_RUN_COMMAND"] = command_line(
         form, base_a, tok("A", "run_info EZPZ_RUN_COMMAND"), as_list=True)
+    info["Paths"][form.key] = stored_value(form, tok("A", "run_info Paths"))
     (a / "run_info.json").write_text(json.dumps(info, indent=2))
+    metrics = a / "metrics.jsonl"
+    first, rest = metrics.read_text().split("\n", 1)
+    record = json.loads(first)
+    record["metrics"][f"wandb/{form.key.lower()}"] = stored_value(
+        form, tok("A", "metrics string value"))
+    metrics.write_text(json.dumps(record) + "\n" + rest)
+    (a / ".hydra").mkdir()
+    yaml_value = json.dumps(stored_value(form, tok("A", ".hydra/config.yaml")))  # YAML reads JSON
+    (a / ".hydra" / "config.yaml").write_text(
+        f"train:\n  lr: 0.0003\n  {form.key.lower()}: {yaml_value}\n")
     report = a / "train" / "report-train.md"
     text = report.read_text()
     env_head = "### Environment Variables\n\n"
@@ -476,9 +490,10 @@ def _rows(path: Path) -> list[dict[str, str]]:
 
 
 def run_everything(cli: Callable[..., tuple[int, str, str]], work: Path, runs: list[Path], *,
-                   full: bool) -> list[Output]:
+                   full: bool, before: dict[Path, str]) -> list[Output]:
     """Every documented way of printing and writing rows and records, on ``runs``;
-    returns what each printed. Asserts only that each path was really exercised."""
+    returns what each printed. Asserts only that each path was really exercised.
+    A file this function edits itself is brought up to date in ``before``."""
     outputs: list[Output] = []
 
     def run(what: str, *args: object, expect: int | None = 0) -> tuple[int, str, str]:
@@ -509,6 +524,7 @@ def run_everything(cli: Callable[..., tuple[int, str, str]], work: Path, runs: l
     loss_key = "loss" if "loss" in last["metrics"] else "train/loss"
     last["metrics"][loss_key] = last["metrics"][loss_key] + 1.5
     metrics.write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n")
+    before[metrics] = hashlib.sha256(metrics.read_bytes()).hexdigest()
     run("reproduce after an edit", "reproduce", *sorted(records.glob("*.json")), expect=1)
     run("reproduce --format json after an edit", "reproduce", *sorted(records.glob("*.json")),
         "--format", "json", expect=1)
@@ -533,7 +549,7 @@ def leaks_of(form: Form, work: Path, cli: Callable[..., tuple[int, str, str]], *
     """(secret, where, the piece found) for every planted secret that got out."""
     runs, secrets = plant(form, work)
     before = _snapshot(work)
-    outputs = run_everything(cli, work, runs, full=full)
+    outputs = run_everything(cli, work, runs, full=full, before=before)
     outputs += list(written_files(work, before))
     found = []
     for secret in secrets:
