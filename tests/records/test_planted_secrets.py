@@ -560,9 +560,11 @@ def leaks_of(form: Form, work: Path, cli: Callable[..., tuple[int, str, str]], *
     return found
 
 
-def _describe(leaks: list[tuple[Secret, str, str]]) -> str:
-    return "\n".join(f"  planted in run {s.run} {s.place}: found in {where} ({piece!r}...)"
-                     for s, where, piece in leaks)
+def _describe(form: Form, leaks: list[tuple[Secret, str, str]]) -> str:
+    n = len({(s.run, s.place) for s, _, _ in leaks})
+    return f"{n} of {len(PLACES)} planted {form.name} secrets got out:\n" + "\n".join(
+        f"  planted in run {s.run} {s.place}: found in {where} ({piece!r}...)"
+        for s, where, piece in leaks)
 
 
 # --------------------------------------------------------------------------- the tests
@@ -583,7 +585,7 @@ def test_no_planted_secret_in_rows_records_or_messages(form: Form, tmp_path: Pat
     records, check and reproduce."""
     monkeypatch.chdir(tmp_path)
     leaks = leaks_of(form, tmp_path, InProcess(tmp_path), full=False)
-    assert not leaks, f"{len(leaks)} planted {form.name} secrets got out:\n{_describe(leaks)}"
+    assert not leaks, _describe(form, leaks)
 
 
 @pytest.mark.slow
@@ -592,7 +594,7 @@ def test_no_planted_secret_anywhere_through_every_command(form: Form, tmp_path: 
     """Every documented command as a subprocess, the finalize hook in both modes, and
     every file anything left under tmp_path."""
     leaks = leaks_of(form, tmp_path, Subprocess(tmp_path), full=True)
-    assert not leaks, f"{len(leaks)} planted {form.name} secrets got out:\n{_describe(leaks)}"
+    assert not leaks, _describe(form, leaks)
 
 
 # --------------------------------------------------------------------------- the figures
