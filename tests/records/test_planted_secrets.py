@@ -14,9 +14,11 @@ random-looking token, in every place where an ezpz run directory holds such data
   ``config.json``, what the csv tracker writes): a flat key, one under ``args``,
   ``EZPZ_RUN_COMMAND``;
 - run C (``diffusion-1rank`` without ``run_info.json``, provenance from the report's
-  ``### Distributed``): a bullet there and ``EZPZ_RUN_COMMAND``.
+  ``### Distributed``): a bullet there and ``EZPZ_RUN_COMMAND``;
+- run D (``minimal-default-warmup-1rank``, damaged as a torn write or a killed job
+  leaves it): a ``run_info.json`` that is not JSON, a truncated last metrics line.
 
-Then every documented way of writing rows and records runs on the three (export to
+Then every documented way of writing rows and records runs on the four (export to
 stdout as CSV with ``--explain`` and as JSON, ``--append --provenance``, ``check
 --provenance``, ``reproduce`` before and after the run changed, ``describe``, and the
 finalize hook in both of its modes), and the test asserts that no token, nor any
@@ -213,8 +215,11 @@ PLACES = (
     ("B", "config.json EZPZ_RUN_COMMAND"),
     ("C", "report Distributed"),
     ("C", "report EZPZ_RUN_COMMAND"),
+    ("D", "run_info.json that is not JSON"),
+    ("D", "truncated last metrics line"),
 )
-BASES = {"A": "minimal-1rank", "B": "minimal-logfreq5-1rank", "C": "diffusion-1rank"}
+BASES = {"A": "minimal-1rank", "B": "minimal-logfreq5-1rank", "C": "diffusion-1rank",
+         "D": "minimal-default-warmup-1rank"}
 
 
 @dataclass
@@ -288,7 +293,7 @@ def _bullet(key: str, value: str) -> str:
 
 
 def plant(form: Form, work: Path) -> tuple[list[Path], list[Secret]]:
-    """Copies of the three base runs in ``work`` holding this form's secrets."""
+    """Copies of the four base runs in ``work`` holding this form's secrets."""
     secrets = secrets_of(form)
     by_place = {(s.run, s.place): s for s in secrets}
     runs = {}
@@ -365,11 +370,28 @@ def plant(form: Form, work: Path) -> tuple[list[Path], list[Secret]]:
     text = text[:end] + "\n" + _bullet(
         form.key, stored_value(form, tok("C", "report Distributed"))).rstrip("\n") + text[end:]
     report.write_text(text)
+
+    # run D: damaged files, whose notes could quote them (a killed job, a torn write)
+    d = runs["D"]
+    info_text = (d / "run_info.json").read_text()
+    env_line = '"Environment Variables": {'
+    assert env_line in info_text
+    torn = json.dumps(stored_value(form, tok("D", "run_info.json that is not JSON")))
+    (d / "run_info.json").write_text(info_text.replace(
+        env_line, f"{env_line}\n    {json.dumps(form.key)}: {torn} ,,", 1))
+    metrics = d / "metrics.jsonl"
+    cmd = _as_text(command_line(form, "python3 -m ezpz.examples.minimal",
+                                tok("D", "truncated last metrics line"), as_list=False))
+    with metrics.open("a") as f:
+        f.write(json.dumps({"timestamp": 1796198150.31, "rank": 0,
+                            "metrics": {"iter": 40, "launch": cmd, "loss": 675.0, "dt": 0.02,
+                                        "tflops": 0.1}})[:-20])
+
     for secret in secrets:  # each token really is in its run's files, whole
         planted = "".join(p.read_text(errors="replace")
                           for p in runs[secret.run].rglob("*") if p.is_file())
         assert all(n in planted for n in secret.needles), (secret.run, secret.place)
-    return [runs["A"], runs["B"], runs["C"]], secrets
+    return [runs[r] for r in sorted(runs)], secrets
 
 
 def _replace_command_bullet(text: str, cmd: str) -> str:
