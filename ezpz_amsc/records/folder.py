@@ -416,7 +416,8 @@ class RecordBatch:
         for w in pending:
             finals.append(self.folder / _link(w, root))
             crash_point("record-linked")
-        os.rename(PENDING + self._tag, DONE + self._tag, src_dir_fd=root, dst_dir_fd=root)
+        with contextlib.suppress(FileNotFoundError):  # none: an older version's, finished here
+            os.rename(PENDING + self._tag, DONE + self._tag, src_dir_fd=root, dst_dir_fd=root)
         crash_point("committed")
         _clear(root, DONE + self._tag, self._done)
         return finals

@@ -3,6 +3,7 @@ row, and what a record never holds."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -215,18 +216,20 @@ def test_record_names_are_safe_readable_and_unique():
 def test_a_failed_record_write_leaves_no_row_and_no_record(fixture_run, tmp_path, monkeypatch):
     runs = five_runs(fixture_run)
     results, folder = tmp_path / "res.csv", tmp_path / "sub" / "records"
-    real = folder_mod.create_file
+    real = folder_mod._write_new
     calls = []
 
-    def create_file(path, data, **kw):
-        calls.append(path)
+    def write_new(dir_fd, name, data):
+        calls.append(name)
         if len(calls) == 3:
-            raise AmscError(f"{path}: cannot write: No space left on device")
-        return real(path, data, **kw)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(dir_fd, name, data)
 
-    monkeypatch.setattr(folder_mod, "create_file", create_file)
+    monkeypatch.setattr(folder_mod, "_write_new", write_new)
     result = export_with_records(runs, results, folder)
-    assert error_line(result) == f"error: {calls[2]}: cannot write: No space left on device"
+    waiting = folder_mod.pending_folder(folder, results)
+    assert error_line(result) == (f"error: {waiting / calls[2]}: cannot write: "
+                                  "No space left on device")
     assert result.exit_code == 1
     assert not results.exists()  # created under the lock, removed again while still held
     assert not (tmp_path / "sub").exists()  # the records' folders made for it, too
