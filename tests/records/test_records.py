@@ -690,3 +690,39 @@ def test_the_pending_folder_is_named_by_the_results_files_real_path(tmp_path):
     for results in (tmp_path / "real" / "r.csv", tmp_path / "link" / "r.csv"):
         assert folder_mod.pending_folder(tmp_path / "d", results) == (
             tmp_path / "d" / f".pending-{tag}")
+
+
+def test_a_provenance_file_linked_out_of_the_run_is_not_hashed(fixture_run, tmp_path):
+    """run_info.json a symbolic link to a file outside the run (/etc/shadow, say): the
+    record names it, unhashed, and reads nothing of it; reproduce does not compare it."""
+    run = fixture_run(RUN)
+    outside = tmp_path / "outside.json"
+    (run / "run_info.json").rename(outside)
+    (run / "run_info.json").symlink_to(outside)
+    rec = _build(run)
+    assert rec["files"][1] == {"path": "run_info.json", "role": "run_info", "size": 0,
+                               "sha256": None, "not_hashed": record_mod.OUTSIDE}
+    assert rec["sha256_of"] == {}
+    assert record_mod.OUTSIDE == "a symbolic link out of the run directory; not followed"
+    (run / "config.json").symlink_to(outside)
+    assert record_mod._outside(run, run / "config.json")
+    assert not record_mod._outside(run, run / "metrics-0.jsonl")
+    assert not record_mod._outside(run, run)
+
+
+def test_old_format_records_are_still_read_and_reproduced(fixture_run, tmp_path):
+    """A schema 1 record (copied sections, redacted, and details) reproduces as before."""
+    run = fixture_run(RUN)
+    results, folder = tmp_path / "res.csv", tmp_path / "records"
+    assert export_with_records([run], results, folder).exit_code == 0
+    (path,) = records_in(folder)
+    rec = json.loads(path.read_text())
+    old = {k: v for k, v in rec.items() if k not in ("values", "sha256_of")} | {
+        "schema": 1, "launch_command": "<redacted>", "job_ids": {}, "run_info": None,
+        "details": {"notes": []}}
+    path.write_text(json.dumps(old))
+    assert load_record(path) == old
+    r = run_group("reproduce", path)
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.startswith(f"{path}: identical row (14 cells); 2 source files unchanged")
+    assert run_group("check", results, "--provenance", folder, "-q").exit_code == 0
