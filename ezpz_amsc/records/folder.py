@@ -32,6 +32,7 @@ from ezpz_amsc.fs.create import (
     remove_folders,
     write_all,
 )
+from ezpz_amsc.fs.read import check_regular
 from ezpz_amsc.records.record import MAX_RECORD_BYTES, encode, parse_record
 from ezpz_amsc.results.schema import HEADER, KEY_COLUMNS
 from ezpz_amsc.text import Text, opt
@@ -140,13 +141,12 @@ def _open_root(folder: Path) -> int | None:
 def _read_at(dir_fd: int, name: str, cap: int) -> bytes:
     """A regular file in ``dir_fd``, never through a symbolic link: at most ``cap + 1`` bytes.
 
-    ``OSError`` (``ELOOP`` for a link, ``EINVAL`` for anything but a regular file)."""
+    ``OSError``: ``ELOOP`` for a link, ``EISDIR`` for a folder,
+    :class:`~ezpz_amsc.fs.read.NotRegularFile` for a FIFO, device or socket."""
     fd = os.open(name, _READ, dir_fd=dir_fd)
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            what = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-            raise OSError(errno.EINVAL, what)
+        check_regular(st, name)  # a FIFO opened non-blocking is never read
         with open(fd, "rb", closefd=False) as f:
             return f.read(min(st.st_size, cap) + 1)
     finally:
@@ -163,6 +163,8 @@ def _load_at(dir_fd: int, name: str, shown: Path) -> dict[str, Any]:
                             "not following it") from None
         if e.errno == errno.ENOENT:
             raise AmscError(f"{shown}: no such file") from None
+        if e.errno == errno.EISDIR:
+            raise AmscError(f"{shown}: is a directory, not a provenance record") from None
         raise AmscError(f"{shown}: cannot read: {e.strerror or e}") from None
     return parse_record(data, shown)
 
