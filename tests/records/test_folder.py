@@ -19,6 +19,7 @@ import pytest
 from helpers import HEADER, error_line, export_with_records, parse_csv, records_in, run_group
 
 from ezpz_amsc.records import folder as folder_mod
+from ezpz_amsc.text import spelled
 
 pytestmark = pytest.mark.usefixtures("clean_hook_env")
 
@@ -226,3 +227,90 @@ def test_another_users_planted_link_deletes_none_of_my_files(fixture_run, tmp_pa
     with contextlib.suppress(FileNotFoundError):
         assert parse_csv(results.read_text()) == []
     assert json.dumps(sorted(p.name for p in folder.iterdir())) == json.dumps([link.name])
+
+
+# ------------------------------------------------------------------ in process, by value
+
+
+def test_leftovers_names_each_thing_a_killed_append_left_and_follows_no_link(tmp_path):
+    folder = tmp_path / "records"
+    (folder / ".pending-aa").mkdir(parents=True)
+    (folder / ".pending-aa" / "12-r.json").write_text("{}")
+    (folder / ".done-bb").mkdir()
+    (folder / ".done-bb" / "7-s.json").write_text("{}")
+    (folder / ".pending" / "cc").mkdir(parents=True)
+    (folder / ".pending" / "cc" / "3-t.json").write_text("{}")
+    (folder / ".r.json.99.tmp").write_text("{")
+    (folder / "kept.json").write_text("{}")
+    (tmp_path / "thesis").mkdir()
+    (tmp_path / "thesis" / "ch1.tex").write_text("x")
+    (folder / ".pending-dd").symlink_to(tmp_path / "thesis")
+    (folder / ".done-ee").write_text("a file")
+    shown = f"--provenance {folder}"
+    assert [spelled(line) for line in folder_mod.leftovers(folder)] == [
+        f"{folder / '.r.json.99.tmp'}: a temporary file of a record write that was killed; "
+        "remove it",
+        *(f"{folder / p}: left by an interrupted append; the next append to its results file "
+          f"with {shown} finishes or removes it"
+          for p in (".done-bb/7-s.json", ".pending/cc/3-t.json", ".pending-aa/12-r.json")),
+        *(f"{folder / p}: not a folder ezpz-amsc made (a symbolic link or a file); an append "
+          f"with {shown} refuses to follow it; remove it" for p in (".done-ee", ".pending-dd")),
+    ]
+    assert folder_mod.leftovers(tmp_path / "none") == []
+
+
+class _Runs:
+    """A results file's rows by offset, as RunsInFile.row_at gives them."""
+
+    def __init__(self, rows: dict[int, list[str]]) -> None:
+        self.rows, self.asked = rows, []
+
+    def row_at(self, offset: int) -> list[str] | None:
+        self.asked.append(offset)
+        return self.rows.get(offset)
+
+
+def test_a_pending_record_is_in_the_file_only_at_the_offset_its_name_gives():
+    runs = _Runs({10: ["a"], 20: ["b"]})
+    assert folder_mod._in_file(runs, ["a"], "10-x.json") is True
+    assert folder_mod._in_file(runs, ["a"], "20-x.json") is False
+    assert folder_mod._in_file(runs, ["a"], "x-10.json") is False
+    assert folder_mod._in_file(runs, ["a"], "1" * 20 + "-x.json") is False  # never read there
+    assert folder_mod._in_file(runs, ["a"], "1" * 19 + "-x.json") is False
+    assert runs.asked == [10, 20, int("1" * 19)]
+
+
+def test_a_record_takes_its_name_or_the_next_free_one(tmp_path):
+    root = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        (tmp_path / "p").write_text("mine")
+        pending = folder_mod._Waiting(root, "p", "r.json")
+        assert folder_mod._link(pending, root) == "r.json"
+        assert folder_mod._link(pending, root) == "r.json"  # given before a crash: the same
+        (tmp_path / "q").write_text("another")
+        other = folder_mod._Waiting(root, "q", "r.json")
+        assert folder_mod._link(other, root) == "r-2.json"
+        (tmp_path / "r-3.json").symlink_to(tmp_path / "elsewhere")
+        (tmp_path / "s").write_text("third")
+        assert folder_mod._link(folder_mod._Waiting(root, "s", "r.json"), root) == "r-4.json"
+        assert (tmp_path / "r-2.json").read_text() == "another"
+        assert not (tmp_path / "elsewhere").exists()
+    finally:
+        os.close(root)
+
+
+def test_clearing_a_folder_removes_links_in_it_as_links(tmp_path):
+    files = _victim(tmp_path / "thesis")
+    done = tmp_path / "records" / ".done-x"
+    done.mkdir(parents=True)
+    (done / "a.json").write_text("{}")
+    (done / "to-thesis").symlink_to(tmp_path / "thesis")
+    (done / "ch0.tex").symlink_to(tmp_path / "thesis" / "ch0.tex")
+    root = os.open(tmp_path / "records", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        folder_mod._clear(root, ".done-x", done)
+        folder_mod._clear(root, ".done-x", done)  # gone: nothing to do
+    finally:
+        os.close(root)
+    assert list((tmp_path / "records").iterdir()) == []
+    _intact(tmp_path / "thesis", files)
