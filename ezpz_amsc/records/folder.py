@@ -68,9 +68,34 @@ def record_name(row: Mapping[str, str]) -> str:
             f"{_slug(row['nodes'], 8)}n-{_slug(row['gpus'], 8)}g_{tag}{SUFFIX}")
 
 
+def refuse_foreign_link(folder: Path) -> None:
+    """Refuse a records folder that is another user's symbolic link in a folder others may
+    write in (sticky, or group- or world-writable): the kernel's ``protected_symlinks``
+    rule, which a teammate's planted link would otherwise get round."""
+    try:
+        st = os.lstat(folder)
+        if not stat.S_ISLNK(st.st_mode) or st.st_uid in (0, os.geteuid()):
+            return
+        parent = os.stat(folder.absolute().parent)
+        target = os.readlink(folder)
+    except OSError:
+        return
+    if parent.st_mode & (stat.S_ISVTX | stat.S_IWGRP | stat.S_IWOTH):
+        import pwd
+
+        try:
+            owner = pwd.getpwuid(st.st_uid).pw_name
+        except (KeyError, OverflowError):
+            owner = str(st.st_uid)
+        raise AmscError(f"{folder}: a symbolic link owned by {owner} (to {target}) in a folder "
+                        "others may write in; not following it (give "
+                        + opt("provenance") + " the folder itself)")
+
+
 def check_record_folder(folder: str | os.PathLike[str]) -> None:
     """Refuse a ``--provenance`` folder that cannot take records, before any work."""
     p = Path(folder)
+    refuse_foreign_link(p)
     if p.exists() and not p.is_dir():
         raise AmscError(f"{p}: not a folder; " + opt("provenance")
                         + " needs a folder for the records")
@@ -129,7 +154,9 @@ def _open_dir(dir_fd: int, name: str, shown: Path) -> int | None:
 
 
 def _open_root(folder: Path) -> int | None:
-    """The records folder (the path the user gave, as given); None when it does not exist."""
+    """The records folder (the path the user gave, as given, unless another user's link:
+    :func:`refuse_foreign_link`); None when it does not exist."""
+    refuse_foreign_link(folder)
     try:
         return os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except FileNotFoundError:

@@ -314,3 +314,24 @@ def test_clearing_a_folder_removes_links_in_it_as_links(tmp_path):
         os.close(root)
     assert list((tmp_path / "records").iterdir()) == []
     _intact(tmp_path / "thesis", files)
+
+
+def test_a_records_folder_that_is_another_users_link_is_refused(fixture_run, tmp_path,
+                                                                second_user):
+    """``shared/records`` planted by another user as a link to my folder: not followed (my
+    own link, or root's, is followed as given)."""
+    user, shared = second_user
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    link = shared / "records"
+    _link_as(user, mine, link)
+    result = export_with_records([fixture_run(RUN)], shared / "runs.csv", link)
+    assert error_line(result) == (
+        f"error: {link}: a symbolic link owned by {user.pw_name} (to {mine}) in a folder "
+        "others may write in; not following it (give --provenance the folder itself)")
+    assert list(mine.iterdir()) == [] and not (shared / "runs.csv").exists()
+    own = shared / "own"
+    own.symlink_to(mine)
+    assert export_with_records([fixture_run("minimal-1rank")], shared / "runs.csv",
+                               own).exit_code == 0
+    assert len(records_in(mine)) == 1
