@@ -54,7 +54,7 @@ class ExportResult:
         ``row`` holds the exact CSV cell strings; ``values`` the same cells typed
         (numbers as numbers, an empty cell as null), for ``jq`` filters and sums;
         ``details`` the fields of :class:`Details` in their order, then the notes.
-        ``--format json`` prints this; provenance records take ``row`` and ``details``.
+        ``--format json`` prints this; a provenance record takes ``row`` (never ``details``).
         """
         return {"row": dict(self.row), "values": typed_row(self.row),
                 "details": {**as_data(self.details),
