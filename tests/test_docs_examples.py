@@ -238,8 +238,39 @@ def test_console_examples_print_what_they_show(doc, tmp_path, session):
             assert (code != 0) == shows_error, f"{where}\nexit {code}:\n{output}"
             assert _same(cmd, output), (f"{where}\n--- shown\n" + "\n".join(cmd.shown)
                                         + f"\n--- printed\n{output}")
+    assert _left_dirty(root) == [], (
+        f"{doc.name}: run in a checkout, its examples leave it unclean: edit the repository's "
+        "files in place (copy a shipped run first) or write outside the ignored folders")
     if no_jq:
         pytest.skip("jq is not installed; not run: " + "; ".join(no_jq))
+
+
+def _ignored() -> set[str]:
+    return {line.strip().strip("/") for line in
+            (REPO / ".gitignore").read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.startswith("#")}
+
+
+def _left_dirty(root: Path) -> list[str]:
+    """What a document's commands changed in the copy of the checkout at ``root``: a copied
+    file changed or gone, or a new file outside the folders .gitignore names."""
+    dirty = []
+    for name in COPIED:
+        for path in sorted((REPO / name).rglob("*")):
+            copy = root / path.relative_to(REPO)
+            if path.is_symlink() or path.is_dir():
+                continue
+            if not copy.is_file() or copy.read_bytes() != path.read_bytes():
+                dirty.append(f"{path.relative_to(REPO)}: changed or removed")
+    ignored = _ignored()
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if path.is_dir() or (REPO / rel).exists() or any(
+                rel.as_posix() == i or rel.as_posix().startswith(i + "/") for i in ignored):
+            continue
+        if "__pycache__" not in rel.parts:
+            dirty.append(f"{rel}: new, and not ignored")
+    return dirty
 
 
 # ---------------------------------------------------------------- what else must not drift
@@ -258,9 +289,7 @@ def test_readme_set_up_commands_are_what_ci_and_the_quick_start_run():
 
 def test_readme_examples_write_only_into_ignored_folders():
     """Run in a checkout, the README's examples leave no untracked files behind."""
-    ignored = {line.strip().strip("/") for line in
-               (REPO / ".gitignore").read_text(encoding="utf-8").splitlines()
-               if line.strip() and not line.startswith("#")}
+    ignored = _ignored()
     written = [target for block in console_blocks(REPO / "README.md") for cmd in commands(block)
                for target in re.findall(r"--(?:append|provenance) (\S+)", cmd.text)]
     assert written, "the README's examples write no results file any more: update this test"

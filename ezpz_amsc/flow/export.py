@@ -27,7 +27,7 @@ from ezpz_amsc.run.details import (
     as_data,
 )
 from ezpz_amsc.run.layout import RunFiles, finalized_beside, find_run_files, where_the_run_is
-from ezpz_amsc.run.placement import load_provenance, resolve_placement
+from ezpz_amsc.run.placement import load_provenance, placement_sources, resolve_placement
 from ezpz_amsc.run.steps import Digests, FilesRead, Steps, read_steps
 from ezpz_amsc.text import Text, opt, plural, spelled
 
@@ -54,7 +54,7 @@ class ExportResult:
         ``row`` holds the exact CSV cell strings; ``values`` the same cells typed
         (numbers as numbers, an empty cell as null), for ``jq`` filters and sums;
         ``details`` the fields of :class:`Details` in their order, then the notes.
-        ``--format json`` prints this; provenance records take ``row`` and ``details``.
+        ``--format json`` prints this; a provenance record takes ``row`` (never ``details``).
         """
         return {"row": dict(self.row), "values": typed_row(self.row),
                 "details": {**as_data(self.details),
@@ -88,7 +88,7 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions, *,
     row = resolve_columns(ctx, notes)
     read = None if digests is None else FilesRead(
         files.root, list(steps.files_read), digests, [files.root / rel for rel in prov.tiers],
-        files.run_info)
+        files.run_info, placement_sources(placement, prov))
     return ExportResult(row=row, notes=notes, details=build_details(ctx), read=read)
 
 

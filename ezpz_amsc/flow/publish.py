@@ -83,13 +83,10 @@ def publish(results: Sequence[ExportResult], opts: ExportOptions, pub: PublishOp
     from ezpz_amsc.results.append import append_rows
 
     records = _records(results, opts, pub) if pub.provenance else None
-    try:
-        appended = append_rows(pub.append, rows, lock_timeout_sec=pub.lock_timeout,
-                               allow_duplicate=pub.allow_duplicate,
-                               skip_existing=pub.skip_existing, hooks=records)
-    finally:
-        if records is not None:
-            records.remove_made()  # the lock is released: only folders still empty go
+    # The records' folders are made and taken back under the results file's lock only.
+    appended = append_rows(pub.append, rows, lock_timeout_sec=pub.lock_timeout,
+                           allow_duplicate=pub.allow_duplicate,
+                           skip_existing=pub.skip_existing, hooks=records)
     if records is None:
         return Published(appended)
     return Published(appended, records.written, records.completed)

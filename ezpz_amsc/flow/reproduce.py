@@ -60,7 +60,8 @@ def reproduce(record_path: str | os.PathLike[str],
     where = str(record_path)
     rec = load_record(record_path)
     opts = options_from_record(rec, where)
-    target = rec["run_dir"] if run_dir is None else moved_run(rec["run_dir"], run_dir, runs_in)
+    recorded = os.path.normpath(rec["run_dir"])  # "/runs/x/." is "/runs/x"
+    target = recorded if run_dir is None else moved_run(recorded, run_dir, runs_in)
     if not os.path.isdir(target):
         host = (rec.get("exported") or {}).get("host")
         made = f" (recorded on {host})" if host and host != host_name() else ""

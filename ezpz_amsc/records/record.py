@@ -1,14 +1,17 @@
 """Provenance records: one JSON file beside every published row.
 
-A record ties a row to its evidence: the row's exact cells, the tool's
-version, the options, the details ``--format json`` prints (files read, series
-stats, placement derivations, notes), the size and sha256 of every file the
-row came from, and ``run_info.json``'s Python, Torch, Distributed and
-Environment Variables sections as recorded, secrets redacted.
-docs/provenance.md describes the layout.
+A record holds what ``reproduce`` needs and what the row used, by allowlist: the
+row's exact cells, the tool's version, the options, where the run was, each file
+the row came from (its path inside the run, size and sha256), and the values the
+row used (system, nodes, gpus, ranks per node) with the file and field each came
+from. Nothing else from the run is copied: of the launch command and of
+``run_info.json``'s sections (the environment dump among them) only a sha256 is
+kept. So no secret can reach a record, whatever its form. docs/provenance.md
+describes the layout.
 
-Compatibility: ``schema`` is a version number and fields are only ever added,
-so a reader uses the fields it knows and ignores the rest.
+Compatibility: ``schema`` is a version number. Version 1 records (which copied
+``run_info.json``'s sections, redacted) are still read: the fields a reader uses
+(``row``, ``options``, ``run_dir``, ``files``) kept their names and meaning.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import getpass
 import hashlib
 import json
+import math
 import os
 import time
 from collections.abc import Mapping
@@ -26,8 +30,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.fs.read import open_regular, read_capped
 from ezpz_amsc.options import ExportOptions
-from ezpz_amsc.records.redact import redact
-from ezpz_amsc.results.schema import HEADER, MAX_PROVENANCE_BYTES, TIMESTAMP_FORMAT
+from ezpz_amsc.results.schema import (
+    HEADER,
+    MAX_COUNT,
+    MAX_LINE_BYTES,
+    MAX_PROVENANCE_BYTES,
+    TIMESTAMP_FORMAT,
+)
 from ezpz_amsc.run.layout import rel_to
 from ezpz_amsc.version import TOOL, __version__
 
@@ -42,13 +51,13 @@ class Exported(Protocol):
 
     def to_data(self) -> dict[str, Any]: ...
 
-SCHEMA = 1
+SCHEMA = 2
 RUN_INFO_SECTIONS = ("Python", "Torch", "Distributed", "Environment Variables")
 LAUNCH_KEY = "EZPZ_RUN_COMMAND"
-JOB_ID_KEYS = ("PBS_JOBID", "SLURM_JOB_ID", "SLURM_JOBID", "LSB_JOBID", "COBALT_JOBID",
-               "FLUX_JOB_ID")
-_MAX_RECORD_BYTES = 64 << 20
+MAX_RECORD_BYTES = 64 << 20
 _CHUNK_BYTES = 1 << 20
+# A file the record does not open: its real path leaves the run directory.
+OUTSIDE = "a symbolic link out of the run directory; not followed"
 
 
 def digest_file(path: Path) -> dict[str, Any]:
@@ -65,6 +74,19 @@ def digest_file(path: Path) -> dict[str, Any]:
     return {"size": size, "sha256": h.hexdigest()}
 
 
+def canonical_sha256(value: Any) -> str:
+    """The sha256 of a JSON value in one canonical form: keys sorted, no spaces, UTF-8."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _outside(root: Path, path: Path) -> bool:
+    """Whether ``path``'s real path leaves the run directory's (a symbolic link out of it)."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    return os.path.commonpath([real_root, real]) != real_root
+
+
 def _role(path: Path) -> str:
     # Never a run_info.json: placement uses one at most, and _sources adds it first.
     return "config" if path.name == "config.json" else "report"
@@ -72,15 +94,22 @@ def _role(path: Path) -> str:
 
 @dataclass
 class _Sources:
-    """The files a row came from, and the run_info.json sections copied."""
+    """The files a row came from, and the sha256 of what the record does not copy."""
 
     root: Path
     files: dict[str, dict[str, Any]] = field(default_factory=dict)  # relative path -> entry
-    run_info: dict[str, Any] | None = None
+    hashed: dict[str, str] = field(default_factory=dict)  # section or key -> sha256
 
     def add(self, path: Path, role: str, digest: Mapping[str, Any]) -> None:
         rel = rel_to(self.root, path)
         self.files.setdefault(rel, {"path": rel, "role": role, **digest})
+
+    def add_provenance(self, path: Path, role: str) -> None:
+        """A provenance file, hashed unless it is a link out of the run directory."""
+        if _outside(self.root, path):
+            self.add(path, role, {"size": 0, "sha256": None, "not_hashed": OUTSIDE})
+        else:
+            self.add(path, role, digest_file(path))
 
 
 def _sources(read: FilesRead) -> _Sources:
@@ -89,15 +118,18 @@ def _sources(read: FilesRead) -> _Sources:
         d = read.digests.get(p)  # taken while the export read it
         src.add(p, "metrics", _metrics_entry(d, read.digests.budget_bytes) if d
                 else digest_file(p))
-    # The run_info.json whose sections are copied: the one placement used, else the nearest.
+    # The run_info.json whose sections are hashed: the one placement used, else the nearest.
     run_info = next((p for p in read.provenance if p.name == "run_info.json"),
                     read.run_info[0] if read.run_info else None)
     if run_info is not None:
-        src.run_info, digest = _read_run_info(run_info)
-        src.add(run_info, "run_info", digest)
+        if _outside(read.root, run_info):
+            src.add_provenance(run_info, "run_info")
+        else:
+            src.hashed, digest = _hash_run_info(run_info)
+            src.add(run_info, "run_info", digest)
     for p in read.provenance:
         if rel_to(read.root, p) not in src.files:
-            src.add(p, _role(p), digest_file(p))
+            src.add_provenance(p, _role(p))
     return src
 
 
@@ -110,37 +142,31 @@ def _metrics_entry(d: Digest, budget_bytes: int | None) -> dict[str, Any]:
             "not_hashed": f"over the hash budget of {budget_bytes} bytes"}
 
 
-def _read_run_info(path: Path) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    """The copied sections of a run_info.json (None if it has none) and its digest."""
+def _hash_run_info(path: Path) -> tuple[dict[str, str], dict[str, Any]]:
+    """The sha256 of each of a run_info.json's sections and of its launch command (never
+    their content), and the file's digest."""
     try:
         data = read_capped(path, MAX_PROVENANCE_BYTES)
     except OSError:
         data = b""
     if not data or len(data) > MAX_PROVENANCE_BYTES:  # too big for the export too: hash only
-        return None, digest_file(path)
+        return {}, digest_file(path)
     digest = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     try:
-        # NaN/Infinity kept as the text they were, so the record stays strict JSON.
         doc = json.loads(data.decode("utf-8-sig"), parse_constant=str)
     except (ValueError, RecursionError):
-        return None, digest
+        return {}, digest
     if not isinstance(doc, dict):
-        return None, digest
-    sections = {name: redact(doc[name]) for name in RUN_INFO_SECTIONS if name in doc}
-    return sections or None, digest
-
-
-def _launch_and_job(run_info: Mapping[str, Any] | None) -> tuple[Any, dict[str, Any]]:
-    """EZPZ_RUN_COMMAND and the scheduler job ids, from the (redacted) sections."""
-    order = ("Distributed", "Environment Variables")
-    found = [s for name in order if isinstance(s := (run_info or {}).get(name), dict)]
-    launch = next((s[LAUNCH_KEY] for s in found if LAUNCH_KEY in s), None)
-    jobs: dict[str, Any] = {}
-    for s in reversed(found):  # the environment as the job saw it first
-        for key in JOB_ID_KEYS:
-            if key in s:
-                jobs.setdefault(key, s[key])
-    return launch, jobs
+        return {}, digest
+    hashed = {}
+    for name in RUN_INFO_SECTIONS:
+        if name in doc:
+            hashed[name] = canonical_sha256(doc[name])
+    launch = next((s[LAUNCH_KEY] for name in ("Distributed", "Environment Variables")
+                   if isinstance(s := doc.get(name), dict) and LAUNCH_KEY in s), None)
+    if launch is not None:
+        hashed[LAUNCH_KEY] = canonical_sha256(launch)
+    return hashed, digest
 
 
 def host_name() -> str:
@@ -160,14 +186,14 @@ def build_record(result: Exported, opts: ExportOptions,
                  results_file: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """The provenance record of one exported row (``export_run(..., hash_files=True)``).
 
-    The row and the details come from ``result.to_data()``, the same data
-    ``--format json`` prints; the files from ``result.read``.
+    An allowlist: the row (from ``result.to_data()``, as ``--format json`` prints
+    it), the options, the files and the values the row used (from ``result.read``),
+    and sha256s of what is not copied. Nothing else of the run is in a record.
     """
     if result.read is None:
         raise ValueError("a record needs export_run(..., hash_files=True)")
     data = result.to_data()
     src = _sources(result.read)
-    launch, jobs = _launch_and_job(src.run_info)
     return {
         "schema": SCHEMA,
         "tool": {"name": TOOL, "version": __version__},
@@ -181,11 +207,8 @@ def build_record(result: Exported, opts: ExportOptions,
             "results_file": os.path.abspath(results_file) if results_file else None,
         },
         "files": list(src.files.values()),
-        "launch_command": launch,
-        "job_ids": jobs,
-        "run_info": src.run_info,
-        # Notes and derivations quote values from the run's files: searched for secrets too.
-        "details": redact(data["details"], by_key=False),
+        "values": result.read.values,
+        "sha256_of": src.hashed,
     }
 
 
@@ -207,19 +230,25 @@ def load_record(path: str | os.PathLike[str]) -> dict[str, Any]:
     if p.is_dir():
         raise AmscError(f"{p}: is a directory, not a provenance record")
     try:
-        data = read_capped(p, _MAX_RECORD_BYTES)
+        data = read_capped(p, MAX_RECORD_BYTES)
     except FileNotFoundError:
         raise AmscError(f"{p}: no such file") from None
     except OSError as e:
         raise AmscError(f"{p}: cannot read: {e.strerror or e}") from None
+    return parse_record(data, p)
+
+
+def parse_record(data: bytes, shown: str | os.PathLike[str]) -> dict[str, Any]:
+    """A record from its file's bytes (at most ``MAX_RECORD_BYTES + 1`` of them); an
+    :class:`AmscError` naming ``shown`` and the field that makes it none."""
     try:
-        if len(data) > _MAX_RECORD_BYTES:
-            raise ValueError(f"larger than {_MAX_RECORD_BYTES >> 20} MiB")
+        if len(data) > MAX_RECORD_BYTES:
+            raise ValueError(f"larger than {MAX_RECORD_BYTES >> 20} MiB")
         rec = json.loads(data.decode("utf-8"))
         _check_shape(rec)
     except (ValueError, RecursionError) as e:
         why = "not JSON" if isinstance(e, json.JSONDecodeError) else str(e) or "not JSON"
-        raise AmscError(f"{p}: not an {TOOL} provenance record ({why})") from None
+        raise AmscError(f"{shown}: not an {TOOL} provenance record ({why})") from None
     return rec
 
 
@@ -235,6 +264,8 @@ def _check_shape(rec: Any) -> None:
     schema = rec.get("schema")
     if type(schema) is not int or schema < 1:
         raise ValueError("no schema version")
+    if schema > MAX_SCHEMA:
+        raise ValueError(f"schema is above {MAX_SCHEMA}")
     row = rec.get("row")
     if not isinstance(row, dict) or any(not isinstance(row.get(c), str) for c in HEADER):
         raise ValueError("no row of the results schema")
@@ -256,6 +287,14 @@ _OPTIONAL: dict[str, tuple[type, ...]] = {
 _FILE_FIELDS: dict[str, tuple[type, ...]] = {"path": (str,), "role": (str,), "size": (int,),
                                              "sha256": (str, type(None))}
 _FILE_OPTIONAL: dict[str, tuple[type, ...]] = {"not_hashed": (str,)}
+# Every number a reader uses, with the range it must be in (a crafted 10**30 is refused by
+# name, not met as an OverflowError deep in a re-export).
+MAX_SCHEMA = 1000
+MAX_FILE_BYTES = (1 << 63) - 1
+MAX_WARMUP = 1 << 31
+_OPTION_RANGES: dict[str, tuple[int, int]] = {
+    "nodes": (1, MAX_COUNT), "gpus": (1, MAX_COUNT), "warmup": (0, MAX_WARMUP),
+    "max_line_bytes": (1, MAX_LINE_BYTES)}
 
 
 def _check_fields(rec: dict[str, Any]) -> None:
@@ -266,7 +305,7 @@ def _check_fields(rec: dict[str, Any]) -> None:
         if value is not None and not _is(value, types):
             raise ValueError(f"{where} is not {_kind(types)}")
     run_dir = rec["run_dir"]
-    if not os.path.isabs(run_dir) or os.path.dirname(run_dir) == run_dir or "\0" in run_dir:
+    if "\0" in run_dir or not os.path.isabs(run_dir) or _is_root(run_dir):
         raise ValueError(f"run_dir {run_dir[:80]!r} is not a run directory's absolute path")
     for i, entry in enumerate(rec["files"]):
         for name, types in _FILE_FIELDS.items():
@@ -275,13 +314,29 @@ def _check_fields(rec: dict[str, Any]) -> None:
         for name, types in _FILE_OPTIONAL.items():
             if name in entry and not _is(entry[name], types):
                 raise ValueError(f"files[{i}].{name} is not {_kind(types)}")
+        if not 0 <= entry["size"] <= MAX_FILE_BYTES:
+            raise ValueError(f"files[{i}].size is not from 0 to {MAX_FILE_BYTES}")
     options = rec["options"]
     for f in fields(ExportOptions):
         value = options.get(f.name)
         if f.name in options and not _is(value, _option_types(f.type)):
             raise ValueError(f"options.{f.name} is not {_kind(_option_types(f.type))}")
-    if "max_line_bytes" in options and options["max_line_bytes"] < 1:
-        raise ValueError("options.max_line_bytes is below 1")
+    for name, (low, high) in _OPTION_RANGES.items():
+        value = options.get(name)
+        if isinstance(value, int) and not low <= value <= high:
+            raise ValueError(f"options.{name} is not from {low} to {high}")
+    wall = options.get("wall_time_sec")
+    if isinstance(wall, float) and not math.isfinite(wall):
+        raise ValueError("options.wall_time_sec is not a finite number")
+
+
+def _is_root(run_dir: str) -> bool:
+    """Whether ``run_dir`` names the file system's root, however written (``/.``,
+    ``/var/..``, ``//``), or through a symbolic link to it: the re-export would walk it all."""
+    for form in (os.path.normpath(run_dir), os.path.realpath(run_dir)):
+        if os.path.dirname(form) == form:
+            return True
+    return False
 
 
 _TYPES = {"str": (str,), "int": (int,), "float": (int, float), "None": (type(None),)}

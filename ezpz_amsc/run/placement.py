@@ -58,6 +58,10 @@ class Placement:
     gpus: int
     how: dict[str, Text]  # column -> one-line derivation, for --explain
     gpus_source: str = "flag"  # "flag", "world_size" (the ranks that ran) or "NGPUS" (allocation)
+    # column (and "ranks_per_node") -> the provenance keys it came from, each with the count
+    # read (None for MACHINE, HOSTNAME, and EZPZ_RUN_COMMAND's flag); absent: an option.
+    used: dict[str, list[tuple[str, int | None]]] = field(default_factory=dict)
+    per_node: tuple[int, str] | None = None  # ranks per node, and the key or launch flag (--ppn)
 
 
 @dataclass(frozen=True)
@@ -282,6 +286,7 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
                       gpus: int | None) -> Placement:
     """Apply flags, then the provenance rules; one error naming every missing flag."""
     how: dict[str, Text] = {}
+    used: dict[str, list[tuple[str, int | None]]] = {}
     missing: list[Message] = []
 
     # ``how`` reads "column value = where it came from", e.g. for --explain:
@@ -300,6 +305,7 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
         system = prov.values["MACHINE"]
         _check_system_cell(system, "MACHINE", prov.source["MACHINE"])
         how["system"] = f"system {system} = MACHINE from {prov.source['MACHINE']}"
+        used["system"] = [("MACHINE", None)]
     elif prov.values.get("HOSTNAME"):
         from ezpz_amsc._ezpz import get_machine
 
@@ -308,6 +314,7 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
         _check_system_cell(system, "HOSTNAME", prov.source["HOSTNAME"])
         how["system"] = (f"system {system} = {by}(HOSTNAME {host!r} from "
                          f"{prov.source['HOSTNAME']})")
+        used["system"] = [("HOSTNAME", None)]
         known = "" if system != host else ", which names no known facility"
         prov.notes.append(f"no MACHINE recorded; system {system!r} from HOSTNAME {host!r} "
                           f"by {by}{known}; pass " + opt("system") + " to override")
@@ -327,21 +334,25 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
         # Under torchrun WORLD_SIZE_IN_USE reads 1 while world_size is right.
         gpus = max(x for x in (wsiu, ws) if x is not None)
         gpus_source = "world_size"
+        used["gpus"] = [(k, v) for k, v in (("WORLD_SIZE_IN_USE", wsiu), ("world_size", ws))
+                        if v is not None]
         how["gpus"] = (f"gpus {gpus} = max(WORLD_SIZE_IN_USE {wsiu if wsiu is not None else '?'}"
                        f", world_size {ws if ws is not None else '?'})")
     elif (ngpus := _count(prov, "NGPUS")) is not None:
         gpus = ngpus
         gpus_source = "NGPUS"
+        used["gpus"] = [("NGPUS", ngpus)]
         how["gpus"] = f"gpus {gpus} = NGPUS (the allocation; no world size recorded)"
     else:
         missing.append(opt("gpus", "N"))
 
     if nodes is not None:
         how["nodes"] = f"nodes {nodes} = " + opt("nodes")
-    elif gpus is not None and (nodes := _nodes_from_ranks(prov, gpus, gpn, how)) is not None:
+    elif gpus is not None and (nodes := _nodes_from_ranks(prov, gpus, gpn, how, used)) is not None:
         pass
     elif (num_nodes := _count(prov, "NUM_NODES")) is not None:
         nodes = num_nodes
+        used["nodes"] = [("NUM_NODES", num_nodes)]
         why = "GPUS_PER_NODE is 0" if gpn == 0 else "GPUS_PER_NODE unknown"
         how["nodes"] = f"nodes {nodes} = NUM_NODES ({why})"
         if gpus is not None and nodes > gpus and not gpus_flag:
@@ -366,11 +377,48 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
         prov.notes.append(f"nodes {nodes} exceeds gpus {gpus}: some nodes ran no rank")
     if gpus_flag and gpn and gpus % gpn:
         prov.notes.append(opt("gpus", gpus) + f" is not a multiple of GPUS_PER_NODE {gpn}")
-    return Placement(system=system, nodes=nodes, gpus=gpus, how=how, gpus_source=gpus_source)
+    per_node = None
+    if "ranks_per_node" in used:
+        key, n = used["ranks_per_node"][0]
+        assert n is not None
+        per_node = (n, key if key != "EZPZ_RUN_COMMAND" else
+                    launch_layout(prov.values[key]).per_node_flag.split()[0])
+    return Placement(system=system, nodes=nodes, gpus=gpus, how=how, gpus_source=gpus_source,
+                     used=used, per_node=per_node)
 
 
-def _nodes_from_ranks(prov: Provenance, gpus: int, gpn: int | None,
-                      how: dict[str, Text]) -> int | None:
+def placement_sources(placement: Placement, prov: Provenance) -> dict[str, Any]:
+    """What the row's system, nodes, gpus and ranks per node came from, for a provenance
+    record: ``{"value": 2, "option": "gpus"}`` for a value passed as an option, else
+    ``{"value": 2, "from": [{"file": "run_info.json", "field": "world_size", "value": 2}]}``.
+
+    Only what the row used, in forms that hold no text from the run: the counts read
+    (integers), the field's name and the file's path inside the run; the launch line
+    is named by the flag that gave the ranks per node (``--ppn``), never copied.
+    """
+    out: dict[str, Any] = {}
+    values: dict[str, int | str | None] = {
+        "system": placement.system, "nodes": placement.nodes, "gpus": placement.gpus,
+        "ranks_per_node": placement.per_node[0] if placement.per_node else None}
+    for column, value in values.items():
+        if column not in placement.used:
+            if column != "ranks_per_node":
+                out[column] = {"value": value, "option": column}
+            continue
+        came = []
+        for key, count in placement.used[column]:
+            entry: dict[str, Any] = {"file": prov.source.get(key), "field": key}
+            if count is not None:
+                entry["value"] = count
+            if key == "EZPZ_RUN_COMMAND" and placement.per_node and column == "ranks_per_node":
+                entry["flag"] = placement.per_node[1]
+            came.append(entry)
+        out[column] = {"value": value, "from": came}
+    return out
+
+
+def _nodes_from_ranks(prov: Provenance, gpus: int, gpn: int | None, how: dict[str, Text],
+                      used: dict[str, list[tuple[str, int | None]]]) -> int | None:
     """ceil(ranks / ranks per node), from the launch line, else from GPUS_PER_NODE; or
     the nodes the launch line names (srun ``-N``).
 
@@ -384,12 +432,16 @@ def _nodes_from_ranks(prov: Provenance, gpus: int, gpn: int | None,
     if layout.per_node is not None:
         per_node, why = layout.per_node, f"{layout.per_node_flag} in EZPZ_RUN_COMMAND"
     elif layout.nodes is not None:
+        used["nodes"] = [("EZPZ_RUN_COMMAND", None)]
         return _launched_nodes(prov, gpus, layout, how)
     elif gpn:
         per_node, why = gpn, "GPUS_PER_NODE"
     else:
         return None
     nodes = -(-gpus // per_node)
+    key: tuple[str, int | None] = (("EZPZ_RUN_COMMAND", per_node) if layout.per_node
+                                   else ("GPUS_PER_NODE", per_node))
+    used["nodes"] = used["ranks_per_node"] = [key]
     how["nodes"] = f"nodes {nodes} = ceil({gpus} / " + (
         f"{plural(per_node, 'rank')} per node, {why})" if layout.per_node else
         f"GPUS_PER_NODE {gpn})")

@@ -116,6 +116,9 @@ class FilesRead:
     digests: Digests  # of the metrics files, taken while they were read
     provenance: list[Path]  # the files placement used
     run_info: list[Path]  # every run_info.json found, nearest first
+    # What the row's system, nodes, gpus and ranks per node came from (placement's
+    # ``placement_sources``): column -> {"value", "option"} or {"value", "from": [...]}.
+    values: dict[str, Any] = field(default_factory=dict)
 
 
 

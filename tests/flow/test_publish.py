@@ -135,7 +135,7 @@ def test_check_reports_what_a_killed_append_left_until_the_next_one_finishes_it(
     results, folder = tmp_path / "res.csv", tmp_path / "records"
     assert _export(results, folder, crash="rows-written").returncode == -signal.SIGKILL
     check = run_group("check", results, "--provenance", folder, "-q")
-    pending = sorted((folder / ".pending").rglob("*.json"))
+    pending = sorted(records_folder.pending_folder(folder, results).glob("*.json"))
     assert len(pending) == 2
     assert sorted(check.stderr.splitlines()) == sorted([
         f"{results}:2: no provenance record in {folder}",
@@ -296,7 +296,7 @@ def test_records_that_cannot_take_their_names_wait_for_the_next_append(tmp_path)
         out, err = writer.communicate(timeout=120)
     finally:
         subprocess.run(["chattr", "-i", str(folder)], check=True)
-    waiting = sorted((folder / ".pending").iterdir())[0]
+    waiting = records_folder.pending_folder(folder, results)
     assert (writer.returncode, out) == (1, "")
     assert err == (f"error: {folder}: the rows are appended, but their provenance records could "
                    f"not take their names (Operation not permitted); they wait in {waiting}, and "

@@ -1,8 +1,9 @@
 """Provenance records (records/): what a record holds, its name, all or nothing with the
-row, and secrets redacted."""
+row, and what a record never holds."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -16,7 +17,6 @@ from helpers import (
     error_line,
     export_with_records,
     five_runs,
-    one_row,
     parse_csv,
     records_in,
     run_cli,
@@ -32,10 +32,8 @@ import ezpz_amsc
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.records import folder as folder_mod
 from ezpz_amsc.records import record as record_mod
-from ezpz_amsc.records import redact as redact_mod
 from ezpz_amsc.records.folder import record_name
 from ezpz_amsc.records.record import SCHEMA, load_record
-from ezpz_amsc.records.redact import REDACTED
 from ezpz_amsc.results.schema import HEADER
 from ezpz_amsc.run.layout import find_run_files
 from ezpz_amsc.run.steps import Digests, read_steps
@@ -64,8 +62,8 @@ def test_record_of_a_shipped_run_field_by_field(fixture_run, tmp_path):
                                  "-q").stdout)
 
     assert list(rec) == ["schema", "tool", "row", "options", "run_dir", "exported", "files",
-                         "launch_command", "job_ids", "run_info", "details"]
-    assert rec["schema"] == SCHEMA == 1
+                         "values", "sha256_of"]
+    assert rec["schema"] == SCHEMA == 2
     assert rec["tool"] == {"name": "ezpz-amsc", "version": ezpz_amsc.__version__}
     assert rec["row"] == row == as_json["row"]
     assert list(rec["row"]) == list(HEADER)
@@ -87,20 +85,28 @@ def test_record_of_a_shipped_run_field_by_field(fixture_run, tmp_path):
         {"path": "run_info.json", "role": "run_info",
          "size": (run / "run_info.json").stat().st_size, "sha256": sha256(run / "run_info.json")},
     ]
+    # The values the row used, each with the file and field it came from: counts only.
+    assert rec["values"] == {
+        "system": {"value": "localhost", "from": [{"file": "run_info.json", "field": "MACHINE"}]},
+        "nodes": {"value": 1, "from": [{"file": "run_info.json", "field": "NUM_NODES",
+                                        "value": 1}]},
+        "gpus": {"value": 2, "from": [
+            {"file": "run_info.json", "field": "WORLD_SIZE_IN_USE", "value": 2},
+            {"file": "run_info.json", "field": "world_size", "value": 2}]}}
+    # Of the run_info.json sections and the launch command, only a sha256 (canonical JSON).
     run_info = json.loads((run / "run_info.json").read_text())
-    assert rec["run_info"] == {k: run_info[k] for k in ("Python", "Torch", "Distributed",
-                                                         "Environment Variables")}
-    assert "Paths" not in rec["run_info"]
-    assert rec["launch_command"] == run_info["Distributed"]["EZPZ_RUN_COMMAND"]
-    assert rec["launch_command"].startswith("mpirun -envall -np 2 python3 -m ezpz.examples")
-    assert rec["job_ids"] == {}
-    # The details are exactly what --format json prints: notes, placement, series stats.
-    assert rec["details"] == as_json["details"] | {"run_dir": str(run)}
-    assert rec["details"]["placement"]["gpus"] == "gpus 2 = max(WORLD_SIZE_IN_USE 2, world_size 2)"
-    assert rec["details"]["series"]["tps"]["used"] == 28
-    assert rec["details"]["notes"] == [
-        "mfu is 0.0 on every step (ezpz writes 0.0 when it does not know the device's peak "
-        "FLOPS); left empty"]
+    assert rec["sha256_of"] == {
+        k: _canonical(run_info[k]) for k in ("Python", "Torch", "Distributed",
+                                             "Environment Variables")} | {
+        "EZPZ_RUN_COMMAND": _canonical(run_info["Distributed"]["EZPZ_RUN_COMMAND"])}
+    text = path.read_text()
+    assert "mpirun" not in text and "PATH" not in text and "details" not in text
+    assert as_json["row"] == rec["row"]
+
+
+def _canonical(value: object) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def test_record_names_the_report_when_placement_came_from_it(fixture_run, tmp_path):
@@ -120,26 +126,33 @@ def test_record_names_the_report_when_placement_came_from_it(fixture_run, tmp_pa
         {"path": "train/report-train.md", "role": "report", "size": report.stat().st_size,
          "sha256": sha256(report)},
     ]
-    assert rec["run_info"] is None and rec["launch_command"] is None
+    assert rec["sha256_of"] == {}
+    assert rec["values"]["gpus"]["from"][0]["file"] == "train/report-train.md"
     assert rec["exported"]["results_file"] == str(results)
 
 
-def test_job_id_and_launch_command_from_the_environment_section(tmp_path):
+def test_launch_command_and_sections_are_hashed_never_copied(tmp_path):
     run = tmp_path / "run"
     write_jsonl(run / "metrics.jsonl", [step(i, tps=100.0 + i, dt=0.5) for i in range(1, 6)])
-    info = write_run_info(run, EZPZ_RUN_COMMAND="['mpiexec', '--np', '1', 'python3']",
-                          PBS_JOBID="not the environment's", COBALT_JOBID="5")
+    launch = "['mpiexec', '--np', '1', '--ppn', '1', 'python3']"
+    info = write_run_info(run, EZPZ_RUN_COMMAND=launch, PBS_JOBID="8123.pbs", GPUS_PER_NODE="1",
+                          WORLD_SIZE_IN_USE="1")
     doc = json.loads(info.read_text())
-    doc["Environment Variables"] = {"PBS_JOBID": "8123.aurora-pbs", "SLURM_JOB_ID": "77"}
+    doc["Environment Variables"] = {"PBS_JOBID": "8123.aurora-pbs", "EZPZ_RUN_COMMAND": "other"}
     doc["Python"] = {"Version": "3.12.1"}
     info.write_text(json.dumps(doc))
     rec = _record_of(run, tmp_path)
-    # The environment's own value first, then what ezpz's Distributed section adds.
-    assert rec["job_ids"] == {"PBS_JOBID": "8123.aurora-pbs", "SLURM_JOB_ID": "77",
-                              "COBALT_JOBID": "5"}
-    assert rec["launch_command"] == "['mpiexec', '--np', '1', 'python3']"
-    assert rec["run_info"]["Python"] == {"Version": "3.12.1"}
-    assert "Torch" not in rec["run_info"]
+    # Distributed's launch command first (the one placement reads), as JSON text.
+    assert rec["sha256_of"] == {"Python": _canonical({"Version": "3.12.1"}),
+                                "Distributed": _canonical(doc["Distributed"]),
+                                "Environment Variables": _canonical(doc["Environment Variables"]),
+                                "EZPZ_RUN_COMMAND": _canonical(launch)}
+    assert rec["values"]["ranks_per_node"] == {"value": 1, "from": [
+        {"file": "run_info.json", "field": "EZPZ_RUN_COMMAND", "value": 1, "flag": "--ppn"}]}
+    assert rec["values"]["nodes"] == {"value": 1, "from": [
+        {"file": "run_info.json", "field": "EZPZ_RUN_COMMAND", "value": 1}]}
+    text = json.dumps(rec)
+    assert "8123" not in text and "mpiexec" not in text and "3.12.1" not in text
 
 
 def _record_of(run: Path, tmp_path: Path, *args: object) -> dict:
@@ -203,18 +216,20 @@ def test_record_names_are_safe_readable_and_unique():
 def test_a_failed_record_write_leaves_no_row_and_no_record(fixture_run, tmp_path, monkeypatch):
     runs = five_runs(fixture_run)
     results, folder = tmp_path / "res.csv", tmp_path / "sub" / "records"
-    real = folder_mod.create_file
+    real = folder_mod._write_new
     calls = []
 
-    def create_file(path, data, **kw):
-        calls.append(path)
+    def write_new(dir_fd, name, data):
+        calls.append(name)
         if len(calls) == 3:
-            raise AmscError(f"{path}: cannot write: No space left on device")
-        return real(path, data, **kw)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(dir_fd, name, data)
 
-    monkeypatch.setattr(folder_mod, "create_file", create_file)
+    monkeypatch.setattr(folder_mod, "_write_new", write_new)
     result = export_with_records(runs, results, folder)
-    assert error_line(result) == f"error: {calls[2]}: cannot write: No space left on device"
+    waiting = folder_mod.pending_folder(folder, results)
+    assert error_line(result) == (f"error: {waiting / calls[2]}: cannot write: "
+                                  "No space left on device")
     assert result.exit_code == 1
     assert not results.exists()  # created under the lock, removed again while still held
     assert not (tmp_path / "sub").exists()  # the records' folders made for it, too
@@ -339,52 +354,6 @@ def test_a_bad_records_folder_fails_before_any_work(fixture_run, tmp_path, where
     assert not results.exists()
 
 
-# --------------------------------------------------------------------------- redaction
-
-
-def test_secrets_are_redacted_in_every_copied_section(fixture_run, tmp_path):
-    run = fixture_run(RUN)
-    info = json.loads((run / "run_info.json").read_text())
-    secrets = ["hf_abcdef123456", "AKIAEXAMPLE", "hunter2", "s3cr3t", "ghp_tok", "wdb_0xfeed"]
-    info["Environment Variables"] |= {
-        "HF_TOKEN": secrets[0], "aws_secret_access_key": secrets[1],
-        "DB": {"Password": secrets[2], "host": "db.example"},
-        "Credentials": [secrets[3]], "TOKENIZERS_PARALLELISM": "false"}
-    info["Python"]["plugins"] = [{"name": "x", "api_key": secrets[4]}]
-    info["Distributed"]["EZPZ_RUN_COMMAND"] = (
-        f"GITHUB_TOKEN={secrets[4]} mpiexec --np 2 python3 -m train --tokenizer gpt2 "
-        f"--max-tokens 4096 --wandb-key {secrets[5]} --hf_token={secrets[0]}")
-    (run / "run_info.json").write_text(json.dumps(info))
-    row = one_row(run_cli(run, "--config", "c"))
-    rec_path_dir = tmp_path / "records"
-    results = tmp_path / "r.csv"
-    assert run_cli(run, "--config", "c", "--append", results, "--provenance",
-                   rec_path_dir).exit_code == 0
-    assert parse_csv(results.read_text()) == [row]
-    (path,) = records_in(rec_path_dir)
-    text = path.read_text()
-    for secret in secrets:
-        assert secret not in text
-    rec = json.loads(text)
-    env = rec["run_info"]["Environment Variables"]
-    assert env["HF_TOKEN"] == env["aws_secret_access_key"] == env["Credentials"] == REDACTED
-    assert env["TOKENIZERS_PARALLELISM"] == REDACTED  # the key holds TOKEN: the rule is the rule
-    assert env["DB"] == {"Password": REDACTED, "host": "db.example"}
-    assert env["MASTER_ADDR"] == "vm"
-    assert rec["run_info"]["Python"]["plugins"] == [{"name": "x", "api_key": REDACTED}]
-    launch = ("GITHUB_TOKEN=<redacted> mpiexec --np 2 python3 -m train --tokenizer gpt2 "
-              "--max-tokens 4096 --wandb-key <redacted> --hf_token=<redacted>")
-    assert rec["launch_command"] == rec["run_info"]["Distributed"]["EZPZ_RUN_COMMAND"] == launch
-    assert rec["run_info"]["Distributed"]["WORLD_SIZE_IN_USE"] == "2"
-
-
-def test_secrets_in_a_launch_command_written_as_a_list():
-    got = redact_mod.redact({"cmd": "['mpiexec', '--api-key', 'abc', '--np', '4', '-v']",
-                              "argv": ["--token", "abc"], "n": 3, "ok": None})
-    assert got == {"cmd": "['mpiexec', '--api-key', '<redacted>', '--np', '4', '-v']",
-                   "argv": ["--token", "abc"], "n": 3, "ok": None}
-
-
 # ------------------------------------------------- each rule by value (mutation survivors)
 
 
@@ -397,9 +366,9 @@ def _build(run: Path, **opts: object) -> dict:
     return record_mod.build_record(export_run(run, o, hash_files=True), o)
 
 
-def test_the_run_info_copied_is_the_one_placement_used_not_the_nearest(tmp_path):
+def test_the_run_info_hashed_is_the_one_placement_used_not_the_nearest(tmp_path):
     """The nearest run_info.json has no Distributed section: placement reads the parent's,
-    and that one is recorded and copied, the unused nearer one is not."""
+    and that one is recorded and its sections hashed, the unused nearer one is not."""
     run = tmp_path / "run"
     write_jsonl(run / "sub" / "metrics.jsonl", [step(i, tps=10.0, dt=0.5) for i in (1, 2, 3)])
     (run / "sub" / "run_info.json").write_text(json.dumps({"Python": {"Version": "nearest"}}))
@@ -411,7 +380,8 @@ def test_the_run_info_copied_is_the_one_placement_used_not_the_nearest(tmp_path)
     assert [(f["path"], f["role"]) for f in rec["files"]] == [
         ("sub/metrics.jsonl", "metrics"), ("run_info.json", "run_info")]
     assert rec["files"][1]["sha256"] == sha256(info)
-    assert rec["run_info"] == {"Python": {"Version": "used"}, "Distributed": doc["Distributed"]}
+    assert rec["sha256_of"] == {"Python": _canonical({"Version": "used"}),
+                                "Distributed": _canonical(doc["Distributed"])}
 
 
 def test_a_config_json_placement_used_is_recorded_as_config(tmp_path):
@@ -440,33 +410,6 @@ def test_build_record_needs_hashed_files(tmp_path):
     opts = ExportOptions(config="c")
     with pytest.raises(ValueError, match=r"^a record needs export_run\(\.\.\., hash_files=True\)$"):
         record_mod.build_record(export_run(run, opts), opts)
-
-
-@pytest.mark.parametrize("key", ["PBS_JOBID", "SLURM_JOB_ID", "SLURM_JOBID", "LSB_JOBID",
-                                 "COBALT_JOBID", "FLUX_JOB_ID"])
-def test_every_scheduler_job_id_is_recorded(key):
-    launch, jobs = record_mod._launch_and_job({"Distributed": {key: "42", "OTHER_ID": "7"}})
-    assert (launch, jobs) == (None, {key: "42"})
-
-
-@pytest.mark.parametrize("text, want", [
-    ("--client-secret abc", "--client-secret <redacted>"),
-    ("--aws-credentials abc", "--aws-credentials <redacted>"),
-    ("--secrets=abc", "--secrets=<redacted>"),
-    ("--db-passwd abc", "--db-passwd <redacted>"),
-    ("--apikey abc", "--apikey <redacted>"),
-    ("CLIENT_SECRET=abc python", "CLIENT_SECRET=<redacted> python"),
-    ("OMP_NUM_THREADS=4 python -m x", "OMP_NUM_THREADS=4 python -m x"),  # kept whole
-    ("--passwords abc --tokens 9", "--passwords <redacted> --tokens 9"),  # passw: any form
-    ("--max-tokens 4096 --tokenizer gpt2", "--max-tokens 4096 --tokenizer gpt2"),
-])
-def test_secret_parts_on_a_launch_line(text, want):
-    assert redact_mod.redact(text) == want
-
-
-def test_a_key_holding_secret_is_redacted():
-    assert redact_mod.redact({"CLIENT_SECRET": "abc", "SECTOR": "x"}) == {
-        "CLIENT_SECRET": REDACTED, "SECTOR": "x"}
 
 
 # --------------------------------------------------------------------- the file's bytes
@@ -536,48 +479,6 @@ def test_check_record_folder_names_what_it_cannot_create(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "access", lambda *a, **k: False)  # root may write anywhere
     with pytest.raises(AmscError, match="cannot create record.json there"):
         folder_mod.check_record_folder(tmp_path)
-
-
-# ------------------------------------------------------------------- run_info.json sizes
-
-
-_CAP = 16 << 20
-
-
-def _padded_run_info(path: Path, size: int) -> bytes:
-    """A run_info.json of exactly ``size`` bytes: a Python section, then spaces."""
-    head = json.dumps({"Python": {"Version": "3.12"}, "Paths": {}}).encode()
-    path.write_bytes(head + b" " * (size - len(head)))
-    return path.read_bytes()
-
-
-def test_a_run_info_json_at_the_export_cap_is_copied(tmp_path):
-    data = _padded_run_info(tmp_path / "run_info.json", _CAP)
-    assert record_mod._read_run_info(tmp_path / "run_info.json") == (
-        {"Python": {"Version": "3.12"}},
-        {"size": _CAP, "sha256": hashlib.sha256(data).hexdigest()})
-
-
-def test_a_run_info_json_over_the_export_cap_is_only_hashed(tmp_path):
-    data = _padded_run_info(tmp_path / "run_info.json", _CAP + 1)
-    assert record_mod._read_run_info(tmp_path / "run_info.json") == (
-        None, {"size": _CAP + 1, "sha256": hashlib.sha256(data).hexdigest()})
-
-
-@pytest.mark.parametrize("text", ["", "{not json", "[1, 2]", '"Python"'])
-def test_a_run_info_json_without_sections_is_only_hashed(tmp_path, text):
-    (tmp_path / "run_info.json").write_text(text)
-    assert record_mod._read_run_info(tmp_path / "run_info.json") == (
-        None, {"size": len(text), "sha256": hashlib.sha256(text.encode()).hexdigest()})
-
-
-def test_an_unreadable_run_info_json_is_an_error(tmp_path):
-    path = tmp_path / "run_info.json"
-    path.mkdir()
-    with pytest.raises(AmscError) as e:
-        record_mod._read_run_info(path)
-    assert e.value.format_message() == (
-        f"{path}: cannot read it for the provenance record: Is a directory")
 
 
 # --------------------------------------------------------------------- reading records
@@ -661,10 +562,10 @@ def test_iter_records_refuses_what_is_no_folder(tmp_path, monkeypatch):
         assert e.value.format_message() == (
             f"{path}: {what}; --provenance needs the folder of the records")
 
-    def scandir(p):
+    def listdir(p):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.setattr(os, "listdir", listdir)
     with pytest.raises(AmscError) as e:
         list(folder_mod.iter_records(tmp_path))
     assert e.value.format_message() == f"{tmp_path}: cannot list: Permission denied"
@@ -728,7 +629,23 @@ def test_recorded_options_that_cannot_be_used_are_refused(options, why):
     ({"options": {"config": 3}}, "options.config is not a string"),
     ({"options": {"config": "c", "max_line_bytes": "64"}},
      "options.max_line_bytes is not a whole number"),
-    ({"options": {"config": "c", "max_line_bytes": 0}}, "options.max_line_bytes is below 1"),
+    ({"options": {"config": "c", "max_line_bytes": 0}},
+     "options.max_line_bytes is not from 1 to 67108864"),
+    ({"options": {"config": "c", "max_line_bytes": 10**30}},
+     "options.max_line_bytes is not from 1 to 67108864"),
+    ({"options": {"config": "c", "warmup": 10**30}}, "options.warmup is not from 0 to 2147483648"),
+    ({"options": {"config": "c", "nodes": 10**30}}, "options.nodes is not from 1 to 1000000"),
+    ({"options": {"config": "c", "gpus": 0}}, "options.gpus is not from 1 to 1000000"),
+    ({"options": {"config": "c", "wall_time_sec": float("inf")}},
+     "options.wall_time_sec is not a finite number"),
+    ({"files": [{"path": "a", "role": "metrics", "size": 10**30, "sha256": None}]},
+     "files[0].size is not from 0 to 9223372036854775807"),
+    ({"files": [{"path": "a", "role": "metrics", "size": -1, "sha256": None}]},
+     "files[0].size is not from 0 to 9223372036854775807"),
+    ({"schema": 10**30}, "schema is above 1000"),
+    ({"run_dir": "/."}, "run_dir '/.' is not a run directory's absolute path"),
+    ({"run_dir": "/var/.."}, "run_dir '/var/..' is not a run directory's absolute path"),
+    ({"run_dir": "//"}, "run_dir '//' is not a run directory's absolute path"),
     ({"options": {"config": "c", "nodes": True}}, "options.nodes is not a whole number or null"),
     ({"options": {"config": "c", "wall_time_sec": "1"}}, "options.wall_time_sec is not a number "
                                                          "or null"),
@@ -758,144 +675,6 @@ def test_a_crafted_record_is_one_line_naming_the_field(tmp_path, changes, why):
     assert error_line(run_group("reproduce", path)) == f"error: {e.value.format_message()}"
 
 
-# --------------------------------------------------------------- secrets, by name and by shape
-
-# Each secret is planted in one place a record copies from, in one of the forms it takes
-# there. None may be in the record; the row must not change.
-PLANTED = [  # (section, key or None for the launch line, value or launch text, the secret)
-    ("Environment Variables", "HF_TOKEN", "hf_tok01", "hf_tok01"),
-    ("Environment Variables", "AWS_SECRET_ACCESS_KEY", "awssecret02", "awssecret02"),
-    ("Environment Variables", "AWS_SESSION_TOKEN", "sessiontok03", "sessiontok03"),
-    ("Environment Variables", "MYSQL_PASSWD", "mysqlpw04", "mysqlpw04"),
-    ("Environment Variables", "PGPASSWORD", "pgpw05", "pgpw05"),
-    ("Environment Variables", "PASSPHRASE", "phrase06", "phrase06"),
-    ("Environment Variables", "GITHUB_PAT", "ghpat07", "ghpat07"),
-    ("Environment Variables", "COOKIE", "cookie08", "cookie08"),
-    ("Environment Variables", "SSH_PRIVATE_KEY", "privkey09", "privkey09"),
-    ("Environment Variables", "DATABASE_URL", "postgres://u10:dbpw10@db/x", "dbpw10"),
-    ("Environment Variables", "SENTRY_DSN", "dsn11", "dsn11"),
-    ("Environment Variables", "DB_PWD", "dbpwd12", "dbpwd12"),
-    ("Environment Variables", "AUTHORIZATION", "Bearer authz13", "authz13"),
-    ("Environment Variables", "WANDB_API_KEY", "wandb14", "wandb14"),
-    ("Environment Variables", "NPM_CONFIG__AUTH", "npmauth15", "npmauth15"),
-    ("Environment Variables", "OTHER", "https://tok16@github.com/me/repo", "tok16"),
-    ("Environment Variables", "NOTE", "ghp_" + "a" * 36, "ghp_" + "a" * 36),
-    ("Environment Variables", "NOTE2", "key AKIA" + "B" * 16, "AKIA" + "B" * 16),
-    ("Environment Variables", "SLACK", "xoxb-1234567890-abcdef", "xoxb-1234567890-abcdef"),
-    ("Environment Variables", "LLM", "sk-" + "c" * 40, "sk-" + "c" * 40),
-    ("Environment Variables", "JWT_X", "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.sigsigsigsig",
-     "eyJhbGci"),
-    ("Environment Variables", "nested", {"deep": [{"client_secret": "deep22"}]}, "deep22"),
-    ("Python", "credentials", ["cred23"], "cred23"),
-    ("Torch", "hfToken", "camel24", "camel24"),
-    ("Distributed", "SECRETS", "dist25", "dist25"),
-    ("Distributed", None, "--hf-token tok26", "tok26"),
-    ("Distributed", None, "--hf-token=tok27", "tok27"),
-    ("Distributed", None, '--hf-token "tok 28"', "tok 28"),
-    ("Distributed", None, "--hf-token 'tok29'", "tok29"),
-    ("Distributed", None, "--accessToken tok30", "tok30"),
-    ("Distributed", None, "--api_key tok31", "tok31"),
-    ("Distributed", None, "--password=tok32", "tok32"),
-    ("Distributed", None, "--db-pass tok33", "tok33"),
-    ("Distributed", None, "AWS_SESSION_TOKEN=\"tok34\"", "tok34"),
-    ("Distributed", None, "MYSQL_PWD='tok35'", "tok35"),
-    ("Distributed", None, "HFTOKEN=tok36", "tok36"),
-    ("Distributed", None, "--url https://me:tok37@host/x", "tok37"),
-    ("Distributed", None, "-H 'Authorization: Basic tok38'", "tok38"),
-    ("Distributed", None, "--header 'Authorization: Bearer tok39xyz'", "tok39xyz"),
-    ("Distributed", None, "--cookie sess=tok40", "tok40"),
-    ("Distributed", None, "--apiKey=tok41", "tok41"),
-    ("Distributed", None, "GH_PAT=tok42", "tok42"),
-]
-LIST_LAUNCH = ["mpiexec", "--np", "2", "--hf-token", "tok43", "--client-secret=tok44"]
-
-
-def test_forty_planted_secrets_are_kept_out_of_the_record(fixture_run, tmp_path):
-    assert len(PLANTED) + 2 >= 40
-    run = fixture_run(RUN)
-    info = json.loads((run / "run_info.json").read_text())
-    launch = [info["Distributed"]["EZPZ_RUN_COMMAND"]]
-    for section, key, value, _ in PLANTED:
-        if key is None:
-            launch.append(value)
-        else:
-            info.setdefault(section, {})[key] = value
-    info["Distributed"]["EZPZ_RUN_COMMAND"] = " ".join(launch)
-    info["Environment Variables"]["EZPZ_RUN_COMMAND"] = repr(LIST_LAUNCH)
-    (run / "run_info.json").write_text(json.dumps(info))
-    row = one_row(run_cli(run, "--config", "agpt/x"))
-    results, folder = tmp_path / "res.csv", tmp_path / "records"
-    assert export_with_records([run], results, folder, "-q").exit_code == 0
-    assert parse_csv(results.read_text()) == [{**row}]
-    (path,) = records_in(folder)
-    text = path.read_text()
-    found = [s for *_, s in PLANTED if s in text] + [s for s in ("tok43", "tok44") if s in text]
-    assert found == []
-    rec = json.loads(text)
-    # What is not a secret is kept: settings on the launch line, the section's other keys.
-    assert rec["launch_command"].startswith("mpirun -envall -np 2 python3 -m ezpz.examples")
-    assert rec["run_info"]["Distributed"]["WORLD_SIZE_IN_USE"] == "2"
-    assert rec["run_info"]["Environment Variables"]["EZPZ_RUN_COMMAND"] == repr(
-        ["mpiexec", "--np", "2", "--hf-token", REDACTED, f"--client-secret={REDACTED}"])
-
-
-def test_notes_quoting_the_run_are_searched_for_secrets(tmp_path):
-    """A value the export quotes in a note (here an unusable world_size) is redacted by shape
-    in the record's details, while --format json shows it as it is."""
-    run = write_run(tmp_path / "run", [step(i, tps=10.0, dt=0.5) for i in (1, 2, 3)],
-                    world_size="ghp_" + "z" * 36)
-    rec = _record_of(run, tmp_path)
-    assert ("ignored world_size='<redacted>' from run_info.json: not a usable count"
-            in rec["details"]["notes"])
-    assert "ghp_" + "z" * 36 not in json.dumps(rec)
-
-
-@pytest.mark.parametrize("text, want", [
-    # each name rule on its own: a word anywhere in the name, or a whole part of it
-    ("HFTOKEN=x1", "HFTOKEN=<redacted>"), ("DBPASSWORD=x2", "DBPASSWORD=<redacted>"),
-    ("--passphrase x3", "--passphrase <redacted>"), ("MYSECRET=x4", "MYSECRET=<redacted>"),
-    ("--awscredential x5", "--awscredential <redacted>"), ("HFAPIKEY=x6", "HFAPIKEY=<redacted>"),
-    ("ACCESSKEY=x7", "ACCESSKEY=<redacted>"), ("PRIVATEKEY=x8", "PRIVATEKEY=<redacted>"),
-    ("--cookiejar x9", "--cookiejar <redacted>"), ("--key x10", "--key <redacted>"),
-    ("--db-pass x11", "--db-pass <redacted>"), ("MYSQL_PWD=x12", "MYSQL_PWD=<redacted>"),
-    ("--auth x13", "--auth <redacted>"), ("--authorization x14", "--authorization <redacted>"),
-    ("GH_PAT=x15", "GH_PAT=<redacted>"), ("--sentry-dsn x16", "--sentry-dsn <redacted>"),
-    ("--otp x17", "--otp <redacted>"), ("--bearer x18", "--bearer <redacted>"),
-    # settings that only look like secrets
-    ("--max-tokens 4096 --tokenizer gpt2", "--max-tokens 4096 --tokenizer gpt2"),
-    ("--passes 3 --path /x --keyboard us", "--passes 3 --path /x --keyboard us"),
-    ("TOKENIZERS_PARALLELISM=false", "TOKENIZERS_PARALLELISM=false"),
-    # shapes
-    ("see https://u:pw@h/x", "see https://<redacted>@h/x"),
-    ("Bearer 1234567 Bearer 12345678", "Bearer 1234567 Bearer <redacted>"),
-    ("authorization: Basic abc", "authorization: <redacted>"),
-    ("github_pat_" + "a" * 22, "<redacted>"), ("glpat-" + "b" * 20, "<redacted>"),
-    ("hf_" + "c" * 34, "<redacted>"), ("ASIA" + "D" * 16, "<redacted>"),
-    ("gho_" + "e" * 36, "<redacted>"), ("hf_transfer", "hf_transfer"),
-])
-def test_each_redaction_rule_by_itself(text, want):
-    assert redact_mod.redact_text(text) == want
-
-
-@pytest.mark.parametrize("key, secret", [
-    ("HF_TOKEN", True), ("API_KEY", True), ("MY_SECRET", True), ("DB_PASSWD", True),
-    ("AWS_CREDENTIALS", True), ("COOKIE", True), ("PRIVATE_PEM", True), ("NPM_AUTH", True),
-    ("REQUEST_SIGNATURE", True), ("GITHUB_PAT", True), ("DB_PWD", True), ("SENTRY_DSN", True),
-    ("MFA_OTP", True), ("PWD", False), ("OLDPWD", False), ("PATH", False), ("HOSTNAME", False),
-    ("MASTER_ADDR", False),
-])
-def test_each_key_rule_by_itself(key, secret):
-    assert redact_mod.is_secret(key) is secret
-    assert redact_mod.redact({key: "v"}) == {key: REDACTED if secret else "v"}
-
-
-def test_the_details_are_searched_by_shape_not_by_key():
-    details = {"key": "train/tps", "note": "--hf-token abc"}
-    assert redact_mod.redact(details, by_key=False) == {"key": "train/tps",
-                                                        "note": "--hf-token <redacted>"}
-    assert redact_mod.redact(details) == {"key": REDACTED, "note": "--hf-token <redacted>"}
-
-
 def test_the_fields_a_record_may_leave_out_or_set_null(tmp_path):
     path = tmp_path / "r.json"
     rec = _minimal_record(options={"config": "c", "max_line_bytes": 1, "nodes": None},
@@ -910,4 +689,40 @@ def test_the_pending_folder_is_named_by_the_results_files_real_path(tmp_path):
     tag = hashlib.sha256(os.fsencode(tmp_path / "real" / "r.csv")).hexdigest()[:16]
     for results in (tmp_path / "real" / "r.csv", tmp_path / "link" / "r.csv"):
         assert folder_mod.pending_folder(tmp_path / "d", results) == (
-            tmp_path / "d" / ".pending" / tag)
+            tmp_path / "d" / f".pending-{tag}")
+
+
+def test_a_provenance_file_linked_out_of_the_run_is_not_hashed(fixture_run, tmp_path):
+    """run_info.json a symbolic link to a file outside the run (/etc/shadow, say): the
+    record names it, unhashed, and reads nothing of it; reproduce does not compare it."""
+    run = fixture_run(RUN)
+    outside = tmp_path / "outside.json"
+    (run / "run_info.json").rename(outside)
+    (run / "run_info.json").symlink_to(outside)
+    rec = _build(run)
+    assert rec["files"][1] == {"path": "run_info.json", "role": "run_info", "size": 0,
+                               "sha256": None, "not_hashed": record_mod.OUTSIDE}
+    assert rec["sha256_of"] == {}
+    assert record_mod.OUTSIDE == "a symbolic link out of the run directory; not followed"
+    (run / "config.json").symlink_to(outside)
+    assert record_mod._outside(run, run / "config.json")
+    assert not record_mod._outside(run, run / "metrics-0.jsonl")
+    assert not record_mod._outside(run, run)
+
+
+def test_old_format_records_are_still_read_and_reproduced(fixture_run, tmp_path):
+    """A schema 1 record (copied sections, redacted, and details) reproduces as before."""
+    run = fixture_run(RUN)
+    results, folder = tmp_path / "res.csv", tmp_path / "records"
+    assert export_with_records([run], results, folder).exit_code == 0
+    (path,) = records_in(folder)
+    rec = json.loads(path.read_text())
+    old = {k: v for k, v in rec.items() if k not in ("values", "sha256_of")} | {
+        "schema": 1, "launch_command": "<redacted>", "job_ids": {}, "run_info": None,
+        "details": {"notes": []}}
+    path.write_text(json.dumps(old))
+    assert load_record(path) == old
+    r = run_group("reproduce", path)
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.startswith(f"{path}: identical row (14 cells); 2 source files unchanged")
+    assert run_group("check", results, "--provenance", folder, "-q").exit_code == 0
