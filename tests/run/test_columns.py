@@ -248,7 +248,8 @@ def test_gpus_flag_that_agrees_with_the_ratio_keeps_the_logged_per_gpu(tmp_path)
 
 def test_a_slow_first_step_logged_counts_once_not_k_times(tmp_path):
     """Steps 1, 11, .., 91 logged (every 10th): step 1 took 4 s, the others 0.1 s. The 90
-    steps not logged are estimated at the median, 0.1 s: 4 + 0.9 + 9.0, not 10 x 4.9."""
+    steps not logged are estimated at their neighbours' step time, the warmup step standing
+    for the first step after it, 0.1 s: 4 + 0.9 + 9.0, not 10 x 4.9."""
     recs = [step(i, dt=4.0 if i == 1 else 0.1, loss=2.0) for i in range(1, 101, 10)]
     for k, x in enumerate(recs):
         x["timestamp"] = 1795990000.0 + (4.0 if k else 0.0) + k * 1.0
@@ -256,7 +257,8 @@ def test_a_slow_first_step_logged_counts_once_not_k_times(tmp_path):
     r = run_cli(run, "--config", "c")
     assert one_row(r)["wall_time_sec"] == "13.900"
     assert ("wall_time_sec is estimated for all the steps: the 10 logged steps' 4.900 s plus "
-            "90 steps not logged at their median 0.1 s, ~100 steps (logged every 10 steps, "
+            "90 steps not logged, each gap at the mean of the logged step times that bound it "
+            "(9 before the first logged step at 0.1 s), ~100 steps (logged every 10 steps, "
             "steps 1..91); pass --wall-time-sec for the job's real time") in notes_of(r)
 
 
@@ -309,7 +311,8 @@ def test_a_counter_restarting_each_epoch_counts_every_epoch_s_steps(tmp_path):
     assert one_row(r)["wall_time_sec"] == "30.000"  # 12 x 0.5 + 48 x 0.5
     assert notes_of(r)[1:] == [(
         "wall_time_sec is estimated for all the steps: the 12 logged steps' 6.000 s plus 48 "
-        "steps not logged at their median 0.5 s, ~60 steps (logged every 5 steps, steps "
+        "steps not logged, each gap at the mean of the logged step times that bound it (12 "
+        "before the first logged step at 0.5 s), ~60 steps (logged every 5 steps, steps "
         "5..20); pass --wall-time-sec for the job's real time"), NO_THROUGHPUT_NOTE]
 
 

@@ -33,6 +33,7 @@ from helpers import (
     edit_dist,
     error_line,
     expected_row,
+    gap_estimate,
     is_step,
     launch,
     launch_records,
@@ -345,8 +346,9 @@ _UNDER = ("({pct}): dt may miss part of each step (gradient accumulation timing 
           "last micro-batch), or the run paused (eval, checkpoints); wall_time_sec is the "
           "summed step time; pass --wall-time-sec SECONDS for the job's real time")
 _EVERY_2ND = ("wall_time_sec is estimated for all the steps: the 10 logged steps' {summed} s "
-              "plus 10 steps not logged at their median {median} s, ~20 steps (logged every 2 "
-              "steps, steps 2..20); pass --wall-time-sec for the job's real time")
+              "plus 10 steps not logged, each gap at the mean of the logged step times that "
+              "bound it (1 before the first logged step at {median} s), ~20 steps (logged "
+              "every 2 steps, steps 2..20); pass --wall-time-sec for the job's real time")
 _PAUSE = ("1 pause between records far above the typical {typical} per step: the longest "
           "{longest} between {where} (eval, checkpointing, a restart?); wall_time_sec, the "
           "summed step time, leaves it out")
@@ -365,7 +367,7 @@ _ONE_TO_TEN, _EVEN = list(range(1, 11)), list(range(2, 21, 2))
      ["step times cover 9 s of the 69 s between the first and last record "
       + _UNDER.format(pct="13%")]),
     # logged every 2nd step: the typical step is the interval / 2, both thresholds x2
-    # (wall time: the 10 logged steps plus 10 unlogged ones at their median, never the half)
+    # (wall time: the 10 logged steps plus 10 unlogged ones at their neighbours', never the half)
     ([2.0] * 8 + [61.5], _EVEN, [1.0] * 10, (), "20.000",
      ["step times (scaled for the steps not logged) cover 18 s of the 77.5 s between the "
       "first and last record " + _UNDER.format(pct="23%"),
@@ -1307,9 +1309,10 @@ def test_every_10_steps_plus_the_last_one(tmp_path):
     r = run_cli(run, "--config", "c")
     row = one_row(r)
     dts = [x["metrics"]["train/dt"] for x in kept]
-    assert row["wall_time_sec"] == f"{sum(dts) + 35 * statistics.median(dts):.3f}"
+    wall, head = gap_estimate([0, 10, 20, 30, 39], dts, 40)
+    assert (row["wall_time_sec"], head) == (f"{wall:.3f}", 0)  # 9 + 9 + 9 + 8 in the gaps
     assert notes_of(r) == [  # and no step-time note
         f"wall_time_sec is estimated for all the steps: the 5 logged steps' {sum(dts):.3f} s "
-        f"plus 35 steps not logged at their median {statistics.median(dts):.4g} s, ~40 steps "
-        "(logged every 10 steps, steps 0..39); pass --wall-time-sec for the job's real time",
-        NO_THROUGHPUT_NOTE, MFU_NOTE]
+        "plus 35 steps not logged, each gap at the mean of the logged step times that bound "
+        "it, ~40 steps (logged every 10 steps, steps 0..39); pass --wall-time-sec for the "
+        "job's real time", NO_THROUGHPUT_NOTE, MFU_NOTE]
