@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -28,7 +27,7 @@ from ezpz_amsc.results.schema import format_timestamp
 from ezpz_amsc.run.details import Segment
 from ezpz_amsc.run.layout import RunFiles, rel_to
 from ezpz_amsc.run.placement import Placement, Provenance
-from ezpz_amsc.run.steps import EPOCH_KEYS, Steps
+from ezpz_amsc.run.steps import CHECKPOINT_KEY, EPOCH_KEYS, Steps
 from ezpz_amsc.text import Text, opt, plural
 
 if TYPE_CHECKING:
@@ -395,9 +394,6 @@ def _step_time(ctx: Context) -> list[Text]:
     return notes
 
 
-# A logged checkpoint time: a key naming a checkpoint or a save, and seconds
-# (fsdp_tp's train/ckpt_stage_seconds).
-CHECKPOINT_KEY = re.compile(r"(ckpt|checkpoint|save).*(seconds|sec|time|dt|_s)\Z", re.I)
 
 
 def exported_window(red: Reduced) -> tuple[float, float] | None:
