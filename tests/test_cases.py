@@ -26,7 +26,6 @@ CASES = REPO / "tests" / "cases"
 # Cases whose expectation the rules do not meet yet, each with why (case name -> reason).
 KNOWN: dict[str, str] = {
     "real-history-stall-wide-timer-1rank": "issue 33: not met yet",
-    "real-minimal-default-warmup-1rank": "issue 33: not met yet",
     "gpu-aurora-1node-tflops-mfu-node-total": "issue 33: not met yet",
     "gpu-aurora-1node-tflops-node-total": "issue 33: not met yet",
     "gpu-aurora-rate-33pct-high-rank-tokens": "issue 33: not met yet",
@@ -34,10 +33,8 @@ KNOWN: dict[str, str] = {
     "gpu-aurora-tp2-48ranks": "issue 33: not met yet",
     "gpu-perlmutter-1node-tflops-node-total": "issue 33: not met yet",
     "gpu-perlmutter-wider-timer-stall": "issue 33: not met yet",
-    "gpu-polaris-gz-rank0": "issue 33: not met yet",
     "gpu-polaris-mfu-h100-peak": "issue 33: not met yet",
     "gpu-polaris-rate-25pct-high": "issue 33: not met yet",
-    "gpu-sunspot-minimal-warmup10": "issue 33: not met yet",
 }
 
 

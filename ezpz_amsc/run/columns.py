@@ -11,6 +11,7 @@ says so is made here, beside the value.
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING, Any
 
 from ezpz_amsc.errors import AmscError, NoStepTime
@@ -47,6 +48,17 @@ MIN_RATE_STEPS = 2
 # the steps not logged (a real LOG_FREQ 5 run: 0.85 of what they take at their neighbours'
 # step time, the logged steps being the slower ones); then the clock bounds the estimate.
 UNLOGGED_SPEEDUP_MAX = 2.0
+# Gradient accumulation asked for on the launch command line: the flags and variables of
+# the trainers ezpz launches (hf's --gradient_accumulation_steps, --grad-accum, GRAD_ACC=),
+# never a word that merely contains "accum". Its count follows a space, "=", or the "', '"
+# of an argv list written as text.
+ACCUMULATION_FLAG = re.compile(
+    r"(?<![\w-])(--grad(?:ient)?[-_]accum(?:ulation)?(?:[-_]steps)?|"
+    r"GRAD(?:IENT)?_ACC(?:UM(?:ULATION)?)?(?:_STEPS)?)(?:=|\s+|'\s*,\s*')(\d+)(?!\w)")
+# Step times covering under this share of the clock between records, with accumulation
+# asked for: dt times part of each optimizer step (one micro-batch of 8 covers ~12 %, the
+# whole step 0.8-0.98).
+ACCUMULATION_COVER_MAX = 0.5
 # Steps not logged counted one by one in a float: beyond 2**53 a float no longer tells
 # one count from the next, and no run takes that many steps.
 EXACT_COUNT_MAX = 2**53
@@ -130,6 +142,11 @@ def _time_values(ctx: Context, notes: list[Text]) -> dict[str, Any]:
     else:
         missing.append(opt("wall_time_sec", "SECONDS"))
 
+    if opts.wall_time_sec is None and "wall_time_sec" in values:
+        said = _accumulation_asked(ctx)
+        if said:
+            notes.append(said + "; pass " + opt("wall_time_sec", "SECONDS")
+                         + " for the job's real time")
     if missing:
         why = "no step was logged" if not red.steps else "the steps do not record it"
         if red.invalid.get("dt") and red.wall_time_sec is None:
@@ -140,6 +157,30 @@ def _time_values(ctx: Context, notes: list[Text]) -> dict[str, Any]:
         kind = AmscError if red.steps else NoStepTime
         raise kind(f"cannot tell {what} ({why}); pass " + joined(" ", missing))
     return values
+
+
+def _accumulation_asked(ctx: Context) -> str:
+    """A note when the launch command asks for gradient accumulation and the logged step
+    times cover under :data:`ACCUMULATION_COVER_MAX` of the records' clock (every step
+    logged): dt then times one micro-batch, not the optimizer step."""
+    import numpy as np
+
+    command = ctx.prov.values.get("EZPZ_RUN_COMMAND", "")
+    found = ACCUMULATION_FLAG.search(command) if command else None
+    red = ctx.red
+    if found is None or int(found.group(2)) < 2 or red.coverage is not None or red.steps < 2:
+        return ""
+    ts, dt = red.ts_values, red.stats["dt"].values
+    ok = np.isfinite(ts[1:]) & np.isfinite(ts[:-1]) & np.isfinite(dt[1:])
+    span = float((ts[1:] - ts[:-1])[ok].sum())
+    covered = float(dt[1:][ok].sum())
+    if not (span > 0 and covered < ACCUMULATION_COVER_MAX * span):
+        return ""
+    return (f"the launch command asks for gradient accumulation ({found.group(1)} "
+            f"{found.group(2)}) and the step times cover {covered / span:.0%} of the time "
+            f"between records: dt likely times one micro-batch of the {found.group(2)}, not "
+            "the whole optimizer step; "
+            "wall_time_sec is the summed step time")
 
 
 def _one_timestamp(red: Reduced) -> bool:

@@ -41,8 +41,9 @@ if TYPE_CHECKING:
 # records' time span; 1.25 leaves room for timer granularity. (Below: a note under
 # reduce.STEP_TIME_UNDER_SPAN_MIN of the span, shared with the throughput identity.)
 STEP_TIME_OVER_SPAN_MAX = 1.25
-# A first logged step above this many logging strides: the run was resumed (the
-# minimal example logs from step 6 after 5 warmup steps: not a resume).
+# A first logged step above this many logging strides, plus the one step that ends an
+# unlogged warmup of that many: the run was resumed (the minimal example logs from step 6
+# after 5 warmup steps, and from step 11 after its default WARMUP_ITERS=10: no resume).
 RESUMED_STRIDES = 10
 # Provenance written this long before the last metrics record is an earlier
 # attempt's (finalize writes it seconds after the last step).
@@ -435,7 +436,7 @@ def check_resumed(ctx: Context) -> list[Text]:
         return []
     stride = red.coverage.stride if red.coverage else 1
     first, last = float(step.min()), float(step.max())
-    if first <= RESUMED_STRIDES * stride:
+    if first <= RESUMED_STRIDES * stride + 1:
         return []
     every = "every step" if stride == 1 else f"every {stride} steps"
     return [f"first logged step is {int(first)} (logged {every}): the run was resumed, or did "

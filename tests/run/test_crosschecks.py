@@ -597,8 +597,10 @@ def test_resumed_run_first_step_far_above_stride_is_noted(tmp_path):
         "its first steps; the row covers steps 101..130 only", MFU_NOTE]
 
 
-@pytest.mark.parametrize(("first", "noted"), [(10, False), (11, True)])
+@pytest.mark.parametrize(("first", "noted"), [(10, False), (11, False), (12, True)])
 def test_resume_threshold_is_ten_strides(tmp_path, first, noted):
+    """Ten strides, plus the step that ends an unlogged warmup of ten (minimal's default
+    WARMUP_ITERS=10 logs from step 11: no resume)."""
     run = _even_run(tmp_path, 0.5, 1.0)
     rewrite(run / "metrics-0.jsonl", lambda x: {**x, "metrics": {
         **x["metrics"], "train/iter": x["metrics"]["train/iter"] + first - 1}})

@@ -476,8 +476,8 @@ def test_only_report_md_files_are_reports(tmp_path):
     ("", ["metrics-0.jsonl", "metrics.jsonl"], "metrics-<rank>.jsonl, metrics.jsonl"),
     ("a", ["metrics-0.jsonl", "metrics.jsonl"], "metrics-<rank>.jsonl, metrics.jsonl"),
     ("", ["metrics.jsonl", "20260811-182837.jsonl"], "metrics.jsonl, 20260811-182837.jsonl"),
-    # plain and gzipped: two schemes, not one file read twice
-    ("", ["metrics-0.jsonl", "metrics-1.jsonl.gz"],
+    # one rank's file plain and gzipped: two schemes, not one file read twice
+    ("", ["metrics-0.jsonl", "metrics-0.jsonl.gz", "metrics-1.jsonl"],
      "metrics-<rank>.jsonl, metrics-<rank>.jsonl.gz"),
     ("", ["metrics.jsonl", "metrics.jsonl.gz"], "metrics.jsonl, metrics.jsonl.gz"),
 ])
