@@ -15,7 +15,14 @@ import numpy as np
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.options import REDUCERS
-from ezpz_amsc.results.schema import CLOCK_SLACK_SEC, MAX_COUNT, MFU_MAX_PCT, TIMESTAMP_MIN
+from ezpz_amsc.results.schema import (
+    CLOCK_SLACK_SEC,
+    MAX_COUNT,
+    MFU_MAX_PCT,
+    PROCESS_START_SLACK_SEC,
+    TIMESTAMP_MIN,
+    format_timestamp,
+)
 from ezpz_amsc.run.details import Segment, StepCoverage
 from ezpz_amsc.run.steps import (
     CHECKPOINT_KEY,
@@ -133,6 +140,9 @@ class Reduced:
     tokens_values: np.ndarray = field(default_factory=lambda: np.zeros(0))  # tokens per step
     epoch_values: np.ndarray = field(default_factory=lambda: np.zeros(0))  # epoch per step
     attempt: int | None = None  # 1-based segment exported (--attempt), when there are several
+    # boundaries between records of one process (the hook's: written since it started),
+    # dropped: its records are one attempt
+    in_process: int = 0
     loss_nonfinite_tail: int = 0  # trailing steps whose loss was logged non-finite
     stale_loss: tuple[float, float | None] | None = None  # (last finite loss, its step)
 
@@ -459,8 +469,9 @@ def _repeats(s: np.ndarray, e: np.ndarray | None) -> bool:
 
 def find_segments(step: np.ndarray, ts: np.ndarray, ranks: np.ndarray,
                   epoch: np.ndarray | None = None, rate: np.ndarray | None = None,
-                  checkpointed: Callable[[int, float], bool] | None = None
-                  ) -> tuple[list[Segment], list[Boundary]]:
+                  checkpointed: Callable[[int, float], bool] | None = None,
+                  since: float | None = None
+                  ) -> tuple[list[Segment], list[Boundary], int]:
     """Split records (file order) into attempts; with the evidence for each boundary.
 
     A retried job appends a new attempt whose step numbers start again, so a
@@ -473,6 +484,11 @@ def find_segments(step: np.ndarray, ts: np.ndarray, ranks: np.ndarray,
     when only one throughput is logged), even when the step numbers continue, unless
     ``checkpointed(at, seconds)`` says a save time logged at the pause explains it (a
     checkpoint, then a batch-size ramp: one process all along).
+
+    ``since``: when the process that wrote the last records started (the finalize hook's
+    own). Records stamped from then on are that process's, one attempt whatever the rules
+    above say (how many boundaries that dropped is returned last); the records before
+    them are another launch's, an attempt of their own.
     """
     n = int(step.size)
     cuts: dict[int, Boundary] = {}
@@ -494,6 +510,18 @@ def find_segments(step: np.ndarray, ts: np.ndarray, ranks: np.ndarray,
             if at not in cuts and checkpointed is not None and checkpointed(at, shift[1]):
                 continue
             cuts[at] = replace(cuts.get(at, Boundary()), shift=shift)
+    dropped = 0
+    if since is not None:
+        with np.errstate(invalid="ignore"):
+            mine = ts >= since - PROCESS_START_SLACK_SEC  # NaN: not known to be
+        if mine.any():
+            inside = [at for at in cuts if mine[at] and mine[at - 1]]
+            for at in inside:
+                del cuts[at]
+            dropped = len(inside)
+            first = int(np.argmax(mine))
+            if first and first not in cuts and mine[first:].all():
+                cuts[first] = Boundary()  # the evidence is the hook's: its process began
     bounds = [0, *sorted(cuts), n]
     out = []
     for a, b in zip(bounds, bounds[1:], strict=False):
@@ -503,7 +531,7 @@ def find_segments(step: np.ndarray, ts: np.ndarray, ranks: np.ndarray,
                            float(fs[-1]) if fs.size else None,
                            float(ft[0]) if ft.size else None,
                            int(fr[0]) if fr.size else None))
-    return out, [cuts[k] for k in sorted(cuts)]
+    return out, [cuts[k] for k in sorted(cuts)], dropped
 
 
 def split_records(step: np.ndarray, cols: dict[str, np.ndarray]) -> np.ndarray:
@@ -637,12 +665,13 @@ def _tokens_column(steps: Steps) -> np.ndarray:
 
 
 def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = None,
-                 now: float | None = None) -> Reduced:
+                 now: float | None = None, since: float | None = None) -> Reduced:
     """Keep the training steps (of one attempt), order them, and reduce every series.
 
     ``attempt``: ``last`` or a 1-based number, the segment to export when the
     records hold several (see :func:`find_segments`); ``None`` keeps them all
-    and leaves the refusal to the checks.
+    and leaves the refusal to the checks. ``since``: the start of the process that wrote
+    the last records, when known (the finalize hook; see :func:`find_segments`).
     """
     if reducer not in REDUCERS:
         raise ValueError(f"unknown reducer {reducer!r}")
@@ -717,9 +746,14 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = 
     by_epoch = restarts_each_epoch(step, cols[EPOCH])
     epoch = cols[EPOCH] if by_epoch else None
     rate = cols["tps"] if np.isfinite(cols["tps"]).any() else cols["tps_per_gpu"]
-    segments, boundaries = find_segments(step, ts, ranks_per_step(cols["tps"],
-                                                                  cols["tps_per_gpu"]),
-                                         epoch, rate, _checkpointed(steps, ts))
+    segments, boundaries, in_process = find_segments(
+        step, ts, ranks_per_step(cols["tps"], cols["tps_per_gpu"]), epoch, rate,
+        _checkpointed(steps, ts), since)
+    if in_process:
+        notes.append(f"this process wrote the records since it started at "
+                     f"{format_timestamp(since or 0.0)}: one attempt, though the command line "
+                     f"would split them in {in_process + 1} (a throughput change across a "
+                     "pause, a counter that repeats)")
     chosen = None
     if attempt is not None:
         chosen = _pick_attempt(segments, attempt)
@@ -788,7 +822,7 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = 
                    not_training=not_training, evaluations=evaluations,
                    duplicates=duplicates, by_epoch=by_epoch,
                    counter=steps.step_key, segments=segments, boundaries=boundaries,
-                   attempt=None if chosen is None else chosen + 1,
+                   attempt=None if chosen is None else chosen + 1, in_process=in_process,
                    loss_nonfinite_tail=tail, stale_loss=stale,
                    tokens_values=cols[TOKENS], epoch_values=cols[EPOCH])
 
