@@ -607,6 +607,19 @@ def test_resume_threshold_is_ten_strides(tmp_path, first, noted):
     assert any("resumed" in n for n in notes_of(run_cli(run, "--config", "c"))) == noted
 
 
+def test_minimal_default_warmup_is_no_resume(tmp_path, json_paths):
+    """A real minimal run with its default WARMUP_ITERS=10: logged from step 11 to 39. No
+    resume note, the row is every logged step's."""
+    run = copy_run("minimal-default-warmup-1rank", tmp_path)
+    recs = [x for x in read_records(run / "metrics.jsonl") if "dt" in x["metrics"]]
+    assert (recs[0]["metrics"]["iter"], recs[-1]["metrics"]["iter"]) == (11, 39)
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    assert (row["steps"], row["wall_time_sec"]) == (
+        "29", f"{sum(x['metrics']['dt'] for x in recs):.3f}")
+    assert notes_of(r) == [NO_THROUGHPUT_NOTE, MFU_NOTE]
+
+
 @pytest.mark.parametrize(("pause", "noted"), [(30.0, False), (75.0, True)])
 def test_pause_must_be_ten_times_typical_and_a_minute_longer(tmp_path, pause, noted):
     run = _even_run(tmp_path, 0.5, 1.0)
