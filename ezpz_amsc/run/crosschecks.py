@@ -27,7 +27,13 @@ from ezpz_amsc.results.schema import format_timestamp
 from ezpz_amsc.run.details import Segment
 from ezpz_amsc.run.layout import RunFiles, rel_to
 from ezpz_amsc.run.placement import Placement, Provenance
-from ezpz_amsc.run.steps import CHECKPOINT_KEY, EPOCH_KEYS, Steps
+from ezpz_amsc.run.steps import (
+    CHECKPOINT_KEY,
+    EPOCH_KEYS,
+    RESTART_KEY,
+    RESTART_NEEDLES,
+    Steps,
+)
 from ezpz_amsc.text import Text, opt, plural
 
 if TYPE_CHECKING:
@@ -436,11 +442,30 @@ def check_resumed(ctx: Context) -> list[Text]:
         return []
     stride = red.coverage.stride if red.coverage else 1
     first, last = float(step.min()), float(step.max())
-    if first <= RESUMED_STRIDES * stride + 1:
-        return []
     every = "every step" if stride == 1 else f"every {stride} steps"
+    if first <= RESUMED_STRIDES * stride + 1:
+        said = _restart_logged(ctx) if first > stride else None
+        if said is None:
+            return []
+        return [f"first logged step is {int(first)} (logged {every}) and its record logs "
+                f"{said}: the run was resumed; the row covers steps {int(first)}..{int(last)} "
+                "only"]
     return [f"first logged step is {int(first)} (logged {every}): the run was resumed, or did "
             f"not log its first steps; the row covers steps {int(first)}..{int(last)} only"]
+
+
+def _restart_logged(ctx: Context) -> str | None:
+    """The restart key (``train/restart_seconds``) the first exported record logs, if any:
+    a second pass over the chosen rank's file, only for a run that logs from a late step."""
+    from ezpz_amsc.run.steps import values_of_keys
+
+    ts = float(ctx.red.ts_values[0]) if ctx.red.ts_values.size else math.nan
+    if not math.isfinite(ts) or not ctx.steps.files_read:
+        return None
+    found = values_of_keys(ctx.steps.files_read[-1], ctx.steps.rank, RESTART_NEEDLES,
+                           lambda k: RESTART_KEY.search(k) is not None, (ts, ts),
+                           ctx.opts.max_line_bytes)
+    return min(found) if found else None
 
 
 # ---------------------------------------------------------------- values

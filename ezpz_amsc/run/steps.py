@@ -614,6 +614,10 @@ def _counter_of(line: bytes, counter: str) -> tuple[float, float] | None:
 # (fsdp_tp's train/ckpt_stage_seconds), found by the lines holding one of the needles.
 CHECKPOINT_KEY = re.compile(r"(ckpt|checkpoint|save).*(seconds|sec|time|dt|_s)\Z", re.I)
 CHECKPOINT_NEEDLES = (b"ckpt", b"checkpoint", b"save")
+# A logged restart: a key naming a restart or a resume (fsdp_tp's train/restart_seconds,
+# in the first record of a run resumed from a checkpoint).
+RESTART_KEY = re.compile(r"restart|resum", re.I)
+RESTART_NEEDLES = (b"restart", b"resum", b"Restart", b"Resum")
 
 
 def values_of_keys(path: Path, rank: int | None, needles: tuple[bytes, ...],

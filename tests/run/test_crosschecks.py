@@ -620,6 +620,25 @@ def test_minimal_default_warmup_is_no_resume(tmp_path, json_paths):
     assert notes_of(r) == [NO_THROUGHPUT_NOTE, MFU_NOTE]
 
 
+@pytest.mark.parametrize("restart", [True, False])
+def test_a_restart_logged_in_the_first_record_is_a_resume(tmp_path, json_paths, restart):
+    """A real fsdp_tp run relaunched on fewer ranks, resumed from its step-10 checkpoint:
+    logged from step 11 (within ten strides plus one) with train/restart_seconds in that
+    record: a resume, said with its evidence. Without the key it reads as a late start."""
+    from helpers import rewrite
+
+    run = copy_run("fsdp_tp-relaunch-fewer-ranks", tmp_path)
+    if not restart:
+        rewrite(run / "metrics-0.jsonl", lambda x: {**x, "metrics": {
+            k: v for k, v in x["metrics"].items() if "restart" not in k}})
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["steps"] == "20"
+    said = [n for n in notes_of(r) if n.startswith("first logged step")]
+    assert said == ["first logged step is 11 (logged every step) and its record logs "
+                    "train/restart_seconds: the run was resumed; the row covers steps 11..30 "
+                    "only"] * restart
+
+
 @pytest.mark.parametrize(("pause", "noted"), [(30.0, False), (75.0, True)])
 def test_pause_must_be_ten_times_typical_and_a_minute_longer(tmp_path, pause, noted):
     run = _even_run(tmp_path, 0.5, 1.0)
