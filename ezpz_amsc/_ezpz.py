@@ -72,23 +72,39 @@ def get_machine(hostname: str) -> tuple[str, str]:
 
 
 def find_history_class() -> type | None:
-    """The real ``ezpz.history.History``, or None — importing nothing when ezpz is absent.
+    """The real ``ezpz.history.History``, or None (:func:`find_history` says why)."""
+    return find_history()[0]
+
+
+def find_history() -> tuple[type | None, str]:
+    """The real ``ezpz.history.History`` and ``""``, or None and why it is not there —
+    importing nothing when ezpz is absent.
 
     The spec lookups below read the file system only, so a missing ezpz or a
     namesake without a ``history`` submodule leaves ``sys.modules`` untouched.
     """
     try:
         spec = importlib.util.find_spec("ezpz")
-        locations = spec.submodule_search_locations if spec is not None else None
-        if not locations or importlib.machinery.PathFinder.find_spec(
-                "history", list(locations)) is None:
-            return None
+    except Exception as e:
+        return None, f"looking for ezpz failed ({type(e).__name__}: {e})"
+    locations = spec.submodule_search_locations if spec is not None else None
+    if spec is None:
+        return None, "ezpz is not installed in this Python"
+    try:
+        found = bool(locations) and importlib.machinery.PathFinder.find_spec(
+            "history", list(locations or ())) is not None
+    except Exception as e:
+        return None, f"looking for ezpz.history failed ({type(e).__name__}: {e})"
+    if not found:
+        return None, ("the installed ezpz has no history module (the unrelated PyPI package "
+                      "of that name?)")
+    try:
         history = importlib.import_module("ezpz.history")  # torch, xarray: seconds
-    except Exception:
-        return None
+    except Exception as e:
+        return None, f"importing ezpz.history failed ({type(e).__name__}: {e})"
     cls = getattr(history, "History", None)
     if not isinstance(cls, type):
-        return None
+        return None, "ezpz.history has no History class"
     if not (callable(getattr(cls, "finalize", None)) and callable(getattr(cls, "update", None))):
-        return None
-    return cls
+        return None, "ezpz.history.History has no finalize and update methods: not ezpz's"
+    return cls, ""

@@ -239,13 +239,17 @@ def install() -> bool:
 
     For ezpz releases that do not call ``ezpz.finalize`` hooks themselves.
     Returns True when the real ezpz History is (now) wrapped; False, touching
-    nothing, when ezpz is not installed or is the unrelated PyPI namesake.
+    nothing but one warning line that says why, when ezpz is not installed, is the
+    unrelated PyPI namesake, or its history module cannot be imported.
     Calling it again is harmless: the method is wrapped once.
     """
-    from ezpz_amsc._ezpz import find_history_class
+    from ezpz_amsc._ezpz import find_history
 
-    cls = find_history_class()
+    cls, why = find_history()
     if cls is None:
+        why = " ".join(line.strip() for line in why.splitlines())  # one line
+        log.warning("ezpz-amsc: install() wrapped nothing, so no row will be written at the "
+                    "end of training: %s", why)
         return False
     wrap_finalize(cls)
     return True

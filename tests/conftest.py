@@ -177,3 +177,14 @@ def published(tmp_path: Path) -> tuple[Path, Path]:
     r = run_cli(*runs, "--config", "agpt/x", "--append", results, "--provenance", folder, "-q")
     assert r.exit_code == 0, r.stderr
     return results, folder
+
+
+@pytest.fixture(params=["default", "stdlib"])
+def json_paths(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each JSON path an export can take in this process: the default (orjson when the
+    ``fast`` extra is installed) and the standard library's (``EZPZ_AMSC_JSON=stdlib``)."""
+    from ezpz_amsc.run import steps
+
+    if request.param == "stdlib":
+        monkeypatch.setattr(steps, "FAST_LOADS", None)
+    return str(request.param)

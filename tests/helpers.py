@@ -65,10 +65,13 @@ NO_THROUGHPUT_NOTE = ("no throughput series logged (looked for train/tps, train/
 # Real runs of the shapes that go wrong (examples/runs/README.md): the row and every note.
 NOTED: dict[str, tuple[str, list[str]]] = {
     "minimal-logfreq5-1rank": (
-        "2026-12-01T20:58:23Z,localhost,test/cfg,1,1,pass,1.690,,,,0.038,692.000000,6,",
+        "2026-12-01T20:58:23Z,localhost,test/cfg,1,1,pass,1.610,,,,0.038,692.000000,6,",
         ["wall_time_sec is estimated for all the steps: the 6 logged steps' 0.366 s plus 24 "
-         "steps not logged at their median 0.05519 s, ~30 steps (logged every 5 steps, steps "
-         "10..35); pass --wall-time-sec for the job's real time", NO_THROUGHPUT_NOTE, MFU_NOTE]),
+         "steps not logged, each gap at the mean of the logged step times that bound it, "
+         "would be 1.809 s, more than the records' clock allows; bounded by it: the 1.333 s "
+         "between the first and last record plus 0.2774 s for the first logged step and the "
+         "4 before it, ~30 steps (logged every 5 steps, steps 10..35); pass --wall-time-sec "
+         "for the job's real time", NO_THROUGHPUT_NOTE, MFU_NOTE]),
     "history-accum8-1rank": (
         "2026-12-01T21:06:00Z,localhost,test/cfg,1,1,pass,4.188,,,,,5.729799,25,",
         ["step times cover 3.485 s of the 30.9 s between the first and last record (11%): dt "
@@ -229,6 +232,20 @@ def write_run(folder: Path, records: list[Any], *, metrics_name: str = "metrics-
 
 def good_run(folder: Path, n: int = 4, **dist: Any) -> Path:
     return write_run(folder, simple_steps(n), **dist)
+
+
+def gap_estimate(steps: list[float], dts: list[float], total: int, warmup: int = 1
+                 ) -> tuple[float, int]:
+    """The wall time of a run logging some steps, worked out by hand: each gap between two
+    logged steps at the mean of their step times (a warmup step standing for the first step
+    after it), the steps before the first logged one at its; and how many those are."""
+    like = list(dts)
+    if 0 < warmup < len(dts):
+        like[:warmup] = [dts[warmup]] * warmup
+    pairs = list(zip(steps, steps[1:], like, like[1:], strict=False))
+    filled = sum((b - a - 1) * (x + y) / 2 for a, b, x, y in pairs if b - a > 1)
+    head = total - len(steps) - sum(int(b - a - 1) for a, b, _, _ in pairs if b - a > 1)
+    return sum(dts) + filled + head * like[0], head
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:

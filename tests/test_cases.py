@@ -25,31 +25,16 @@ REPO = Path(__file__).resolve().parents[1]
 CASES = REPO / "tests" / "cases"
 # Cases whose expectation the rules do not meet yet, each with why (case name -> reason).
 KNOWN: dict[str, str] = {
-    "real-history-ckpt-pause-ramp-2rank": "issue 33: not met yet",
-    "real-history-dt-interval-1rank": "issue 33: not met yet",
-    "real-history-microbatch-counter-1rank": "issue 33: not met yet",
-    "real-history-split-records-1rank": "issue 33: not met yet",
     "real-history-stall-wide-timer-1rank": "issue 33: not met yet",
-    "real-minimal-default-warmup-1rank": "issue 33: not met yet",
-    "real-minimal-logfreq3-drift-1rank": "issue 33: not met yet",
-    "real-nanogpt-style-1rank": "issue 33: not met yet",
     "gpu-aurora-1node-tflops-mfu-node-total": "issue 33: not met yet",
     "gpu-aurora-1node-tflops-node-total": "issue 33: not met yet",
-    "gpu-aurora-microbatch-counter": "issue 33: not met yet",
     "gpu-aurora-rate-33pct-high-rank-tokens": "issue 33: not met yet",
-    "gpu-aurora-split-step-records": "issue 33: not met yet",
     "gpu-aurora-tflops-per-step": "issue 33: not met yet",
     "gpu-aurora-tp2-48ranks": "issue 33: not met yet",
     "gpu-perlmutter-1node-tflops-node-total": "issue 33: not met yet",
-    "gpu-perlmutter-ckpt-pause-batch-ramp": "issue 33: not met yet",
-    "gpu-perlmutter-dt-over-log-interval": "issue 33: not met yet",
     "gpu-perlmutter-wider-timer-stall": "issue 33: not met yet",
-    "gpu-polaris-gz-rank0": "issue 33: not met yet",
     "gpu-polaris-mfu-h100-peak": "issue 33: not met yet",
-    "gpu-polaris-minimal-logfreq5-drift": "issue 33: not met yet",
-    "gpu-polaris-nanogpt-eval-records": "issue 33: not met yet",
     "gpu-polaris-rate-25pct-high": "issue 33: not met yet",
-    "gpu-sunspot-minimal-warmup10": "issue 33: not met yet",
 }
 
 

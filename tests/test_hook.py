@@ -23,10 +23,12 @@ from helpers import (
     REPO,
     copy_run,
     hold_lock,
+    is_step,
     one_row,
     parse_csv,
     records_in,
     retried_launch,
+    rewrite,
     run_cli,
     run_group,
     sha256,
@@ -427,7 +429,13 @@ def test_several_attempts_is_its_own_error_type(tmp_path):
 
 
 def test_hook_on_a_retried_job_exports_the_last_attempt(tmp_path, monkeypatch, caplog):
-    run, _, _ = retried_launch(tmp_path)
+    """This process started 0.5 s before the second attempt's first record: the first
+    attempt is an earlier launch's into the folder."""
+    from ezpz_amsc.results.schema import format_timestamp
+
+    run, _, second = retried_launch(tmp_path)
+    started = second[0]["timestamp"] - 0.5
+    monkeypatch.setattr(finalize, "process_start", lambda: started)
     expected = one_row(run_cli(run, "--config", "c", "--attempt", "last"))
     assert expected["steps"] == "30"
     for name in ("EZPZ_AMSC_APPEND", "EZPZ_AMSC_STATUS", "EZPZ_AMSC_WALL_TIME_SEC", "RANK",
@@ -440,14 +448,79 @@ def test_hook_on_a_retried_job_exports_the_last_attempt(tmp_path, monkeypatch, c
     messages = [r.getMessage() for r in caplog.records]
     assert [m for m in messages if "no row written" in m] == []
     notes = [m for m in messages if m.startswith("ezpz-amsc: note: ")]
-    assert notes[0] == ("ezpz-amsc: note: the records hold 2 attempts (a retried job); exported "
-                        "the last, the one this finalize ended (--attempt last)")
+    assert notes[0] == ("ezpz-amsc: note: the records hold 2 attempts; exported the last, the "
+                        "records this process wrote since it started at "
+                        f"{format_timestamp(started)} (the others are an earlier launch's into "
+                        "the folder; --attempt last)")
     # The run's provenance record says how the row was made, so that it can be reproduced.
     record = json.loads((run / "amsc.json").read_text())
     assert record["options"]["attempt"] == "last"
     assert record["row"] == expected
     again = run_group("reproduce", run / "amsc.json")
     assert again.exit_code == 0, again.stdout + again.stderr
+
+
+def _paused_and_faster(tmp_path: Path) -> tuple[Path, list[dict]]:
+    """The launch run (one process, 30 steps) with a 120 s pause after step 15 and its rate
+    1.5x higher after it: the command line reads two attempts (a throughput change across
+    a long pause, no save time logged)."""
+    run = copy_run(RUN, tmp_path)
+    recs = rewrite(run / "metrics-0.jsonl", lambda r: {
+        **r, "timestamp": r["timestamp"] + 120.0, "metrics": {
+            **r["metrics"], "train/tps": r["metrics"]["train/tps"] * 1.5,
+            "train/tps_per_gpu": r["metrics"]["train/tps_per_gpu"] * 1.5}}
+        if is_step(r) and r["metrics"]["train/iter"] > 15 else r)
+    return run, [r for r in recs if is_step(r)]
+
+
+def _hook_on(run: Path, monkeypatch, caplog, started: float | None) -> list[str]:
+    monkeypatch.setattr(finalize, "process_start", lambda: started)
+    for name in ("EZPZ_AMSC_APPEND", "EZPZ_AMSC_STATUS", "EZPZ_AMSC_WALL_TIME_SEC", "RANK",
+                 "PMI_RANK", "OMPI_COMM_WORLD_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
+    caplog.set_level(logging.INFO, logger="ezpz_amsc")
+    finalize_hook(object(), run)
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_hook_exports_every_record_its_own_process_wrote_as_one_attempt(
+        tmp_path, monkeypatch, caplog, json_paths):
+    """Issue 33: the command line splits the run in two; the hook, whose process started
+    before the first record, knows they are all its own: one row of the 30 steps."""
+    import statistics
+
+    from ezpz_amsc.results.schema import format_timestamp
+
+    run, steps = _paused_and_faster(tmp_path)
+    cli = run_cli(run, "--config", "c")
+    assert cli.exit_code == 1 and "the records hold 2 attempts" in cli.stderr
+    started = steps[0]["timestamp"] - 5.0
+    warnings = _hook_on(run, monkeypatch, caplog, started)
+    row = parse_csv((run / "amsc.csv").read_text())[0]
+    tps = statistics.median(r["metrics"]["train/tps"] for r in steps[1:])
+    assert (row["steps"], row["throughput_tokens_per_sec"]) == ("30", f"{tps:.3f}")
+    assert ("ezpz-amsc: note: this process wrote the records since it started at "
+            f"{format_timestamp(started)}: one attempt, though the command line would split "
+            "them in 2 (a throughput change across a pause, a counter that repeats)") in warnings
+    assert [w for w in warnings if "no row written" in w] == []
+
+
+@pytest.mark.parametrize("started", [None, "after"], ids=["start-unknown", "no-record-its-own"])
+def test_hook_writes_no_row_where_it_cannot_tell_its_own_attempt(tmp_path, monkeypatch, caplog,
+                                                                 started):
+    """Two attempts by the command line's rules, and either the process start is unknown
+    (no /proc) or every record predates it: the command line's refusal is the one warning."""
+    run, _, second = retried_launch(tmp_path)
+    when = None if started is None else second[-1]["timestamp"] + 60.0
+    warnings = _hook_on(run, monkeypatch, caplog, when)
+    assert not (run / "amsc.csv").exists()
+    assert warnings == [
+        f"ezpz-amsc: no row written for {run}: the records hold 2 attempts (a retried or "
+        "resumed job): #1 steps 1..20 from 2026-11-29T22:19:13Z (20 records, 1 rank); #2 steps "
+        "1..30 from 2026-11-29T22:29:13Z (30 records, 1 rank): step numbers start again (step "
+        "1 after step 20); pass --attempt last, or --attempt N for one of them (when exporting "
+        "by hand: ezpz-amsc RUN_DIR --config LABEL ...)"]
 
 
 # ------------------------------------------------ the provenance record beside the row
@@ -811,27 +884,52 @@ def test_a_failing_export_leaves_finalize_result_intact(History, fixture_run, tm
     assert len(warnings_seen()) == 1
 
 
-def test_install_without_ezpz_returns_false_and_touches_nothing(ezpz_pkg):
+_NOTHING_WRAPPED = ("ezpz-amsc: install() wrapped nothing, so no row will be written at the "
+                    "end of training: ")
+
+
+def _install_warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if r.name == "ezpz_amsc" and r.levelno >= logging.WARNING]
+
+
+def test_install_without_ezpz_returns_false_and_touches_nothing(ezpz_pkg, caplog):
+    """Issue 35: never silently: one warning line says why."""
     ezpz_pkg("absent")
     before = dict(sys.modules)
     assert ezpz_amsc.install() is False
     assert {k for k in sys.modules if k not in before} <= {"ezpz_amsc.hook", "ezpz_amsc._ezpz"}
+    assert _install_warnings(caplog) == [_NOTHING_WRAPPED
+                                         + "ezpz is not installed in this Python"]
 
 
-def test_install_with_the_pypi_namesake_returns_false_without_importing_it(ezpz_pkg):
+def test_install_with_the_pypi_namesake_returns_false_without_importing_it(ezpz_pkg, caplog):
     ezpz_pkg("namesake")
     assert ezpz_amsc.install() is False
     assert "ezpz" not in sys.modules
+    assert _install_warnings(caplog) == [
+        _NOTHING_WRAPPED + "the installed ezpz has no history module (the unrelated PyPI "
+        "package of that name?)"]
 
 
-@pytest.mark.parametrize("history_src", [
-    "raise ImportError('No module named torch')\n",
-    "History = None\n",
-    "class History:\n    def finalize(self, outdir=None):\n        pass\n",  # no update()
+@pytest.mark.parametrize(("history_src", "why"), [
+    ("raise ImportError('No module named torch')\n",
+     "importing ezpz.history failed (ImportError: No module named torch)"),
+    ("History = None\n", "ezpz.history has no History class"),
+    ("class History:\n    def finalize(self, outdir=None):\n        pass\n",  # no update()
+     "ezpz.history.History has no finalize and update methods: not ezpz's"),
 ], ids=["import-fails", "no-class", "not-ezpz-history"])
-def test_install_refuses_an_ezpz_history_that_is_not_the_real_one(ezpz_pkg, history_src):
+def test_install_refuses_an_ezpz_history_that_is_not_the_real_one(ezpz_pkg, caplog,
+                                                                  history_src, why):
     ezpz_pkg({"ezpz/__init__.py": "", "ezpz/history.py": history_src})
     assert ezpz_amsc.install() is False
+    assert _install_warnings(caplog) == [_NOTHING_WRAPPED + why]
+
+
+def test_install_of_the_real_history_warns_nothing(ezpz_pkg, caplog):
+    ezpz_pkg("history")
+    assert ezpz_amsc.install() is True
+    assert _install_warnings(caplog) == []
 
 
 def test_install_wraps_the_real_history_once(ezpz_pkg, fixture_run, tmp_path, monkeypatch):

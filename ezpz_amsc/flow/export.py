@@ -62,13 +62,16 @@ class ExportResult:
 
 
 def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions, *,
-               hash_files: bool = False, hash_budget_bytes: int | None = None) -> ExportResult:
+               hash_files: bool = False, hash_budget_bytes: int | None = None,
+               since: float | None = None) -> ExportResult:
     """Export one run directory. Raises :class:`AmscError` for anything a user caused.
 
     ``opts`` validated itself when it was built (:class:`ExportOptions`).
     ``hash_files``: take the metrics files' sha256 while reading them (for a
     provenance record), returned in :attr:`ExportResult.read`; with ``hash_budget_bytes``, only as
     many bytes of them, whole files in the order read (the others are left unhashed).
+    ``since``: when the process that wrote the last records started (the finalize hook):
+    its records are one attempt.
     """
     files = find_files(run_dir, opts)
     # Provenance before the (possibly long) read: a missing flag fails fast.
@@ -81,7 +84,7 @@ def export_run(run_dir: str | os.PathLike[str], opts: ExportOptions, *,
         raise
     digests = Digests(hash_budget_bytes) if hash_files else None
     steps = read_run_steps(files, opts, digests)
-    red = reduce_run(steps, files, opts)
+    red = reduce_run(steps, files, opts, since)
     ctx = Context(opts, files, prov, placement, steps, red)
     notes = [*files.notes, *prov.notes, *reading_notes(steps, red, opts.max_line_bytes),
              *red.notes, *run_checks(ctx)]
@@ -177,11 +180,12 @@ def reading_notes(steps: Steps, red: Reduced, max_line: int) -> list[str]:
 # ------------------------------------------------------------------ reduce
 
 
-def reduce_run(steps: Steps, files: RunFiles, opts: ExportOptions) -> Reduced:
+def reduce_run(steps: Steps, files: RunFiles, opts: ExportOptions,
+               since: float | None = None) -> Reduced:
     """Every series reduced; a passing run must have logged at least one training step."""
     from ezpz_amsc.run.reduce import reduce_steps  # numpy: only once there is work to do
 
-    red = reduce_steps(steps, opts.warmup, opts.reducer, opts.attempt)
+    red = reduce_steps(steps, opts.warmup, opts.reducer, opts.attempt, since=since)
     if not red.steps and opts.status == "pass":
         where = files.metrics.folder if files.metrics else files.root
         read = ", ".join(str(p) for p in steps.files_read) or str(where)

@@ -1,10 +1,12 @@
 """Export at the end of training: the run this process has just finished.
 
 The finalize hook (:mod:`ezpz_amsc.hook`) knows what a later command line does not: the
-job is this process, which ended the attempt that wrote last, and it knows when the job
-started. So a run whose records hold several attempts is exported as its last attempt,
-and a failed run that logged no step gets the job's own start and duration, each with a
-note that says so.
+job is this process, and it knows when the process started. The records stamped since
+then are its own: one attempt, however the rules of the command line would split them;
+records from before it are another launch's into the folder, left out with a note. When
+the start is unknown, or no record is the process's own, the hook cannot settle which
+attempt is its own and writes no row (the command line's refusal becomes its one warning).
+A failed run that logged no step gets the job's own start and duration, with a note.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from ezpz_amsc.errors import NoStepTime, SeveralAttempts
 from ezpz_amsc.flow import export as export_flow
-from ezpz_amsc.results.schema import format_timestamp
+from ezpz_amsc.results.schema import PROCESS_START_SLACK_SEC, format_timestamp
 from ezpz_amsc.text import Text, opt
 
 if TYPE_CHECKING:
@@ -31,16 +33,23 @@ def export_finished_run(run_dir: Path, opts: ExportOptions, hash_budget_bytes: i
     """The row of the run this process finished, hashed for its provenance record, and the
     options it was exported with (the record keeps them: reproduce needs them)."""
     # Looked up when called, so that a test can stand in for it.
+    since = process_start()
     export = functools.partial(export_flow.export_run, hash_files=True,
-                               hash_budget_bytes=hash_budget_bytes)
+                               hash_budget_bytes=hash_budget_bytes, since=since)
     try:
         result = export(run_dir, opts)
-    except SeveralAttempts as e:  # a retried job: this hook ends the attempt that wrote last
+    except SeveralAttempts as e:  # a relaunch into the folder: this process wrote the last
+        if since is None:
+            raise  # which records are this process's is not known: the CLI's refusal stands
         opts = replace(opts, attempt="last")
         result = export(run_dir, opts)
-        result.notes.insert(0, f"the records hold {e.attempts} attempts (a retried job); "
-                               "exported the last, the one this finalize ended ("
-                               + opt("attempt", "last") + ")")
+        first = result.details.attempts[-1].first_timestamp
+        if first is None or first < since - PROCESS_START_SLACK_SEC:
+            raise e from None  # no record is this process's own: nothing settles it
+        result.notes.insert(0, f"the records hold {e.attempts} attempts; exported the last, "
+                               f"the records this process wrote since it started at "
+                               f"{format_timestamp(since)} (the others are an earlier launch's "
+                               "into the folder; " + opt("attempt", "last") + ")")
     except NoStepTime:  # a failed run that logged no step: the hook knows when the job ran
         window = job_window(run_dir)
         if window is None:

@@ -65,6 +65,9 @@ MAX_COUNT = 1_000_000
 # e.g. time.monotonic()) to now, plus some skew between two hosts' clocks.
 TIMESTAMP_MIN = 1420070400.0
 CLOCK_SLACK_SEC = 600.0
+# A process's start time read from /proc counts from the boot time in whole seconds: a
+# record stamped up to this much before it may be the process's own.
+PROCESS_START_SLACK_SEC = 1.0
 # A metrics line longer than this is skipped unread rather than held in memory.
 MAX_LINE_BYTES = 64 << 20
 # A provenance file (run_info.json, config.json, a report) larger than this is skipped by

@@ -11,6 +11,7 @@ says so is made here, beside the value.
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING, Any
 
 from ezpz_amsc.errors import AmscError, NoStepTime
@@ -39,6 +40,28 @@ RATE_COLUMNS = {"tps": "throughput_tokens_per_sec",
 INVALID_SHARE_MAX = 0.10
 # A rate reduced from fewer steps than this, after warmup, is not the run's rate.
 MIN_RATE_STEPS = 2
+# A wall time estimated for the steps not logged that exceeds the records' clock: when the
+# clock left by the logged step times is under 1/this of what the steps in the gaps would
+# take, they would have to run this many times faster than the logged steps beside them:
+# the gaps are no steps (a counter of micro-batches, a dt over the logging interval: the
+# logged dt fill 0.98-0.99 of the clock). Real sparse logging leaves most of the clock to
+# the steps not logged (a real LOG_FREQ 5 run: 0.85 of what they take at their neighbours'
+# step time, the logged steps being the slower ones); then the clock bounds the estimate.
+UNLOGGED_SPEEDUP_MAX = 2.0
+# Gradient accumulation asked for on the launch command line: the flags and variables of
+# the trainers ezpz launches (hf's --gradient_accumulation_steps, --grad-accum, GRAD_ACC=),
+# never a word that merely contains "accum". Its count follows a space, "=", or the "', '"
+# of an argv list written as text.
+ACCUMULATION_FLAG = re.compile(
+    r"(?<![\w-])(--grad(?:ient)?[-_]accum(?:ulation)?(?:[-_]steps)?|"
+    r"GRAD(?:IENT)?_ACC(?:UM(?:ULATION)?)?(?:_STEPS)?)(?:=|\s+|'\s*,\s*')(\d+)(?!\w)")
+# Step times covering under this share of the clock between records, with accumulation
+# asked for: dt times part of each optimizer step (one micro-batch of 8 covers ~12 %, the
+# whole step 0.8-0.98).
+ACCUMULATION_COVER_MAX = 0.5
+# Steps not logged counted one by one in a float: beyond 2**53 a float no longer tells
+# one count from the next, and no run takes that many steps.
+EXACT_COUNT_MAX = 2**53
 
 
 def resolve_columns(ctx: Context, notes: list[Text]) -> dict[str, str]:
@@ -98,7 +121,7 @@ def _time_values(ctx: Context, notes: list[Text]) -> dict[str, Any]:
         why_unknown = (f"{bad_dt} of {bad_dt + red.stats['dt'].present} step times logged are "
                        "zero or negative: the rest does not measure the run")
         summed = None
-    covers, estimate = coverage_text(red), wall_time_estimate(red)
+    covers, estimate = coverage_text(red), wall_time_estimate(red, opts.warmup)
     if opts.wall_time_sec is not None:
         values["wall_time_sec"] = fmt(opts.wall_time_sec, 3)
         if summed is not None:
@@ -106,10 +129,10 @@ def _time_values(ctx: Context, notes: list[Text]) -> dict[str, Any]:
                          + f"; summed step time is {summed:.3f}"
                          + (f" and covers {covers}" if covers else ""))
     elif summed is not None and summed > 0 and estimate is not None:
-        value, how = estimate
+        value, how, scaled = estimate
         values["wall_time_sec"] = fmt(value, 3)
-        notes.append(f"wall_time_sec is estimated for all the steps: {how}; pass "
-                     + opt("wall_time_sec") + " for the job's real time")
+        notes.append((f"wall_time_sec is estimated for all the steps: {how}" if scaled else how)
+                     + "; pass " + opt("wall_time_sec") + " for the job's real time")
     elif summed is not None and summed > 0 and covers is not None:  # never the 1/k figure
         why_unknown = (f"the logged steps cover {covers} and no estimate can be made for "
                        "the others")
@@ -119,6 +142,11 @@ def _time_values(ctx: Context, notes: list[Text]) -> dict[str, Any]:
     else:
         missing.append(opt("wall_time_sec", "SECONDS"))
 
+    if opts.wall_time_sec is None and "wall_time_sec" in values:
+        said = _accumulation_asked(ctx)
+        if said:
+            notes.append(said + "; pass " + opt("wall_time_sec", "SECONDS")
+                         + " for the job's real time")
     if missing:
         why = "no step was logged" if not red.steps else "the steps do not record it"
         if red.invalid.get("dt") and red.wall_time_sec is None:
@@ -131,6 +159,30 @@ def _time_values(ctx: Context, notes: list[Text]) -> dict[str, Any]:
     return values
 
 
+def _accumulation_asked(ctx: Context) -> str:
+    """A note when the launch command asks for gradient accumulation and the logged step
+    times cover under :data:`ACCUMULATION_COVER_MAX` of the records' clock (every step
+    logged): dt then times one micro-batch, not the optimizer step."""
+    import numpy as np
+
+    command = ctx.prov.values.get("EZPZ_RUN_COMMAND", "")
+    found = ACCUMULATION_FLAG.search(command) if command else None
+    red = ctx.red
+    if found is None or int(found.group(2)) < 2 or red.coverage is not None or red.steps < 2:
+        return ""
+    ts, dt = red.ts_values, red.stats["dt"].values
+    ok = np.isfinite(ts[1:]) & np.isfinite(ts[:-1]) & np.isfinite(dt[1:])
+    span = float((ts[1:] - ts[:-1])[ok].sum())
+    covered = float(dt[1:][ok].sum())
+    if not (span > 0 and covered < ACCUMULATION_COVER_MAX * span):
+        return ""
+    return (f"the launch command asks for gradient accumulation ({found.group(1)} "
+            f"{found.group(2)}) and the step times cover {covered / span:.0%} of the time "
+            f"between records: dt likely times one micro-batch of the {found.group(2)}, not "
+            "the whole optimizer step; "
+            "wall_time_sec is the summed step time")
+
+
 def _one_timestamp(red: Reduced) -> bool:
     """Two or more steps, and every timestamp the same."""
     import numpy as np
@@ -139,34 +191,93 @@ def _one_timestamp(red: Reduced) -> bool:
     return ts.size >= 2 and float(ts.min()) == float(ts.max())
 
 
-def wall_time_estimate(red: Reduced) -> tuple[float, str] | None:
-    """The summed step time of a run that logged every k-th step, scaled to all its steps:
-    each step not logged counts the median logged step time. None when none is missing.
+def wall_time_estimate(red: Reduced, warmup: int = 0) -> tuple[float, str, bool] | None:
+    """The summed step time of a run that logged every k-th step, scaled to all its steps,
+    and how: ``(seconds, how, scaled)``. None when no step is missing.
 
-    The median, not the mean: a slow first step that was logged counts once, not k times.
+    Each gap between two logged steps counts its steps at the mean of the two logged step
+    times that bound it (a drifting step time is followed, not flattened to one median);
+    the steps before the first logged one count its time. The first ``warmup`` steps (a
+    compile, an allocator warming up) stand for themselves only: a gap beside one, and the
+    steps before it, count the first logged step after the warmup. The records' clock bounds it:
+    the steps after the first record cannot take longer than the time to the last one.
+    Over that, the gaps in the counter are no unlogged steps (a counter of micro-batches, a
+    ``dt`` timing the whole logging interval) when the logged step times leave the steps in
+    the gaps under half the clock they would take (:data:`UNLOGGED_SPEEDUP_MAX`): then the
+    summed step time stands (``scaled`` False). Otherwise the clock's figure is the estimate.
     """
     import numpy as np
-
-    from ezpz_amsc.run.reduce import median_sorted
 
     cov, summed = red.coverage, red.wall_time_sec
     if cov is None or summed is None:  # a coverage needs steps: there are stats then
         return None
     dt = red.stats["dt"]
-    unlogged = cov.estimated_total - cov.logged  # step numbers the records skip
-    if not dt.present or unlogged <= 0:
+    if not dt.present:
         return None
-    typical = median_sorted(np.sort(dt.values[np.isfinite(dt.values)]))
-    try:
-        value = summed + typical * unlogged
-    except OverflowError:  # step numbers near float max: more steps than a float holds
+    ok = np.isfinite(dt.values) & np.isfinite(red.step_values)
+    step, d = red.step_values[ok], dt.values[ok]
+    missing = cov.estimated_total - int(step.size)  # step numbers the records skip
+    if not 0 < missing <= EXACT_COUNT_MAX:
         return None
+    # What each logged step stands for: a warmup step the first trained one's time.
+    warm = int(np.count_nonzero(np.flatnonzero(ok) < warmup))
+    like = d
+    if 0 < warm < d.size:
+        like = d.copy()
+        like[:warm] = d[warm]
+    with np.errstate(over="ignore", invalid="ignore"):
+        between = np.diff(step) - 1
+        inner = (between >= 1) & np.isfinite(between)
+        if red.by_epoch:  # the counter starts again each epoch: no gap across epochs
+            e = red.epoch_values[ok]
+            inner &= e[1:] == e[:-1]
+        gaps = float(between[inner].sum())
+        filled = float((between[inner] * (like[1:][inner] + like[:-1][inner]) / 2).sum())
+    head = max(0.0, missing - gaps)  # before the first logged step (each epoch's)
+    first, lead = float(d[0]), float(like[0])
+    value = summed + filled + head * lead
     if not math.isfinite(value):
         return None
     every = f"every {cov.stride} steps" if cov.stride > 1 else "with gaps"
-    return value, (f"the {dt.present} logged steps' {summed:.3f} s plus {unlogged} steps not "
-                   f"logged at their median {typical:.4g} s, ~{cov.estimated_total} steps "
-                   f"(logged {every}, steps {cov.first}..{cov.last})")
+    which = f"~{cov.estimated_total} steps (logged {every}, steps {cov.first}..{cov.last})"
+    span = _clock_span(red, ok)
+    outside = first + head * lead  # the first logged step and those before it
+    inside = value - outside
+    if span is not None and inside > span:
+        room = span - (summed - first)  # the clock the logged step times leave to the gaps
+        if filled > UNLOGGED_SPEEDUP_MAX * room:
+            skips = f"{cov.stride - 1} numbers" if cov.stride > 1 else "numbers"
+            return summed, (
+                f"the step counter {red.counter} skips {skips} between records, but the "
+                f"{dt.present} logged step times already fill the records' clock "
+                f"({summed - first:.4g} s of the {span:.4g} s between the first and last "
+                "record): the counter counts micro-batches, or dt times the whole logging "
+                "interval, not one step; wall_time_sec is the summed step time, not "
+                f"{value:.4g} s scaled for the numbers skipped"), False
+        return span + outside, (
+            f"the {dt.present} logged steps' {summed:.3f} s plus {int(missing)} steps not "
+            f"logged, each gap at the mean of the logged step times that bound it, would be "
+            f"{value:.4g} s, more than the records' clock allows; bounded by it: the "
+            f"{span:.4g} s between the first and last record plus {outside:.4g} s for the "
+            f"first logged step and the {int(head)} before it, {which}"), True
+    how = f"the {dt.present} logged steps' {summed:.3f} s plus {int(missing)} steps not logged"
+    how += ", each gap at the mean of the logged step times that bound it"
+    if head:
+        how += f" ({int(head)} before the first logged step at {lead:.4g} s)"
+    return value, f"{how}, {which}", True
+
+
+def _clock_span(red: Reduced, ok: Any) -> float | None:
+    """Seconds between the first and last logged step time's records, when both carry a
+    plausible timestamp and time moved forward."""
+    import numpy as np
+
+    at = np.flatnonzero(ok)
+    ts = red.ts_values
+    if at.size < 2 or ts.size != ok.size:
+        return None
+    a, b = float(ts[at[0]]), float(ts[at[-1]])
+    return b - a if math.isfinite(a) and math.isfinite(b) and b > a else None
 
 
 # ---------------------------------------------------------------- the rates

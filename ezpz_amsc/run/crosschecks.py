@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -28,7 +27,13 @@ from ezpz_amsc.results.schema import format_timestamp
 from ezpz_amsc.run.details import Segment
 from ezpz_amsc.run.layout import RunFiles, rel_to
 from ezpz_amsc.run.placement import Placement, Provenance
-from ezpz_amsc.run.steps import EPOCH_KEYS, Steps
+from ezpz_amsc.run.steps import (
+    CHECKPOINT_KEY,
+    EPOCH_KEYS,
+    RESTART_KEY,
+    RESTART_NEEDLES,
+    Steps,
+)
 from ezpz_amsc.text import Text, opt, plural
 
 if TYPE_CHECKING:
@@ -42,8 +47,9 @@ if TYPE_CHECKING:
 # records' time span; 1.25 leaves room for timer granularity. (Below: a note under
 # reduce.STEP_TIME_UNDER_SPAN_MIN of the span, shared with the throughput identity.)
 STEP_TIME_OVER_SPAN_MAX = 1.25
-# A first logged step above this many logging strides: the run was resumed (the
-# minimal example logs from step 6 after 5 warmup steps: not a resume).
+# A first logged step above this many logging strides, plus the one step that ends an
+# unlogged warmup of that many: the run was resumed (the minimal example logs from step 6
+# after 5 warmup steps, and from step 11 after its default WARMUP_ITERS=10: no resume).
 RESUMED_STRIDES = 10
 # Provenance written this long before the last metrics record is an earlier
 # attempt's (finalize writes it seconds after the last step).
@@ -395,9 +401,6 @@ def _step_time(ctx: Context) -> list[Text]:
     return notes
 
 
-# A logged checkpoint time: a key naming a checkpoint or a save, and seconds
-# (fsdp_tp's train/ckpt_stage_seconds).
-CHECKPOINT_KEY = re.compile(r"(ckpt|checkpoint|save).*(seconds|sec|time|dt|_s)\Z", re.I)
 
 
 def exported_window(red: Reduced) -> tuple[float, float] | None:
@@ -439,11 +442,30 @@ def check_resumed(ctx: Context) -> list[Text]:
         return []
     stride = red.coverage.stride if red.coverage else 1
     first, last = float(step.min()), float(step.max())
-    if first <= RESUMED_STRIDES * stride:
-        return []
     every = "every step" if stride == 1 else f"every {stride} steps"
+    if first <= RESUMED_STRIDES * stride + 1:
+        said = _restart_logged(ctx) if first > stride else None
+        if said is None:
+            return []
+        return [f"first logged step is {int(first)} (logged {every}) and its record logs "
+                f"{said}: the run was resumed; the row covers steps {int(first)}..{int(last)} "
+                "only"]
     return [f"first logged step is {int(first)} (logged {every}): the run was resumed, or did "
             f"not log its first steps; the row covers steps {int(first)}..{int(last)} only"]
+
+
+def _restart_logged(ctx: Context) -> str | None:
+    """The restart key (``train/restart_seconds``) the first exported record logs, if any:
+    a second pass over the chosen rank's file, only for a run that logs from a late step."""
+    from ezpz_amsc.run.steps import values_of_keys
+
+    ts = float(ctx.red.ts_values[0]) if ctx.red.ts_values.size else math.nan
+    if not math.isfinite(ts) or not ctx.steps.files_read:
+        return None
+    found = values_of_keys(ctx.steps.files_read[-1], ctx.steps.rank, RESTART_NEEDLES,
+                           lambda k: RESTART_KEY.search(k) is not None, (ts, ts),
+                           ctx.opts.max_line_bytes)
+    return min(found) if found else None
 
 
 # ---------------------------------------------------------------- values

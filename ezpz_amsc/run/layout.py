@@ -30,6 +30,7 @@ _SKIP_PREFIXES = ("checkpoint", "ckpt", "global_step", "step_", ".")
 _PER_RANK = re.compile(r"metrics-(\d+)\.jsonl(?:\.gz)?\Z")
 _JSONL = (".jsonl", ".jsonl.gz")  # gzipped metrics are read as they are
 _INTERLEAVED = ("metrics.jsonl", "metrics.jsonl.gz")
+PER_RANK_KINDS = frozenset({"metrics-<rank>.jsonl", "metrics-<rank>.jsonl.gz"})
 _SNIFF_LINES = 8
 _SNIFF_BYTES = 1 << 20
 
@@ -150,6 +151,7 @@ def find_run_files(run_dir: str | os.PathLike[str]) -> RunFiles:
     interleaved: dict[Path, Path] = {}
     other_jsonl: dict[Path, list[Path]] = {}
     kinds: dict[Path, set[str]] = {}  # folder -> the per-rank and shared file kinds in it
+    twice: set[Path] = set()  # folders where some rank has a plain and a gzipped file
     files = RunFiles(root=root, metrics=None)
 
     # Depth-first over real directories only: a symlinked directory is never
@@ -181,7 +183,10 @@ def find_run_files(run_dir: str | os.PathLike[str]) -> RunFiles:
                 if m:
                     if ranks_here is None:
                         ranks_here = per_rank.setdefault(folder, {})
-                    ranks_here[int(m.group(1))] = name
+                    rank = int(m.group(1))
+                    if rank in ranks_here:  # one rank's file both plain and gzipped: two runs
+                        twice.add(folder)
+                    ranks_here[rank] = name
                     kinds.setdefault(folder, set()).add(
                         "metrics-<rank>.jsonl" + name[m.end(1) + len(".jsonl"):])
                     continue
@@ -224,7 +229,12 @@ def find_run_files(run_dir: str | os.PathLike[str]) -> RunFiles:
         )
     if folders:
         folder = folders[0]
-        schemes = sorted(kinds.get(folder, ()))  # plain and gzipped are two schemes too
+        schemes = sorted(kinds.get(folder, ()))
+        if folder not in twice and PER_RANK_KINDS.issuperset(schemes):
+            # Per-rank files, some gzipped (a quota clean-up that compressed the largest,
+            # rank 0's), each rank's once: one scheme. A rank's file both plain and
+            # gzipped is two runs' (or a copy), two schemes.
+            schemes = schemes[:1]
         if folder in run_id:
             schemes.extend(p.name for p in run_id[folder])
         if len(schemes) > 1:

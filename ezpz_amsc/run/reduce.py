@@ -8,15 +8,31 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.options import REDUCERS
-from ezpz_amsc.results.schema import CLOCK_SLACK_SEC, MAX_COUNT, MFU_MAX_PCT, TIMESTAMP_MIN
+from ezpz_amsc.results.schema import (
+    CLOCK_SLACK_SEC,
+    MAX_COUNT,
+    MFU_MAX_PCT,
+    PROCESS_START_SLACK_SEC,
+    TIMESTAMP_MIN,
+    format_timestamp,
+)
 from ezpz_amsc.run.details import Segment, StepCoverage
-from ezpz_amsc.run.steps import COUNTER_KEYS, SERIES, Steps, epoch_values
+from ezpz_amsc.run.steps import (
+    CHECKPOINT_KEY,
+    CHECKPOINT_NEEDLES,
+    COUNTER_KEYS,
+    SERIES,
+    Steps,
+    epoch_values,
+    values_of_keys,
+)
 from ezpz_amsc.text import opt, plural
 
 # Columns read beside the series (steps.TOKEN_KEYS, steps.STEP_EPOCH_KEYS), in the same
@@ -47,6 +63,11 @@ GAP_MIN_SEC = 60.0
 # back on other ranks (a resume after a node failure), another attempt. Steady training
 # varies by a few percent step to step; one rank fewer of 4 is a factor of 1.33.
 LEVEL_SHIFT_FACTOR = 1.25
+# A checkpoint or save time logged at a pause that accounts for at least this share of
+# it explains the pause: the job saved, it did not die and come back (a throughput
+# change after it is the run's own: a batch-size ramp). A save logged as a few seconds
+# beside a 10-minute gap explains nothing.
+CHECKPOINT_SHARE_MIN = 0.5
 
 
 @dataclass
@@ -110,6 +131,7 @@ class Reduced:
     not_steps: int = 0  # records without the run's step counter, left out
     # records with the counter but none of the training series the others carry (eval)
     not_training: int = 0
+    evaluations: int = 0  # records with the counter and evaluation keys (nanoGPT's evals)
     duplicates: int = 0  # records identical to an earlier one (a line written twice)
     by_epoch: bool = False  # the step counter restarts each epoch: ordered by (epoch, step)
     counter: str | None = None  # the run's step counter key
@@ -118,6 +140,9 @@ class Reduced:
     tokens_values: np.ndarray = field(default_factory=lambda: np.zeros(0))  # tokens per step
     epoch_values: np.ndarray = field(default_factory=lambda: np.zeros(0))  # epoch per step
     attempt: int | None = None  # 1-based segment exported (--attempt), when there are several
+    # boundaries between records of one process (the hook's: written since it started),
+    # dropped: its records are one attempt
+    in_process: int = 0
     loss_nonfinite_tail: int = 0  # trailing steps whose loss was logged non-finite
     stale_loss: tuple[float, float | None] | None = None  # (last finite loss, its step)
 
@@ -443,8 +468,10 @@ def _repeats(s: np.ndarray, e: np.ndarray | None) -> bool:
 
 
 def find_segments(step: np.ndarray, ts: np.ndarray, ranks: np.ndarray,
-                  epoch: np.ndarray | None = None, rate: np.ndarray | None = None
-                  ) -> tuple[list[Segment], list[Boundary]]:
+                  epoch: np.ndarray | None = None, rate: np.ndarray | None = None,
+                  checkpointed: Callable[[int, float], bool] | None = None,
+                  since: float | None = None
+                  ) -> tuple[list[Segment], list[Boundary], int]:
     """Split records (file order) into attempts; with the evidence for each boundary.
 
     A retried job appends a new attempt whose step numbers start again, so a
@@ -454,7 +481,14 @@ def find_segments(step: np.ndarray, ts: np.ndarray, ranks: np.ndarray,
     (epoch, step). A change in the logged world size (a job resumed on more
     ranks) splits, and so does a throughput level that changes by more than
     :data:`LEVEL_SHIFT_FACTOR` across a long pause (resumed on fewer ranks,
-    when only one throughput is logged), even when the step numbers continue.
+    when only one throughput is logged), even when the step numbers continue, unless
+    ``checkpointed(at, seconds)`` says a save time logged at the pause explains it (a
+    checkpoint, then a batch-size ramp: one process all along).
+
+    ``since``: when the process that wrote the last records started (the finalize hook's
+    own). Records stamped from then on are that process's, one attempt whatever the rules
+    above say (how many boundaries that dropped is returned last); the records before
+    them are another launch's, an attempt of their own.
     """
     n = int(step.size)
     cuts: dict[int, Boundary] = {}
@@ -473,7 +507,21 @@ def find_segments(step: np.ndarray, ts: np.ndarray, ranks: np.ndarray,
         cuts[at] = replace(cuts.get(at, Boundary()), ranks=(int(r[j - 1]), int(r[j])))
     if rate is not None:
         for at, shift in _level_shifts(step, ts, rate, sorted(cuts)):
+            if at not in cuts and checkpointed is not None and checkpointed(at, shift[1]):
+                continue
             cuts[at] = replace(cuts.get(at, Boundary()), shift=shift)
+    dropped = 0
+    if since is not None:
+        with np.errstate(invalid="ignore"):
+            mine = ts >= since - PROCESS_START_SLACK_SEC  # NaN: not known to be
+        if mine.any():
+            inside = [at for at in cuts if mine[at] and mine[at - 1]]
+            for at in inside:
+                del cuts[at]
+            dropped = len(inside)
+            first = int(np.argmax(mine))
+            if first and first not in cuts and mine[first:].all():
+                cuts[first] = Boundary()  # the evidence is the hook's: its process began
     bounds = [0, *sorted(cuts), n]
     out = []
     for a, b in zip(bounds, bounds[1:], strict=False):
@@ -483,7 +531,55 @@ def find_segments(step: np.ndarray, ts: np.ndarray, ranks: np.ndarray,
                            float(fs[-1]) if fs.size else None,
                            float(ft[0]) if ft.size else None,
                            int(fr[0]) if fr.size else None))
-    return out, [cuts[k] for k in sorted(cuts)]
+    return out, [cuts[k] for k in sorted(cuts)], dropped
+
+
+def split_records(step: np.ndarray, cols: dict[str, np.ndarray]) -> np.ndarray:
+    """True for each record that logs the step number of the record before it with other
+    keys: none of the series both hold a number (loss in one record, dt and tps in the
+    next). A retried step logs the same keys again; it is never joined."""
+    same = np.zeros(step.size, dtype=bool)
+    same[1:] = step[1:] == step[:-1]  # NaN never equals
+    if not same.any():
+        return same
+    for name in SERIES:
+        x = np.isfinite(cols[name])
+        same[1:] &= ~(x[1:] & x[:-1])
+    return same
+
+
+def _merge(joins: np.ndarray, step: np.ndarray, ts: np.ndarray, bad_loss: np.ndarray,
+           cols: dict[str, np.ndarray]
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """Each record joined to the one before it: one record, with the first record's
+    timestamp and each column's value from whichever record holds one."""
+    starts = np.flatnonzero(~joins)
+    out = {}
+    for k, v in cols.items():
+        with np.errstate(invalid="ignore"):
+            out[k] = np.fmax.reduceat(np.asarray(v, dtype=np.float64), starts)
+    return (step[starts], ts[starts], np.logical_or.reduceat(bad_loss, starts), out)
+
+
+def _checkpointed(steps: Steps, ts: np.ndarray) -> Callable[[int, float], bool]:
+    """Whether a checkpoint or save time logged beside a pause (in the records on either
+    side of it, or the next one: fsdp_tp logs it in the next step's record) accounts for
+    at least :data:`CHECKPOINT_SHARE_MIN` of it. A second pass over the chosen rank's
+    file, made only for a pause across which the throughput changes."""
+
+    def explained(at: int, sec: float) -> bool:
+        if not steps.files_read:
+            return False
+        lo, hi = ts[at - 1], ts[min(at + 1, ts.size - 1)]
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            return False
+        found = values_of_keys(steps.files_read[-1], steps.rank, CHECKPOINT_NEEDLES,
+                               lambda k: CHECKPOINT_KEY.search(k) is not None,
+                               (float(lo), float(hi)))
+        saved = max((sum(v) for v in found.values()), default=0.0)
+        return saved >= CHECKPOINT_SHARE_MIN * sec
+
+    return explained
 
 
 def _level_shifts(step: np.ndarray, ts: np.ndarray, rate: np.ndarray, cuts: list[int]
@@ -569,12 +665,13 @@ def _tokens_column(steps: Steps) -> np.ndarray:
 
 
 def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = None,
-                 now: float | None = None) -> Reduced:
+                 now: float | None = None, since: float | None = None) -> Reduced:
     """Keep the training steps (of one attempt), order them, and reduce every series.
 
     ``attempt``: ``last`` or a 1-based number, the segment to export when the
     records hold several (see :func:`find_segments`); ``None`` keeps them all
-    and leaves the refusal to the checks.
+    and leaves the refusal to the checks. ``since``: the start of the process that wrote
+    the last records, when known (the finalize hook; see :func:`find_segments`).
     """
     if reducer not in REDUCERS:
         raise ValueError(f"unknown reducer {reducer!r}")
@@ -592,7 +689,7 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = 
     # Only training steps: records without the run's counter (eval batches) are not,
     # nor records with it that carry none of the series the others do (eval records
     # numbered by the training step).
-    not_steps = not_training = 0
+    not_steps = not_training = evaluations = 0
     if steps.step_key is not None:
         keep = np.frombuffer(steps.counter, dtype=np.int8) == COUNTER_KEYS.index(steps.step_key)
         not_steps = int(keep.size - keep.sum())
@@ -601,7 +698,13 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = 
         if trained.any():
             not_training = int(keep.sum() - trained.sum())
             keep = trained
-        if not_steps or not_training:
+        if steps.evaluations:  # nanoGPT-style evaluation records beside the steps
+            trained = keep.copy()
+            trained[steps.evaluations] = False
+            if trained.any():
+                evaluations = int(keep.sum() - trained.sum())
+                keep = trained
+        if not_steps or not_training or evaluations:
             step, ts_raw, bad_loss = step[keep], ts_raw[keep], bad_loss[keep]
             cols = {k: v[keep] for k, v in cols.items()}
     if step.size == 0:
@@ -619,6 +722,17 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = 
             keep = ~dup
             step, ts_raw, bad_loss = step[keep], ts_raw[keep], bad_loss[keep]
             cols = {k: v[keep] for k, v in cols.items()}
+        joins = split_records(step, cols)
+        if joins.any():
+            merged = int(joins.sum())
+            step, ts_raw, bad_loss, cols = _merge(joins, step, ts_raw, bad_loss, cols)
+            notes.append(f"merged {plural(merged, 'record')} into the record before "
+                         f"{'it' if merged == 1 else 'each'}: the same {steps.step_key} with "
+                         "other keys (one step logged in two records), one step, not a retry")
+    if evaluations:
+        notes.append(f"left out {plural(evaluations, 'record')} with {steps.step_key} and "
+                     f"{steps.eval_key} beside training keys, under the step number of the "
+                     "record beside each: evaluation records, not training steps")
 
     hi = (time.time() if now is None else now) + CLOCK_SLACK_SEC
     with np.errstate(invalid="ignore"):
@@ -632,9 +746,14 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = 
     by_epoch = restarts_each_epoch(step, cols[EPOCH])
     epoch = cols[EPOCH] if by_epoch else None
     rate = cols["tps"] if np.isfinite(cols["tps"]).any() else cols["tps_per_gpu"]
-    segments, boundaries = find_segments(step, ts, ranks_per_step(cols["tps"],
-                                                                  cols["tps_per_gpu"]),
-                                         epoch, rate)
+    segments, boundaries, in_process = find_segments(
+        step, ts, ranks_per_step(cols["tps"], cols["tps_per_gpu"]), epoch, rate,
+        _checkpointed(steps, ts), since)
+    if in_process:
+        notes.append(f"this process wrote the records since it started at "
+                     f"{format_timestamp(since or 0.0)}: one attempt, though the command line "
+                     f"would split them in {in_process + 1} (a throughput change across a "
+                     "pause, a counter that repeats)")
     chosen = None
     if attempt is not None:
         chosen = _pick_attempt(segments, attempt)
@@ -700,9 +819,10 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = 
         coverage = epoch_coverage(step, cols[EPOCH]) if by_epoch else step_coverage(step)
     return Reduced(n, first_ts, wall, final_loss, stats, step, notes, coverage, invalid,
                    mfu_over_100=over_100, ts_values=ts, timestamps=stamps, not_steps=not_steps,
-                   not_training=not_training, duplicates=duplicates, by_epoch=by_epoch,
+                   not_training=not_training, evaluations=evaluations,
+                   duplicates=duplicates, by_epoch=by_epoch,
                    counter=steps.step_key, segments=segments, boundaries=boundaries,
-                   attempt=None if chosen is None else chosen + 1,
+                   attempt=None if chosen is None else chosen + 1, in_process=in_process,
                    loss_nonfinite_tail=tail, stale_loss=stale,
                    tokens_values=cols[TOKENS], epoch_values=cols[EPOCH])
 

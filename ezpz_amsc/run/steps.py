@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -51,6 +52,10 @@ SERIES = tuple(SERIES_KEYS)
 # for the throughput identity, and the epoch of a step counter that restarts each epoch.
 TOKEN_KEYS = ("train/tokens", "train/ntokens")
 STEP_EPOCH_KEYS = ("train/epoch", "epoch")
+# Keys of an evaluation: a record carrying one beside the counter and a few training keys
+# (nanoGPT's periodic {iter, train/loss, val/loss, lr, mfu}) evaluates, it does not train.
+EVAL_PREFIXES = ("val/", "val_", "eval/", "eval_", "valid/", "valid_", "validation/",
+                 "test/", "test_")
 
 # Read size of the hashing thread (the memory it adds to a --provenance export).
 _HASH_BUFFER_BYTES = 8 << 20
@@ -70,6 +75,10 @@ class Steps:
     counter: array = field(default_factory=lambda: array("b"))  # COUNTER_KEYS index per record
     # records (their index here) holding no number in any of the SERIES: eval records
     contentless: list[int] = field(default_factory=list)
+    # records (their index here) carrying an evaluation key (EVAL_PREFIXES) under the step
+    # number of the record beside them: nanoGPT-style periodic evaluation records
+    evaluations: list[int] = field(default_factory=list)
+    eval_key: str | None = None  # the first evaluation key such a record carried
     # TOKEN_KEYS, NaN when absent: the first tokens_run records all hold tokens_first (a
     # run that logs one batch size, or none, keeps no column), ``tokens`` the records after.
     tokens: array = field(default_factory=lambda: array("d"))
@@ -302,6 +311,7 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
     last_ok = True
     last_line: bytes | None = b""
     hasher = None
+    prev: dict[str, Any] = {}  # the previous step record's metrics, for a repeated step
     try:
         raw = open_regular(path)  # a symlink to /proc/kmsg or a FIFO would block: refused
         size = os.fstat(raw.fileno()).st_size
@@ -440,6 +450,8 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
                     tok_same = False
                     tokens_app(v)
                 if not here > last_step:  # a counter that starts again (or no number)
+                    if here == last_step:  # one step number twice: an evaluation beside it?
+                        _evaluation(out, metrics, prev)
                     e = _first_number(get, STEP_EPOCH_KEYS)
                     if not (e == last_epoch and math.copysign(1, e) == math.copysign(
                             1, last_epoch)) and not (e != e and last_epoch != last_epoch):
@@ -451,6 +463,7 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
                             ignored[k] = ignored.get(k, 0) + 1
                 ts = _number(rec.get("timestamp"))
                 ts_app(ts if ts is not None and isfinite(ts) else nan)
+                prev = metrics
             read_all = True
         except EOFError:
             cut_stream = read_all = True
@@ -472,6 +485,18 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
     for r, n in passed.items():  # each is a record of rank r with a numeric metric
         other[r] = other.get(r, 0) + n
     return sum(passed.values())
+
+
+def _evaluation(out: Steps, metrics: dict[str, Any], prev: dict[str, Any]) -> None:
+    """Of two records with one step number (the last one appended, and ``prev`` before it),
+    the one carrying an evaluation key is an evaluation record: its index is kept."""
+    for at, m in ((len(out.step) - 1, metrics), (len(out.step) - 2, prev)):
+        key = next((k for k in m if type(k) is str and k.startswith(EVAL_PREFIXES)), None)
+        if key is not None:
+            if not out.evaluations or out.evaluations[-1] != at:
+                out.evaluations.append(at)
+            out.eval_key = out.eval_key or key
+            return
 
 
 def read_steps(source: MetricsSource, max_line: int = MAX_LINE_BYTES,
@@ -586,6 +611,16 @@ def _counter_of(line: bytes, counter: str) -> tuple[float, float] | None:
     if step is None or not math.isfinite(step):
         return None
     return _first_number(metrics.get, STEP_EPOCH_KEYS), step
+
+
+# A logged checkpoint time: a key naming a checkpoint or a save, and seconds
+# (fsdp_tp's train/ckpt_stage_seconds), found by the lines holding one of the needles.
+CHECKPOINT_KEY = re.compile(r"(ckpt|checkpoint|save).*(seconds|sec|time|dt|_s)\Z", re.I)
+CHECKPOINT_NEEDLES = (b"ckpt", b"checkpoint", b"save")
+# A logged restart: a key naming a restart or a resume (fsdp_tp's train/restart_seconds,
+# in the first record of a run resumed from a checkpoint).
+RESTART_KEY = re.compile(r"restart|resum", re.I)
+RESTART_NEEDLES = (b"restart", b"resum", b"Restart", b"Resum")
 
 
 def values_of_keys(path: Path, rank: int | None, needles: tuple[bytes, ...],

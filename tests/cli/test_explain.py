@@ -344,9 +344,10 @@ GAPPED_RETRY_REPORT = [
     '    note: exported attempt #2 steps 2..12 from 2026-11-29T22:16:42Z (6 records)',
     '          of 2; left out 10 records of the others',
     "    note: wall_time_sec is estimated for all the steps: the 6 logged steps'",
-    '          1.500 s plus 6 steps not logged at their median 0.25 s, ~12 steps',
-    '          (logged every 2 steps, steps 2..12); pass --wall-time-sec for the',
-    "          job's real time",
+    '          1.500 s plus 6 steps not logged, each gap at the mean of the logged',
+    '          step times that bound it (1 before the first logged step at 0.25 s),',
+    '          ~12 steps (logged every 2 steps, steps 2..12); pass --wall-time-sec',
+    "          for the job's real time",
     '    note: throughput_tokens_per_sec derived as per-GPU x 2 gpus (no global',
     '          throughput logged)',
 ]
@@ -375,7 +376,7 @@ def test_explain_report_word_for_word_gapped_retry(tmp_path):
     assert first == f"explain: {run}"
     assert rest == GAPPED_RETRY_REPORT
     quiet = render(res, quiet=True).splitlines()
-    assert quiet[1:] == [*GAPPED_RETRY_REPORT[:-9], "  notes        3 hidden by --quiet"]
+    assert quiet[1:] == [*GAPPED_RETRY_REPORT[:-10], "  notes        3 hidden by --quiet"]
 
 
 # No step at all (a failed run); 600 steps bucketed, 40 warmup steps above the scale, tflops

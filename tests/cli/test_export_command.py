@@ -534,13 +534,15 @@ NOTE_CASES: list[tuple[str, Build, list[str]]] = [
     ("gpus-not-multiple", gpus_not_multiple, ["--gpus 6 is not a multiple of GPUS_PER_NODE 4"]),
     ("logged-every-10", logged_every_10,
      ["wall_time_sec is estimated for all the steps: the 30 logged steps' 15.000 s plus 270 "
-      "steps not logged at their median 0.5 s, ~300 steps (logged every 10 steps, steps "
+      "steps not logged, each gap at the mean of the logged step times that bound it (9 "
+      "before the first logged step at 0.5 s), ~300 steps (logged every 10 steps, steps "
       "10..300)"]),
     ("logged-every-10-flag", logged_every_10_flag,
      ["wall_time_sec from --wall-time-sec; summed step time is 15.000 and covers 30 of ~300"]),
     ("logged-with-holes", logged_with_holes,
      ["wall_time_sec is estimated for all the steps: the 7 logged steps' 3.500 s plus 3 steps "
-      "not logged at their median 0.5 s, ~10 steps (logged with gaps, steps 1..10)"]),
+      "not logged, each gap at the mean of the logged step times that bound it, ~10 steps "
+      "(logged with gaps, steps 1..10)"]),
 ]
 
 
@@ -631,9 +633,10 @@ VALUE_CASES: dict[str, tuple[Build, tuple[str, ...], list[str]]] = {
     "logged-every-2nd": (logged_every_2nd, ("2026-11-29T22:06:42Z", "localhost", "1", "1",
                                             "4.000", "1000.000", "1000.000", "", "", "4"),
                          ["wall_time_sec is estimated for all the steps: the 4 logged steps' "
-                          "2.000 s plus 4 steps not logged at their median 0.5 s, ~8 steps "
-                          "(logged every 2 steps, steps 2..8); pass --wall-time-sec for the "
-                          "job's real time", GLOBAL_1]),
+                          "2.000 s plus 4 steps not logged, each gap at the mean of the "
+                          "logged step times that bound it (1 before the first logged step "
+                          "at 0.5 s), ~8 steps (logged every 2 steps, steps 2..8); pass "
+                          "--wall-time-sec for the job's real time", GLOBAL_1]),
     "logged-every-10-flag": (logged_every_10_flag, ("2026-11-29T22:06:50Z", "localhost", "1", "1",
                                                     "1234.000", "1000.000", "1000.000", "",
                                                     "1.000000", "30"),
@@ -643,9 +646,10 @@ VALUE_CASES: dict[str, tuple[Build, tuple[str, ...], list[str]]] = {
     "logged-with-holes": (logged_with_holes, (T0, "localhost", "1", "1", "5.000", "1000.000",
                                               "1000.000", "", "", "7"),
                           ["wall_time_sec is estimated for all the steps: the 7 logged steps' "
-                           "3.500 s plus 3 steps not logged at their median 0.5 s, ~10 steps "
-                           "(logged with gaps, steps 1..10); pass --wall-time-sec for the job's "
-                           "real time", GLOBAL_1]),
+                           "3.500 s plus 3 steps not logged, each gap at the mean of the "
+                           "logged step times that bound it, ~10 steps (logged with gaps, "
+                           "steps 1..10); pass --wall-time-sec for the job's real time",
+                           GLOBAL_1]),
 }
 VALUE_COLUMNS = ("timestamp", "system", "nodes", "gpus", "wall_time_sec",
                  "throughput_tokens_per_sec", "throughput_tokens_per_sec_per_gpu", "mfu",

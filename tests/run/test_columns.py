@@ -20,8 +20,10 @@ from helpers import (
     RUNS,
     SUNSPOT_TPS,
     aurora_run,
+    copy_run,
     error_line,
     expected_row,
+    gap_estimate,
     launch,
     launch_records,
     notes_of,
@@ -248,7 +250,8 @@ def test_gpus_flag_that_agrees_with_the_ratio_keeps_the_logged_per_gpu(tmp_path)
 
 def test_a_slow_first_step_logged_counts_once_not_k_times(tmp_path):
     """Steps 1, 11, .., 91 logged (every 10th): step 1 took 4 s, the others 0.1 s. The 90
-    steps not logged are estimated at the median, 0.1 s: 4 + 0.9 + 9.0, not 10 x 4.9."""
+    steps not logged are estimated at their neighbours' step time, the warmup step standing
+    for the first step after it, 0.1 s: 4 + 0.9 + 9.0, not 10 x 4.9."""
     recs = [step(i, dt=4.0 if i == 1 else 0.1, loss=2.0) for i in range(1, 101, 10)]
     for k, x in enumerate(recs):
         x["timestamp"] = 1795990000.0 + (4.0 if k else 0.0) + k * 1.0
@@ -256,7 +259,8 @@ def test_a_slow_first_step_logged_counts_once_not_k_times(tmp_path):
     r = run_cli(run, "--config", "c")
     assert one_row(r)["wall_time_sec"] == "13.900"
     assert ("wall_time_sec is estimated for all the steps: the 10 logged steps' 4.900 s plus "
-            "90 steps not logged at their median 0.1 s, ~100 steps (logged every 10 steps, "
+            "90 steps not logged, each gap at the mean of the logged step times that bound it "
+            "(9 before the first logged step at 0.1 s), ~100 steps (logged every 10 steps, "
             "steps 1..91); pass --wall-time-sec for the job's real time") in notes_of(r)
 
 
@@ -309,7 +313,8 @@ def test_a_counter_restarting_each_epoch_counts_every_epoch_s_steps(tmp_path):
     assert one_row(r)["wall_time_sec"] == "30.000"  # 12 x 0.5 + 48 x 0.5
     assert notes_of(r)[1:] == [(
         "wall_time_sec is estimated for all the steps: the 12 logged steps' 6.000 s plus 48 "
-        "steps not logged at their median 0.5 s, ~60 steps (logged every 5 steps, steps "
+        "steps not logged, each gap at the mean of the logged step times that bound it (12 "
+        "before the first logged step at 0.5 s), ~60 steps (logged every 5 steps, steps "
         "5..20); pass --wall-time-sec for the job's real time"), NO_THROUGHPUT_NOTE]
 
 
@@ -336,3 +341,132 @@ def test_a_wall_time_and_a_timestamp_unknown_for_two_reasons(tmp_path):
         "error: cannot tell timestamp, wall_time_sec (the steps do not record it; 2 of 10 step "
         "times logged are zero or negative: the rest does not measure the run); pass "
         "--timestamp YYYY-MM-DDTHH:MM:SSZ --wall-time-sec SECONDS")
+
+
+# ------------------------------------------- wall time under sparse logging (issue 33, item 1)
+
+
+def _logged(run: Path, name: str) -> tuple[list[dict], list[float], list[float]]:
+    """Rank 0's step records of a real run, their step numbers and their dt."""
+    recs = [x for x in read_records(run / name)
+            if x.get("rank", 0) == 0 and isinstance(x["metrics"].get("dt",
+                                                                     x["metrics"].get("train/dt")),
+                                                     float)]
+    key = "iter" if "iter" in recs[0]["metrics"] else "train/iter"
+    dts = [x["metrics"].get("dt", x["metrics"].get("train/dt")) for x in recs]
+    return recs, [x["metrics"][key] for x in recs], dts
+
+
+def test_a_drifting_step_time_is_estimated_gap_by_gap(tmp_path, json_paths):
+    """A real minimal run, LOG_FREQ 3, its step time drifting 17 ms -> 0.42 s: each gap at
+    the mean of the two logged step times beside it (the true step time is 7.508 s over
+    steps 6..60), not the median (4.987 s, 34 % low)."""
+    run = copy_run("minimal-logfreq3-drift-1rank", tmp_path)
+    recs, steps, dts = _logged(run, "metrics.jsonl")
+    assert steps[:2] == [6, 9] and steps[-1] == 60
+    wall, head = gap_estimate(steps, dts, 57)
+    span = recs[-1]["timestamp"] - recs[0]["timestamp"]
+    assert wall - dts[0] - head * dts[1] <= span  # within the records' clock
+    r = run_cli(run, "--config", "c")
+    assert (one_row(r)["wall_time_sec"], head) == (f"{wall:.3f}", 2) == ("7.418", 2)
+    assert notes_of(r)[0] == (
+        f"wall_time_sec is estimated for all the steps: the 19 logged steps' {sum(dts):.3f} s "
+        "plus 38 steps not logged, each gap at the mean of the logged step times that bound "
+        f"it (2 before the first logged step at {dts[1]:.4g} s), ~57 steps (logged every 3 "
+        "steps, steps 6..60); pass --wall-time-sec for the job's real time")
+    median = (60 - 6 + 3) * statistics.median(dts)
+    assert median < 0.7 * wall  # what the median made of it
+
+
+@pytest.mark.parametrize(("name", "file", "skips", "sums"), [
+    # train/iter counts micro-batches (7, 15, .., 239), every optimizer step logged
+    ("history-microbatch-counter-1rank", "20261202-075212.jsonl", 7, "2.185 s of the 2.201 s"),
+    # train/dt times the whole 5-step logging interval (5, 10, .., 60)
+    ("history-dt-interval-1rank", "20261202-075235.jsonl", 4, "1.853 s of the 1.853 s"),
+])
+def test_gaps_the_logged_step_times_already_fill_are_no_steps(tmp_path, json_paths, name, file,
+                                                              skips, sums):
+    """Scaled for the numbers the counter skips, the wall time would be the stride times
+    the records' clock: the gaps are no steps, the summed dt stands, and a note says so."""
+    run = copy_run(name, tmp_path)
+    recs, steps, dts = _logged(run, file)
+    stride = steps[1] - steps[0]
+    scaled, _ = gap_estimate(steps, dts, steps[-1] - steps[0] + stride)
+    span = recs[-1]["timestamp"] - recs[0]["timestamp"]
+    assert scaled > 4 * span
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    assert row["wall_time_sec"] == f"{sum(dts):.3f}"
+    assert row["steps"] == str(len(recs))
+    assert notes_of(r)[0] == (
+        f"the step counter train/iter skips {skips} numbers between records, but the "
+        f"{len(recs)} logged step times already fill the records' clock ({sums} between "
+        "the first and last record): the counter counts micro-batches, or dt times the "
+        "whole logging interval, not one step; wall_time_sec is the summed step time, not "
+        f"{scaled:.4g} s scaled for the numbers skipped; pass --wall-time-sec for the job's "
+        "real time")
+
+
+def test_the_estimate_is_bounded_by_the_records_clock(tmp_path, json_paths):
+    """Every 10th step logged at 1 s, 7 s between records: the 9 steps of a gap would take
+    9 s at their neighbours' time, but the clock leaves them 6 s, more than half of it:
+    sparse logging of faster steps, so the estimate is the clock's (the 63 s span, plus
+    the first logged step and the 9 before it)."""
+    recs = [step(i, ts=1795990000.0 + 7.0 * k - i, dt=1.0, loss=1.0)
+            for k, i in enumerate(range(10, 101, 10))]
+    r = run_cli(write_run(tmp_path / "run", recs), "--config", "c")
+    assert one_row(r)["wall_time_sec"] == "73.000"
+    assert notes_of(r)[0] == (
+        "wall_time_sec is estimated for all the steps: the 10 logged steps' 10.000 s plus 90 "
+        "steps not logged, each gap at the mean of the logged step times that bound it, "
+        "would be 100 s, more than the records' clock allows; bounded by it: the 63 s "
+        "between the first and last record plus 10 s for the first logged step and the 9 "
+        "before it, ~100 steps (logged every 10 steps, steps 10..100); pass --wall-time-sec "
+        "for the job's real time")
+
+
+def test_gaps_the_clock_leaves_under_half_their_time_are_no_steps(tmp_path):
+    """The same, but 5.4 s between records: the clock leaves each gap 4.4 s, under half of
+    the 9 s its steps would take, so the counter does not count steps."""
+    recs = [step(i, ts=1795990000.0 + 5.4 * k - i, dt=1.0, loss=1.0)
+            for k, i in enumerate(range(10, 101, 10))]
+    r = run_cli(write_run(tmp_path / "run", recs), "--config", "c")
+    assert one_row(r)["wall_time_sec"] == "10.000"
+    assert notes_of(r)[0].startswith("the step counter train/iter skips 9 numbers between "
+                                     "records, but the 10 logged step times already fill")
+
+
+# ------------------------------------------------ gradient accumulation on the launch line
+
+
+@pytest.mark.parametrize(("command", "noted"), [
+    ("accum.py --grad-accum 8", "--grad-accum 8"),
+    ("hf.py --gradient_accumulation_steps=8", "--gradient_accumulation_steps 8"),
+    ("GRAD_ACC=8 python3 accum.py", "GRAD_ACC 8"),
+    ("['python3', 'hf.py', '--gradient_accumulation_steps', '4']",
+     "--gradient_accumulation_steps 4"),
+    ("accum.py --grad-accum 1", None),  # no accumulation
+    ("accum.py --no-grad-accum 8", None),  # not the flag
+    ("accum.py --accumulate 8", None),  # no "grad": too loose to read
+])
+def test_accumulation_asked_while_dt_covers_little_of_the_clock(tmp_path, json_paths, command,
+                                                                noted):
+    """The real accumulation run: dt times the last of 8 micro-batches, 11 % of the clock."""
+    import json
+
+    run = copy_run("history-accum8-1rank", tmp_path)
+    info = json.loads((run / "run_info.json").read_text())
+    info["Distributed"]["EZPZ_RUN_COMMAND"] = command
+    (run / "run_info.json").write_text(json.dumps(info))
+    recs = [x for x in read_records(run / "20261201-210557.jsonl") if "train/dt" in x["metrics"]]
+    span = recs[-1]["timestamp"] - recs[0]["timestamp"]
+    cover = sum(x["metrics"]["train/dt"] for x in recs[1:]) / span
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["wall_time_sec"] == "4.188"
+    said = [n for n in notes_of(r) if n.startswith("the launch command asks")]
+    want = [] if noted is None else [
+        f"the launch command asks for gradient accumulation ({noted}) and the step times "
+        f"cover {cover:.0%} of the time between records: dt likely times one micro-batch of "
+        f"the {noted.split()[-1]}, not the whole optimizer step; wall_time_sec is the summed "
+        "step time; pass --wall-time-sec SECONDS for the job's real time"]
+    assert said == want

@@ -33,6 +33,7 @@ from helpers import (
     edit_dist,
     error_line,
     expected_row,
+    gap_estimate,
     is_step,
     launch,
     launch_records,
@@ -345,8 +346,9 @@ _UNDER = ("({pct}): dt may miss part of each step (gradient accumulation timing 
           "last micro-batch), or the run paused (eval, checkpoints); wall_time_sec is the "
           "summed step time; pass --wall-time-sec SECONDS for the job's real time")
 _EVERY_2ND = ("wall_time_sec is estimated for all the steps: the 10 logged steps' {summed} s "
-              "plus 10 steps not logged at their median {median} s, ~20 steps (logged every 2 "
-              "steps, steps 2..20); pass --wall-time-sec for the job's real time")
+              "plus 10 steps not logged, each gap at the mean of the logged step times that "
+              "bound it (1 before the first logged step at {median} s), ~20 steps (logged "
+              "every 2 steps, steps 2..20); pass --wall-time-sec for the job's real time")
 _PAUSE = ("1 pause between records far above the typical {typical} per step: the longest "
           "{longest} between {where} (eval, checkpointing, a restart?); wall_time_sec, the "
           "summed step time, leaves it out")
@@ -365,7 +367,7 @@ _ONE_TO_TEN, _EVEN = list(range(1, 11)), list(range(2, 21, 2))
      ["step times cover 9 s of the 69 s between the first and last record "
       + _UNDER.format(pct="13%")]),
     # logged every 2nd step: the typical step is the interval / 2, both thresholds x2
-    # (wall time: the 10 logged steps plus 10 unlogged ones at their median, never the half)
+    # (wall time: the 10 logged steps plus 10 unlogged ones at their neighbours', never the half)
     ([2.0] * 8 + [61.5], _EVEN, [1.0] * 10, (), "20.000",
      ["step times (scaled for the steps not logged) cover 18 s of the 77.5 s between the "
       "first and last record " + _UNDER.format(pct="23%"),
@@ -595,12 +597,46 @@ def test_resumed_run_first_step_far_above_stride_is_noted(tmp_path):
         "its first steps; the row covers steps 101..130 only", MFU_NOTE]
 
 
-@pytest.mark.parametrize(("first", "noted"), [(10, False), (11, True)])
+@pytest.mark.parametrize(("first", "noted"), [(10, False), (11, False), (12, True)])
 def test_resume_threshold_is_ten_strides(tmp_path, first, noted):
+    """Ten strides, plus the step that ends an unlogged warmup of ten (minimal's default
+    WARMUP_ITERS=10 logs from step 11: no resume)."""
     run = _even_run(tmp_path, 0.5, 1.0)
     rewrite(run / "metrics-0.jsonl", lambda x: {**x, "metrics": {
         **x["metrics"], "train/iter": x["metrics"]["train/iter"] + first - 1}})
     assert any("resumed" in n for n in notes_of(run_cli(run, "--config", "c"))) == noted
+
+
+def test_minimal_default_warmup_is_no_resume(tmp_path, json_paths):
+    """A real minimal run with its default WARMUP_ITERS=10: logged from step 11 to 39. No
+    resume note, the row is every logged step's."""
+    run = copy_run("minimal-default-warmup-1rank", tmp_path)
+    recs = [x for x in read_records(run / "metrics.jsonl") if "dt" in x["metrics"]]
+    assert (recs[0]["metrics"]["iter"], recs[-1]["metrics"]["iter"]) == (11, 39)
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    assert (row["steps"], row["wall_time_sec"]) == (
+        "29", f"{sum(x['metrics']['dt'] for x in recs):.3f}")
+    assert notes_of(r) == [NO_THROUGHPUT_NOTE, MFU_NOTE]
+
+
+@pytest.mark.parametrize("restart", [True, False])
+def test_a_restart_logged_in_the_first_record_is_a_resume(tmp_path, json_paths, restart):
+    """A real fsdp_tp run relaunched on fewer ranks, resumed from its step-10 checkpoint:
+    logged from step 11 (within ten strides plus one) with train/restart_seconds in that
+    record: a resume, said with its evidence. Without the key it reads as a late start."""
+    from helpers import rewrite
+
+    run = copy_run("fsdp_tp-relaunch-fewer-ranks", tmp_path)
+    if not restart:
+        rewrite(run / "metrics-0.jsonl", lambda x: {**x, "metrics": {
+            k: v for k, v in x["metrics"].items() if "restart" not in k}})
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["steps"] == "20"
+    said = [n for n in notes_of(r) if n.startswith("first logged step")]
+    assert said == ["first logged step is 11 (logged every step) and its record logs "
+                    "train/restart_seconds: the run was resumed; the row covers steps 11..30 "
+                    "only"] * restart
 
 
 @pytest.mark.parametrize(("pause", "noted"), [(30.0, False), (75.0, True)])
@@ -1307,9 +1343,10 @@ def test_every_10_steps_plus_the_last_one(tmp_path):
     r = run_cli(run, "--config", "c")
     row = one_row(r)
     dts = [x["metrics"]["train/dt"] for x in kept]
-    assert row["wall_time_sec"] == f"{sum(dts) + 35 * statistics.median(dts):.3f}"
+    wall, head = gap_estimate([0, 10, 20, 30, 39], dts, 40)
+    assert (row["wall_time_sec"], head) == (f"{wall:.3f}", 0)  # 9 + 9 + 9 + 8 in the gaps
     assert notes_of(r) == [  # and no step-time note
         f"wall_time_sec is estimated for all the steps: the 5 logged steps' {sum(dts):.3f} s "
-        f"plus 35 steps not logged at their median {statistics.median(dts):.4g} s, ~40 steps "
-        "(logged every 10 steps, steps 0..39); pass --wall-time-sec for the job's real time",
-        NO_THROUGHPUT_NOTE, MFU_NOTE]
+        "plus 35 steps not logged, each gap at the mean of the logged step times that bound "
+        "it, ~40 steps (logged every 10 steps, steps 0..39); pass --wall-time-sec for the "
+        "job's real time", NO_THROUGHPUT_NOTE, MFU_NOTE]

@@ -476,8 +476,8 @@ def test_only_report_md_files_are_reports(tmp_path):
     ("", ["metrics-0.jsonl", "metrics.jsonl"], "metrics-<rank>.jsonl, metrics.jsonl"),
     ("a", ["metrics-0.jsonl", "metrics.jsonl"], "metrics-<rank>.jsonl, metrics.jsonl"),
     ("", ["metrics.jsonl", "20260811-182837.jsonl"], "metrics.jsonl, 20260811-182837.jsonl"),
-    # plain and gzipped: two schemes, not one file read twice
-    ("", ["metrics-0.jsonl", "metrics-1.jsonl.gz"],
+    # one rank's file plain and gzipped: two schemes, not one file read twice
+    ("", ["metrics-0.jsonl", "metrics-0.jsonl.gz", "metrics-1.jsonl"],
      "metrics-<rank>.jsonl, metrics-<rank>.jsonl.gz"),
     ("", ["metrics.jsonl", "metrics.jsonl.gz"], "metrics.jsonl, metrics.jsonl.gz"),
 ])
@@ -604,3 +604,27 @@ def test_launch_exit_status_reads_the_end_only(tmp_path):
     assert p.stat().st_size > 2 * LOG_TAIL_BYTES
     assert launch_exit_status(p) is None
     assert launch_exit_status(tmp_path / "missing-rank0.jsonl") is None
+
+
+# ------------------------------------------------ a rank's file gzipped beside plain ones
+
+
+@pytest.mark.parametrize("gzipped", [(0,), (1,), (0, 1)])
+def test_some_rank_files_gzipped_are_one_scheme(tmp_path, json_paths, gzipped):
+    """Issue 33: a quota clean-up gzipped rank 0's file (the largest) and left the others
+    plain: one per-rank scheme, each rank's file read as it is; the row is the plain run's,
+    word for word, with no new note."""
+    import gzip
+
+    run = copy_run("fsdp_tp-2rank", tmp_path)
+    for rank in gzipped:
+        plain = run / f"metrics-{rank}.jsonl"
+        (run / f"metrics-{rank}.jsonl.gz").write_bytes(gzip.compress(plain.read_bytes()))
+        plain.unlink()
+    files = find_run_files(run)
+    assert files.metrics.scheme == "per-rank"
+    assert files.metrics.per_rank[0].name == ("metrics-0.jsonl.gz" if 0 in gzipped
+                                              else "metrics-0.jsonl")
+    r = run_cli(run, "--config", "test/cfg")
+    assert one_row(r) == expected_row("fsdp_tp-2rank")
+    assert notes_of(r) == [MFU_NOTE]

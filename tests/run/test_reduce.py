@@ -430,3 +430,142 @@ def test_the_second_stamped_step_is_found_past_unstamped_ones():
     assert got == t + 3 * 86400.0
     assert (stamps.skewed_first, stamps.skewed_step, stamps.skewed_ts, stamps.used_index,
             stamps.used_step) == ("is 3 days before step 4's", 2.0, t, 3, 4.0)
+
+
+# ------------------------------------------ attempts by evidence of a new process (issue 33)
+
+
+def _real(name: str, tmp_path):
+    from helpers import copy_run
+
+    return copy_run(name, tmp_path)
+
+
+def _steps_in(path) -> list[dict]:
+    from helpers import read_records
+
+    return [x for x in read_records(path) if x.get("rank", 0) == 0
+            and any(type(v) in (int, float) for v in x["metrics"].values())]
+
+
+def test_a_step_logged_in_two_records_is_one_step(tmp_path, json_paths):
+    """A real History loop logging each step twice under one train/iter: the loss, then
+    dt/tps/tokens. 60 records, 30 steps, merged with a note, never 31 attempts."""
+    import statistics
+
+    run = _real("history-split-records-1rank", tmp_path)
+    recs = _steps_in(run / "20261202-075249.jsonl")
+    assert len(recs) == 60
+    timed = [x["metrics"] for x in recs if "train/dt" in x["metrics"]]
+    losses = [x["metrics"]["train/loss"] for x in recs if "train/loss" in x["metrics"]]
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    assert (row["steps"], row["wall_time_sec"], row["final_loss"]) == (
+        "30", f"{sum(m['train/dt'] for m in timed):.3f}", f"{losses[-1]:.6f}")
+    assert row["throughput_tokens_per_sec"] == (
+        f"{statistics.median(m['train/tps'] for m in timed[1:]):.3f}")
+    assert notes_of(r)[0] == ("merged 30 records into the record before each: the same "
+                              "train/iter with other keys (one step logged in two records), "
+                              "one step, not a retry")
+
+
+def test_a_step_number_repeated_with_the_same_keys_is_still_a_retry(tmp_path):
+    """Records of step 3 twice with the same keys (a retry from step 3): never merged."""
+    recs = [step(i, dt=0.5, loss=1.0, tps=100.0) for i in (1, 2, 3, 4)]
+    recs += [step(i, ts=1795990100.0, dt=0.5, loss=1.0, tps=100.0) for i in (3, 4, 5)]
+    r = run_cli(write_run(tmp_path / "run", recs), "--config", "c")
+    assert r.exit_code == 1
+    assert "the records hold 2 attempts" in error_line(r)
+
+
+def test_split_records_merge_value_by_value():
+    """The joined record has the first record's timestamp and each series from the record
+    holding it; a step logged once stays as it is."""
+    from ezpz_amsc.run.reduce import split_records
+
+    step_no = np.array([1.0, 1.0, 2.0, 3.0, 3.0])
+    nan = np.nan
+    cols = {k: np.full(5, nan) for k in SERIES}
+    cols["loss"] = np.array([2.0, nan, 1.5, 1.0, nan])
+    cols["dt"] = np.array([nan, 0.5, 0.4, nan, 0.3])
+    assert split_records(step_no, cols).tolist() == [False, True, False, False, True]
+    cols["dt"][3] = 0.2  # both records of step 3 hold dt: a retry, not a split
+    assert split_records(step_no, cols).tolist() == [False, True, False, False, False]
+    steps = Steps(rank=0)
+    for i, (s, loss, dt) in enumerate([(1, 2.0, None), (1, None, 0.5), (2, 1.5, 0.4)]):
+        steps.step.append(float(s))
+        steps.counter.append(0)
+        steps.timestamp.append(1795990000.0 + i)
+        for k in SERIES:
+            v = {"loss": loss, "dt": dt}.get(k)
+            steps.series[k].append(nan if v is None else v)
+    steps.step_key, steps.tokens_run = "train/iter", 3
+    red = reduce_steps(steps, 0, "median", now=1795990100.0)
+    assert red.steps == 2
+    assert red.stats["dt"].values.tolist() == [0.5, 0.4]
+    assert red.stats["loss"].values.tolist() == [2.0, 1.5]
+    assert red.ts_values.tolist() == [1795990000.0, 1795990002.0]
+    assert red.wall_time_sec == 0.9
+
+
+def test_nanogpt_style_evaluation_records_are_left_out(tmp_path, json_paths):
+    """A real nanoGPT-style loop: every 20 iterations, before the step, an evaluation record
+    {iter, train/loss, val/loss, lr, mfu}. Evaluations, not steps nor retries."""
+    run = _real("nanogpt-style-1rank", tmp_path)
+    recs = _steps_in(run / "metrics.jsonl")
+    train = [x["metrics"] for x in recs if "val/loss" not in x["metrics"]]
+    assert len(recs) - len(train) == 4 and len(train) == 61
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    assert (row["steps"], row["wall_time_sec"], row["final_loss"]) == (
+        "61", f"{sum(m['dt'] for m in train):.3f}", f"{train[-1]['loss']:.6f}")
+    assert notes_of(r)[0] == ("left out 4 records with iter and val/loss beside training "
+                              "keys, under the step number of the record beside each: "
+                              "evaluation records, not training steps")
+
+
+def test_an_evaluation_key_on_a_record_of_its_own_step_is_a_step(tmp_path):
+    """val/loss logged in the training record itself (no repeated step): a step."""
+    recs = [step(i, dt=0.5, loss=1.0, tps=100.0) for i in range(1, 6)]
+    for x in recs:
+        x["metrics"]["val/loss"] = 1.2
+    r = run_cli(write_run(tmp_path / "run", recs), "--config", "c")
+    assert one_row(r)["steps"] == "5"
+    assert not [n for n in notes_of(r) if "evaluation" in n]
+
+
+def test_a_checkpoint_pause_with_a_batch_ramp_is_one_attempt(tmp_path, json_paths):
+    """A real 2-rank History loop: a 65 s save after step 14 logged as train/ckpt_save_seconds
+    in step 15's record, the batch doubling after it (the rate 1.56x): one attempt."""
+    import statistics
+
+    run = _real("history-ckpt-pause-ramp-2rank", tmp_path)
+    recs = [x["metrics"] for x in _steps_in(run / "metrics-0.jsonl")]
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    assert (row["steps"], row["gpus"], row["wall_time_sec"]) == (
+        "40", "2", f"{sum(m['train/dt'] for m in recs):.3f}")
+    assert row["throughput_tokens_per_sec"] == (
+        f"{statistics.median(m['train/tps'] for m in recs[1:]):.3f}")
+    assert [n for n in notes_of(r) if "pause" in n] == [
+        "1 pause between records far above the typical 0.0729 s per step: the longest 65.1 s "
+        "between step 14 and step 15 (eval, checkpointing, a restart?); "
+        "train/ckpt_save_seconds logged 65 s of checkpointing; wall_time_sec, the summed step "
+        "time, leaves it out; pass --wall-time-sec SECONDS to count it"]
+
+
+@pytest.mark.parametrize(("saved", "split"), [(65.0, False), (33.0, False), (32.0, True)])
+def test_a_save_time_explains_a_pause_of_up_to_twice_its_length(tmp_path, saved, split):
+    """The same run with the save logged as ``saved`` s: half the 65.1 s pause (32.6 s) or
+    more explains it; less leaves a throughput change across an unexplained pause."""
+    from helpers import rewrite
+
+    run = _real("history-ckpt-pause-ramp-2rank", tmp_path)
+    for rank in (0, 1):
+        rewrite(run / f"metrics-{rank}.jsonl", lambda x: {**x, "metrics": {
+            **x["metrics"], "train/ckpt_save_seconds": saved}}
+            if "train/ckpt_save_seconds" in x["metrics"] else x)
+    r = run_cli(run, "--config", "c")
+    assert (r.exit_code == 1) == split
+    if split:
+        assert "throughput 1.56x higher after a 65.1 s pause" in error_line(r)
