@@ -36,6 +36,11 @@ NODES_N_LAUNCHERS = ("srun",)
 NODES_FLAGS = ("--nodes",)  # srun's long form of -N
 # Open MPI's placement policy, ``--map-by ppr:4:node`` (ezpz's line without a scheduler).
 _PPR = re.compile(r"ppr:(\d+):node(?::|\Z)", re.IGNORECASE)
+# The program's tensor-parallel size: ezpz's fsdp_tp ``--tp N``, and the spellings of other
+# trainers (Megatron's ``--tensor-model-parallel-size``, vLLM-style ``--tensor-parallel-size``).
+TP_FLAGS = ("--tp", "--tp-size", "--tp_size", "--tensor-parallel-size",
+            "--tensor_parallel_size", "--tensor-model-parallel-size",
+            "--tensor_model_parallel_size")
 _BULLET = re.compile(r"^\s*[-*]\s+\*\*(?P<key>[^*]+)\*\*:\s*(?P<val>.*?)\s*$")
 
 
@@ -58,6 +63,7 @@ class Placement:
     gpus: int
     how: dict[str, Text]  # column -> one-line derivation, for --explain
     gpus_source: str = "flag"  # "flag", "world_size" (the ranks that ran) or "NGPUS" (allocation)
+    tp: tuple[int, str] | None = None  # tensor-parallel size from the launch line, and its flag
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,18 @@ def launch_layout(command: str) -> LaunchLayout:
         elif (flag == "-N" and launcher in NODES_N_LAUNCHERS) or flag in NODES_FLAGS:
             nodes = _counted(value, flag) or nodes
     return LaunchLayout(*(per_node or (None, "")), *(nodes or (None, "")))
+
+
+def tensor_parallel(command: str) -> tuple[int, str] | None:
+    """The program's tensor-parallel size on a launch line (:data:`TP_FLAGS`; the last
+    given wins), and the flag that said so: ``(2, "--tp 2")``."""
+    words = _launch_words(command)
+    found = None
+    for i in range(len(words)):
+        flag, value = _option(words, i)
+        if flag in TP_FLAGS:
+            found = _counted(value, flag) or found
+    return found
 
 
 def _launch_words(command: str) -> list[str]:
@@ -366,7 +384,10 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
         prov.notes.append(f"nodes {nodes} exceeds gpus {gpus}: some nodes ran no rank")
     if gpus_flag and gpn and gpus % gpn:
         prov.notes.append(opt("gpus", gpus) + f" is not a multiple of GPUS_PER_NODE {gpn}")
-    return Placement(system=system, nodes=nodes, gpus=gpus, how=how, gpus_source=gpus_source)
+    command = prov.values.get("EZPZ_RUN_COMMAND")
+    tp = tensor_parallel(command) if command else None
+    return Placement(system=system, nodes=nodes, gpus=gpus, how=how, gpus_source=gpus_source,
+                     tp=tp)
 
 
 def _nodes_from_ranks(prov: Provenance, gpus: int, gpn: int | None,
