@@ -104,16 +104,18 @@ def tflops_finding(red: Reduced, gpus: int, nodes: int, system: str | None
 
     st = red.stats
     tflops, dt = st["tflops"].values, st["dt"].values
-    with np.errstate(invalid="ignore"):
+    with np.errstate(all="ignore"):  # values near float max: inf, not a warning
         timed = np.isfinite(tflops) & np.isfinite(dt) & (tflops > 0) & (dt > 0)
-    if int(timed.sum()) >= 3 and _spread(tflops[timed]) <= WORK_SPREAD_MAX and _spread(
-            dt[timed]) >= WORK_DT_SPREAD_MIN:
+        work_like = int(timed.sum()) >= 3 and _spread(tflops[timed]) <= WORK_SPREAD_MAX and \
+            _spread(dt[timed]) >= WORK_DT_SPREAD_MIN
+    if work_like:
         work = _median(tflops[timed])
         lo, hi = float(dt[timed].min()), float(dt[timed].max())
+        per_gpu = np.where(timed, tflops / np.where(timed, dt, 1.0), np.nan)
         return Finding(frozenset({"tflops"}), (
-            f"tflops is {work:,.4g} on every step while dt moves {lo:.4g}..{hi:.4g} s: a rate would move inversely with dt (tflops x dt the same), "
-            "so it is the TFLOP of a step, a work, not TFLOP/s; tflops left empty")), \
-            np.where(timed, tflops / np.where(timed, dt, 1.0), np.nan)
+            f"tflops is {work:,.4g} on every step while dt moves {lo:.4g}..{hi:.4g} s: a rate "
+            "would move inversely with dt (tflops x dt the same), so it is the TFLOP of a "
+            "step, a work, not TFLOP/s; tflops left empty")), per_gpu
     sysdev = system_of(system)
     value = st["tflops"].value
     if sysdev is None or value is None or value <= (peak := sysdev.fastest.peak_tflops):
@@ -244,10 +246,10 @@ Identity = tuple[float, float, str, str]
 
 def identities(gpus: int, tp: int | None) -> list[Identity]:
     """The legitimate values of ``rate x dt / tokens``: (value, what the logged tokens are
-    multiplied by for the step's global tokens, what it means, the tokens it gives). 1: a global count; gpus: a
-    count per rank; gpus / tp: a count per data-parallel group; 1000 times each: dt in
-    milliseconds (refused or noted by the step-time check; the rate is still checked
-    against the clock)."""
+    multiplied by for the step's global tokens, what it means, the tokens it gives).
+    1: a global count; gpus: a count per rank; gpus / tp: a count per data-parallel group;
+    1000 times each: dt in milliseconds (refused or noted by the step-time check; the rate
+    is still checked against the clock)."""
     wants = [(1.0, 1.0, "1 (a global count)", "the logged tokens")]
     if gpus > 1:
         wants.append((float(gpus), float(gpus), f"{gpus} (gpus: a count per rank)",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ezpz_amsc.run.devices import PEAK_MATCH, PEAKS, SYSTEMS, Device, matches, nearest, system_of
+from ezpz_amsc.run.devices import PEAKS, SYSTEMS, Device, matches, nearest, system_of
 
 
 def _documented_peaks() -> list[tuple[str, float]]:
@@ -39,7 +39,8 @@ def test_the_table_entry_by_entry():
 
 @pytest.mark.parametrize(("tflops", "name"), [
     (989.0, "NVIDIA H100 SXM"),  # the H200 has the same peak: the first listed is named
-    (835.0, "NVIDIA H100 NVL"), (2250.0, "NVIDIA B200"), (756.0, "NVIDIA H100 PCIe"), (312.0, "NVIDIA A100"),
+    (835.0, "NVIDIA H100 NVL"), (2250.0, "NVIDIA B200"), (756.0, "NVIDIA H100 PCIe"),
+    (312.0, "NVIDIA A100"),
     (183.0, "NVIDIA L40S"), (5000.0, "AMD Instinct MI355X"),
     (1300.0, "AMD Instinct MI325X"),  # the MI300X's too: the first listed
     (191.5, "AMD Instinct MI250X, one GCD"), (340.8, "Intel Max 1550 tile, 512 CUs"),
