@@ -2,9 +2,13 @@
 published"): what two of them imply about each other, against what is physically
 possible.
 
-- ``tflops / (mfu / 100)`` is the device's peak (:mod:`ezpz_amsc.run.devices`);
-- the logged tokens/s times the step time is the tokens a step processed, and the
-  records' own clock must be able to sustain that rate;
+- ``tflops`` per GPU is at most the peak of the recorded system's device, and a rate
+  (it moves inversely with dt, not the same on every step);
+- ``tflops / (mfu / 100)`` is the device's peak (:mod:`ezpz_amsc.run.devices`): the
+  recorded system's, else some real accelerator's;
+- the logged tokens/s times the step time is the tokens a step processed (1, gpus or
+  gpus / tp times the logged count, within the run's own scatter), and the records' own
+  clock must be able to sustain that rate;
 - ``train/tps / train/tps_per_gpu`` is the world size.
 
 Each function says what it found; :mod:`ezpz_amsc.run.columns` decides the cells.
@@ -90,6 +94,13 @@ def _spread(x: np.ndarray) -> float:
     return float(x.max() - x.min()) / _median(x)
 
 
+def _same_to(x: np.ndarray, spread: float) -> bool:
+    """(max - min) / median at most ``spread``; a rate that moves is told without a sort
+    ((max - min) / max is no larger: the median is at most the max)."""
+    top = float(x.max())
+    return float(top - x.min()) <= spread * top and _spread(x) <= spread
+
+
 def tflops_finding(red: Reduced, gpus: int, nodes: int, system: str | None
                    ) -> tuple[Finding, np.ndarray | None]:
     """What the logged ``tflops`` is, before it meets mfu: a per-GPU rate (nothing found),
@@ -106,7 +117,7 @@ def tflops_finding(red: Reduced, gpus: int, nodes: int, system: str | None
     tflops, dt = st["tflops"].values, st["dt"].values
     with np.errstate(all="ignore"):  # values near float max: inf, not a warning
         timed = np.isfinite(tflops) & np.isfinite(dt) & (tflops > 0) & (dt > 0)
-        work_like = int(timed.sum()) >= 3 and _spread(tflops[timed]) <= WORK_SPREAD_MAX and \
+        work_like = int(timed.sum()) >= 3 and _same_to(tflops[timed], WORK_SPREAD_MAX) and \
             _spread(dt[timed]) >= WORK_DT_SPREAD_MIN
     if work_like:
         work = _median(tflops[timed])
@@ -273,7 +284,7 @@ def identity_band(ratios: np.ndarray, median: float) -> tuple[float, float]:
     median absolute deviation of the per-step ratio over its median, x
     :data:`TOKENS_RATE_SCATTER` (about two standard deviations of a normal scatter), at
     least :data:`TOKENS_RATE_BAND_MIN`."""
-    scatter = _median(np.abs(ratios - median)) / median
+    scatter = float(np.median(np.abs(ratios - median))) / median  # a partition, not a sort
     return max(TOKENS_RATE_BAND_MIN, TOKENS_RATE_SCATTER * scatter), scatter
 
 
