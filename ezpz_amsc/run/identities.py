@@ -326,9 +326,13 @@ def throughput_finding(red: Reduced, keys_used: dict[str, str], gpus: int,
         if counted.any():
             ratios = rate[counted] * dt[counted] / tokens[counted]
             ratio = _median(ratios)
-            band, scatter = identity_band(ratios, ratio)
             want, times, what, source = _nearest_identity(ratio, identities(gpus, tp))
-            per_step = tokens * times
+            per_step = tokens if times == 1 else tokens * times
+            # Within the least band the identity holds whatever the scatter (not measured).
+            inside = want / (1 + TOKENS_RATE_BAND_MIN) <= ratio <= want * (
+                1 + TOKENS_RATE_BAND_MIN)
+            band, scatter = (TOKENS_RATE_BAND_MIN, 0.0) if inside else identity_band(
+                ratios, ratio)
             shown = (f"{name} x dt / tokens is {ratio:.4g} (median of {int(counted.sum())} "
                      f"steps, scatter {scatter:.1%})")
             if ratio > want * (1 + band):
