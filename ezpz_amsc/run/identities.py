@@ -111,8 +111,6 @@ def tflops_finding(red: Reduced, gpus: int, nodes: int, system: str | None
     identity with mfu): the logged values, the work / dt, the total / GPUs it is the total
     of, or None when nothing says which.
     """
-    from ezpz_amsc.run.devices import system_of
-
     st = red.stats
     tflops, dt = st["tflops"].values, st["dt"].values
     with np.errstate(all="ignore"):  # values near float max: inf, not a warning
@@ -127,9 +125,13 @@ def tflops_finding(red: Reduced, gpus: int, nodes: int, system: str | None
             f"tflops is {work:,.4g} on every step while dt moves {lo:.4g}..{hi:.4g} s: a rate "
             "would move inversely with dt (tflops x dt the same), so it is the TFLOP of a "
             "step, a work, not TFLOP/s; tflops left empty")), per_gpu
-    sysdev = system_of(system)
     value = st["tflops"].value
-    if sysdev is None or value is None or value <= (peak := sysdev.fastest.peak_tflops):
+    if value is None or st["mfu"].all_zero:  # ezpz's mfu 0.0: not a device it (or the
+        return Finding(), tflops  # table of systems) knows, a CPU; the table is not loaded
+    from ezpz_amsc.run.devices import system_of
+
+    sysdev = system_of(system)
+    if sysdev is None or value <= (peak := sysdev.fastest.peak_tflops):
         return Finding(), tflops
     per_node = -(-gpus // max(nodes, 1))
     shown = (f"tflops {value:,.3f} (the median) is above the peak of {system}'s "
