@@ -27,6 +27,7 @@ from click.testing import CliRunner
 
 from ezpz_amsc.cli.group import cli, export_amsc
 from ezpz_amsc.results.schema import HEADER
+from ezpz_amsc.run.devices import device
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = REPO / "examples" / "runs"  # real run directories, written by real ezpz
@@ -482,7 +483,7 @@ def set_metric(run: Path, key: str, fn: Callable[[int, float], float]) -> None:
     rewrite(run / "metrics-0.jsonl", set_it)
 
 
-H100_PEAK_TFLOPS = 989.0  # BF16 dense, the peak ezpz's mfu is computed against
+H100_PEAK_TFLOPS = device("NVIDIA H100 SXM").peak_tflops  # the peak ezpz's mfu is against
 
 
 def on_h100(run: Path) -> None:

@@ -24,18 +24,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 CASES = REPO / "tests" / "cases"
 # Cases whose expectation the rules do not meet yet, each with why (case name -> reason).
-KNOWN: dict[str, str] = {
-    "real-history-stall-wide-timer-1rank": "issue 33: not met yet",
-    "gpu-aurora-1node-tflops-mfu-node-total": "issue 33: not met yet",
-    "gpu-aurora-1node-tflops-node-total": "issue 33: not met yet",
-    "gpu-aurora-rate-33pct-high-rank-tokens": "issue 33: not met yet",
-    "gpu-aurora-tflops-per-step": "issue 33: not met yet",
-    "gpu-aurora-tp2-48ranks": "issue 33: not met yet",
-    "gpu-perlmutter-1node-tflops-node-total": "issue 33: not met yet",
-    "gpu-perlmutter-wider-timer-stall": "issue 33: not met yet",
-    "gpu-polaris-mfu-h100-peak": "issue 33: not met yet",
-    "gpu-polaris-rate-25pct-high": "issue 33: not met yet",
-}
+KNOWN: dict[str, str] = {}
 
 
 def case_names() -> list[str]:

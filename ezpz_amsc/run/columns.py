@@ -286,7 +286,7 @@ def _clock_span(red: Reduced, ok: Any) -> float | None:
 def _metric_values(ctx: Context, notes: list[Text]) -> dict[str, Any]:
     """The reduced metric cells, each left empty when it is not a measurement of the run;
     a throughput logged one way only is derived the other."""
-    from ezpz_amsc.run.identities import peak_finding, throughput_finding
+    from ezpz_amsc.run.identities import peak_finding, tflops_finding, throughput_finding
 
     red, gpus = ctx.red, ctx.placement.gpus
     if not red.steps:
@@ -306,7 +306,9 @@ def _metric_values(ctx: Context, notes: list[Text]) -> dict[str, Any]:
     leave_empty(_invalid_shares(red, notes))
     leave_empty(_too_few_steps(ctx, emptied, notes))
     if not {"tps", "tps_per_gpu"} <= emptied:
-        found = throughput_finding(red, ctx.steps.keys_used, gpus, lambda: _accumulation(ctx))
+        tp = ctx.placement.tp[0] if ctx.placement.tp else None
+        found = throughput_finding(red, ctx.steps.keys_used, gpus, lambda: _accumulation(ctx),
+                                   tp)
         if found.note:
             notes.append(found.note)
             leave_empty({name for name, col in RATE_COLUMNS.items() if col in found.empty})
@@ -326,10 +328,17 @@ def _metric_values(ctx: Context, notes: list[Text]) -> dict[str, Any]:
         looked = ", ".join(SERIES_KEYS["tps"] + SERIES_KEYS["tps_per_gpu"])
         notes.append(f"no throughput series logged (looked for {looked}); both throughput "
                      "cells are empty")
+    rate = None  # the per-GPU TFLOPS of each step the tflops series stands for
+    if "tflops" not in emptied:
+        found, rate = tflops_finding(red, gpus, ctx.placement.nodes, ctx.placement.system)
+        if found.note:
+            notes.append(found.note)
+            leave_empty(found.empty)
     if mfu_unknown:
         notes.append(f"mfu is 0.0 on every step ({MFU_ZERO_MEANS}); left empty")
-    elif not {"mfu", "tflops"} & emptied:
-        found = peak_finding(red, gpus)
+    elif "mfu" not in emptied and rate is not None:
+        found = peak_finding(red, gpus, ctx.placement.system, ctx.placement.nodes,
+                             None if "tflops" not in emptied else rate)
         if found.note:
             notes.append(found.note)
             leave_empty(found.empty)

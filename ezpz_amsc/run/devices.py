@@ -1,5 +1,6 @@
-"""Published peak TFLOPS of the accelerators ezpz runs on: facts for the identity
-``tflops / (mfu / 100) = the device's peak`` (docs/numbers.md, "Peak FLOPS").
+"""Published peak TFLOPS of the accelerators ezpz runs on, and the accelerator of each
+system: facts for the identity ``tflops / (mfu / 100) = the device's peak`` and the bound
+``tflops per GPU <= the device's peak`` (docs/numbers.md, "Peak FLOPS" and "Systems").
 
 ezpz computes ``mfu = model_flops / (peak_flops_per_device x step_time) x 100``
 with this table (BF16 dense, per device; ezpz 0.26.1, ``src/ezpz/flops.py``),
@@ -23,6 +24,7 @@ PEAKS: tuple[Device, ...] = (
     Device("NVIDIA H100 NVL", "BF16 dense", 835.0),
     Device("NVIDIA H100 PCIe", "BF16 dense", 756.0),
     Device("NVIDIA H200", "BF16 dense", 989.0),
+    Device("NVIDIA B200", "BF16 dense", 2250.0),
     Device("NVIDIA A100", "BF16 dense", 312.0),
     Device("NVIDIA L40S", "BF16 dense", 183.0),
     Device("AMD Instinct MI355X", "as ezpz lists it", 5000.0),
@@ -61,3 +63,56 @@ def nearest(tflops: float) -> tuple[Device, float]:
 
     best = min(PEAKS, key=off)
     return best, off(best)
+
+
+def device(name: str) -> Device:
+    """The listed device of this name."""
+    return next(d for d in PEAKS if d.name == name)
+
+
+@dataclass(frozen=True)
+class System:
+    """A system of the dashboard: the accelerator its ranks run on (one rank per GPU, tile
+    or GCD, as ezpz places them) and how many of them a node has."""
+
+    name: str
+    devices: tuple[Device, ...]  # any of them (a Max 1550 tile runs with 512 or 448 CUs)
+    per_node: int
+
+    @property
+    def fastest(self) -> Device:
+        """Its device of the highest peak: no per-GPU rate can be above it."""
+        return max(self.devices, key=lambda d: d.peak_tflops)
+
+    @property
+    def device_names(self) -> str:
+        return " or ".join(f"{d.peak_tflops:g} ({d.name})" for d in self.devices)
+
+
+_MAX_1550 = (device("Intel Max 1550 tile, 512 CUs"), device("Intel Max 1550 tile, 448 CUs"))
+_A100 = (device("NVIDIA A100"),)
+# The facilities' own documentation (docs/numbers.md, "Systems", gives the pages). Names
+# are matched whatever their case: ezpz's get_machine() writes "SunSpot".
+SYSTEMS: tuple[System, ...] = (
+    System("Aurora", _MAX_1550, 12),
+    System("Sunspot", _MAX_1550, 12),
+    System("Polaris", _A100, 4),
+    System("Perlmutter", _A100, 4),
+    System("Sophia", _A100, 8),
+    System("Frontier", (device("AMD Instinct MI250X, one GCD"),), 8),
+)
+
+
+def system_of(name: str | None) -> System | None:
+    """The listed system of this name (any case), or None: an unknown system is judged
+    against every listed device (:func:`plausible_peak`)."""
+    if not name:
+        return None
+    key = name.strip().casefold()
+    return next((s for s in SYSTEMS if s.name.casefold() == key), None)
+
+
+def matches(tflops: float, sysdev: System) -> bool:
+    """Within :data:`PEAK_MATCH` of one of the system's devices' peaks."""
+    return any(max(tflops / d.peak_tflops, d.peak_tflops / tflops) - 1 <= PEAK_MATCH
+               for d in sysdev.devices)

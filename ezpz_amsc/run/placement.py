@@ -36,6 +36,11 @@ NODES_N_LAUNCHERS = ("srun",)
 NODES_FLAGS = ("--nodes",)  # srun's long form of -N
 # Open MPI's placement policy, ``--map-by ppr:4:node`` (ezpz's line without a scheduler).
 _PPR = re.compile(r"ppr:(\d+):node(?::|\Z)", re.IGNORECASE)
+# The program's tensor-parallel size: ezpz's fsdp_tp ``--tp N``, and the spellings of other
+# trainers (Megatron's ``--tensor-model-parallel-size``, vLLM-style ``--tensor-parallel-size``).
+TP_FLAGS = ("--tp", "--tp-size", "--tp_size", "--tensor-parallel-size",
+            "--tensor_parallel_size", "--tensor-model-parallel-size",
+            "--tensor_model_parallel_size")
 _BULLET = re.compile(r"^\s*[-*]\s+\*\*(?P<key>[^*]+)\*\*:\s*(?P<val>.*?)\s*$")
 
 
@@ -62,6 +67,7 @@ class Placement:
     # read (None for MACHINE, HOSTNAME, and EZPZ_RUN_COMMAND's flag); absent: an option.
     used: dict[str, list[tuple[str, int | None]]] = field(default_factory=dict)
     per_node: tuple[int, str] | None = None  # ranks per node, and the key or launch flag (--ppn)
+    tp: tuple[int, str] | None = None  # tensor-parallel size from the launch line, and its flag
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,18 @@ def launch_layout(command: str) -> LaunchLayout:
         elif (flag == "-N" and launcher in NODES_N_LAUNCHERS) or flag in NODES_FLAGS:
             nodes = _counted(value, flag) or nodes
     return LaunchLayout(*(per_node or (None, "")), *(nodes or (None, "")))
+
+
+def tensor_parallel(command: str) -> tuple[int, str] | None:
+    """The program's tensor-parallel size on a launch line (:data:`TP_FLAGS`; the last
+    given wins), and the flag that said so: ``(2, "--tp 2")``."""
+    words = _launch_words(command)
+    found = None
+    for i in range(len(words)):
+        flag, value = _option(words, i)
+        if flag in TP_FLAGS:
+            found = _counted(value, flag) or found
+    return found
 
 
 def _launch_words(command: str) -> list[str]:
@@ -383,8 +401,10 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
         assert n is not None
         per_node = (n, key if key != "EZPZ_RUN_COMMAND" else
                     launch_layout(prov.values[key]).per_node_flag.split()[0])
+    command = prov.values.get("EZPZ_RUN_COMMAND")
+    tp = tensor_parallel(command) if command else None
     return Placement(system=system, nodes=nodes, gpus=gpus, how=how, gpus_source=gpus_source,
-                     used=used, per_node=per_node)
+                     used=used, per_node=per_node, tp=tp)
 
 
 def placement_sources(placement: Placement, prov: Provenance) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ezpz_amsc.run.devices import PEAKS, Device, nearest
+from ezpz_amsc.run.devices import PEAKS, SYSTEMS, Device, matches, nearest, system_of
 
 
 def _documented_peaks() -> list[tuple[str, float]]:
@@ -27,7 +27,7 @@ def test_the_table_entry_by_entry():
     # The table's names and peaks are the ones docs/numbers.md gives with their sources, in
     # the same order (the first listed of two equal peaks is the one named).
     assert [(d.name, d.peak_tflops) for d in PEAKS] == _documented_peaks()
-    assert len(PEAKS) == 12
+    assert len(PEAKS) == 13
     # ezpz's table is of BF16 dense peaks; the exceptions, as ezpz lists them:
     assert {d.name: d.precision for d in PEAKS if d.precision != "BF16 dense"} == {
         "AMD Instinct MI355X": "as ezpz lists it",
@@ -39,7 +39,8 @@ def test_the_table_entry_by_entry():
 
 @pytest.mark.parametrize(("tflops", "name"), [
     (989.0, "NVIDIA H100 SXM"),  # the H200 has the same peak: the first listed is named
-    (835.0, "NVIDIA H100 NVL"), (756.0, "NVIDIA H100 PCIe"), (312.0, "NVIDIA A100"),
+    (835.0, "NVIDIA H100 NVL"), (2250.0, "NVIDIA B200"), (756.0, "NVIDIA H100 PCIe"),
+    (312.0, "NVIDIA A100"),
     (183.0, "NVIDIA L40S"), (5000.0, "AMD Instinct MI355X"),
     (1300.0, "AMD Instinct MI325X"),  # the MI300X's too: the first listed
     (191.5, "AMD Instinct MI250X, one GCD"), (340.8, "Intel Max 1550 tile, 512 CUs"),
@@ -48,3 +49,46 @@ def test_the_table_entry_by_entry():
 def test_each_peak_is_its_device_s_exactly(tflops, name):
     device, off = nearest(tflops)
     assert (device.name, off) == (name, 0.0)
+
+
+def _documented_systems() -> list[tuple[str, str, int]]:
+    """(system, device, per node) of docs/numbers.md's "Systems" table, in its order."""
+    text = (Path(__file__).parents[2] / "docs" / "numbers.md").read_text(encoding="utf-8")
+    section = text[text.index("\n## Systems\n"):]
+    rows = re.findall(r"^\| ([A-Z][a-z]+) \| ([^|]+?) \| ([0-9]+) \| ([^|]+) \|$", section, re.M)
+    return [(name, dev, int(n)) for name, dev, n, _ in rows]
+
+
+def test_the_systems_are_the_documented_ones():
+    """Each system's devices and GPUs per node as docs/numbers.md gives them with sources."""
+    got = [(s.name, s.per_node, [(d.name, d.peak_tflops) for d in s.devices]) for s in SYSTEMS]
+    max1550 = [("Intel Max 1550 tile, 512 CUs", 340.8), ("Intel Max 1550 tile, 448 CUs", 298.2)]
+    assert got == [
+        ("Aurora", 12, max1550), ("Sunspot", 12, max1550),
+        ("Polaris", 4, [("NVIDIA A100", 312.0)]), ("Perlmutter", 4, [("NVIDIA A100", 312.0)]),
+        ("Sophia", 8, [("NVIDIA A100", 312.0)]),
+        ("Frontier", 8, [("AMD Instinct MI250X, one GCD", 191.5)]),
+    ]
+    assert [(n, k) for n, _, k in _documented_systems()] == [(s.name, s.per_node)
+                                                             for s in SYSTEMS]
+    assert [s.fastest.peak_tflops for s in SYSTEMS] == [340.8, 340.8, 312.0, 312.0, 312.0, 191.5]
+    assert SYSTEMS[0].device_names == ("340.8 (Intel Max 1550 tile, 512 CUs) or 298.2 (Intel "
+                                       "Max 1550 tile, 448 CUs)")
+
+
+@pytest.mark.parametrize(("name", "found"), [
+    ("Aurora", "Aurora"), ("SunSpot", "Sunspot"), ("sunspot", "Sunspot"),
+    (" POLARIS ", "Polaris"), ("perlmutter", "Perlmutter"), ("Frontier", "Frontier"),
+    ("Sophia", "Sophia"), ("localhost", None), ("", None), (None, None), ("Sirius", None),
+])
+def test_a_system_by_its_name_whatever_the_case(name, found):
+    got = system_of(name)
+    assert (got.name if got else None) == found
+
+
+@pytest.mark.parametrize(("tflops", "ok"), [
+    (340.8, True), (298.2, True), (357.8, True), (358.0, False), (284.1, True),
+    (283.9, False), (319.0, False), (312.0, True),  # 312 is 4.6 % above 298.2
+])
+def test_an_implied_peak_matches_either_tile(tflops, ok):
+    assert matches(tflops, SYSTEMS[0]) is ok

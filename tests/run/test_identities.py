@@ -43,17 +43,22 @@ from ezpz_amsc.run.devices import (
 )
 from ezpz_amsc.run.identities import (
     RATE_OVER_CLOCK_MAX,
+    RATE_TIMER_OVER_SPAN_MAX,
     THROUGHPUT_CELLS,
-    TOKENS_RATE_FACTOR,
+    TOKENS_RATE_BAND_MIN,
+    TOKENS_RATE_SCATTER,
     Finding,
     _clearly_nearer,
     _cumulative,
-    _tokens_per_step,
+    identities,
+    identity_band,
     logged_world_size,
     peak_finding,
     throughput_finding,
 )
 from ezpz_amsc.run.reduce import Reduced, SeriesStats
+
+RUNS_DIR = Path(__file__).resolve().parents[2] / "examples" / "runs"
 
 LAUNCH_ROW = expected_row(LAUNCH)
 
@@ -62,7 +67,7 @@ LAUNCH_ROW = expected_row(LAUNCH)
 
 def test_the_table_is_ezpz_s_and_the_bounds_follow_from_it():
     assert {d.peak_tflops for d in PEAKS} == {
-        989.0, 835.0, 756.0, 312.0, 183.0, 5000.0, 1300.0, 191.5, 340.8, 298.2}
+        989.0, 835.0, 756.0, 2250.0, 312.0, 183.0, 5000.0, 1300.0, 191.5, 340.8, 298.2}
     assert (PEAK_MIN_TFLOPS, PEAK_MAX_TFLOPS, PEAK_MATCH) == (18.3, 10000.0, 0.05)
     # an mfu logged as a fraction multiplies the peak by 100: out of bounds on every device
     assert all(d.peak_tflops * 100 > PEAK_MAX_TFLOPS for d in PEAKS)
@@ -170,11 +175,11 @@ def test_an_implied_peak_nothing_explains_leaves_both_empty(tmp_path, mfu, tflop
 @pytest.mark.parametrize(("tflops", "noted"), [(100.0, False), (100.2, True)])
 def test_the_upper_bound_is_ten_thousand(tmp_path, tflops, noted):
     """1 % mfu: 100 TFLOPS imply 10,000 exactly (allowed); 100.2, 10,020 (no device's)."""
-    run = launch(tmp_path)
-    set_metric(run, "train/mfu", lambda i, v: 1.0)
-    set_metric(run, "train/tflops", lambda i, v: tflops)
+    run = launch(tmp_path)  # both wobble, so tflops is a rate (not the same every step)
+    set_metric(run, "train/mfu", lambda i, v: 1.0 * (1 + i / 1000))
+    set_metric(run, "train/tflops", lambda i, v: tflops * (1 + i / 1000))
     r = run_cli(run, "--config", "c")
-    assert _cells(r) == (("", "") if noted else ("1.000", f"{tflops:.3f}"))
+    assert _cells(r) == (("", "") if noted else (_med(1.0), _med(tflops)))
 
 
 def test_an_mfu_of_zero_is_no_peak(tmp_path):
@@ -205,35 +210,77 @@ def _scaled(factor: float):
     return fn
 
 
-_NOT_TOKENS = ("train/tps x dt / tokens is {ratio} (median of 30 steps), not 1: train/tps is "
-               "not tokens per second (samples/s, tokens per step, or dt misses part of each "
-               "step?); throughput left empty")
+def _too_low(ratio: str, scatter: str, below: str, needed: str, between: str, x: str,
+             n: int = 30) -> str:
+    return (f"train/tps x dt / tokens is {ratio} (median of {n} steps, scatter {scatter}): "
+            f"{below} below 1 (a global count); at that rate the tokens between records take "
+            f"{needed} s of the {between} s between them ({x}x): the records' clock cannot "
+            "sustain so low a rate, train/tps is not the run's tokens per second (samples/s?); "
+            "throughput left empty")
+
+
+def _span() -> tuple[float, float]:
+    """The launch run's summed dt of steps 2..30 and its records' span."""
+    recs = launch_records()
+    return (sum(x["metrics"]["train/dt"] for x in recs[1:]),
+            recs[-1]["timestamp"] - recs[0]["timestamp"])
 
 
 @pytest.mark.parametrize(("fn", "ratio"), [
-    (_scaled(1 / 128), "0.00781"),  # samples per second of 128-token sequences
+    (_scaled(1 / 128), "0.007812"),  # samples per second of 128-token sequences
     (lambda m: {**m, "train/tps": 256.0, "train/tps_per_gpu": 256.0}, None),  # tokens a step
 ])
 def test_a_rate_that_is_not_tokens_per_second_is_left_empty(tmp_path, fn, ratio):
+    """Far below tokens / dt: at the logged rate the tokens would take far longer than the
+    records' clock gives them."""
     r = run_cli(_launch_with(tmp_path, fn), "--config", "test/cfg")
     assert one_row(r) == {**LAUNCH_ROW, "config": "test/cfg", "throughput_tokens_per_sec": "",
                           "throughput_tokens_per_sec_per_gpu": ""}
+    summed, span = _span()
+    recs = launch_records()
     if ratio is None:  # tokens per step: rate x dt / tokens is dt, the median step time
-        ratio = f"{statistics.median(x['metrics']['train/dt'] for x in launch_records()):.3g}"
-    assert notes_of(r) == [_NOT_TOKENS.format(ratio=ratio), MFU_NOTE]
+        dts = sorted(x["metrics"]["train/dt"] for x in recs)
+        med = statistics.median(dts)
+        ratio = f"{med:.4g}"
+        scatter = statistics.median(abs(d - med) for d in dts) / med
+        needed = 29.0
+    else:
+        scatter, needed = 0.0, summed * 128
+    notes = notes_of(r)
+    assert notes == [_too_low(ratio, f"{scatter:.1%}", f"{1 - float(ratio):.0%}",
+                              f"{needed:.4g}", f"{span:.4g}", f"{needed / span:.3g}"),
+                     MFU_NOTE]
 
 
 @pytest.mark.parametrize(("factor", "kept"), [
-    (TOKENS_RATE_FACTOR, True), (TOKENS_RATE_FACTOR * 1.01, False),
-    (1 / TOKENS_RATE_FACTOR, True), (1 / TOKENS_RATE_FACTOR / 1.01, False),
+    (1.049, True), (1.051, False), (1 / 1.049, True),  # within 5 %: the identity holds
+    (1 / 1.4, True),  # 29 % below tokens / dt, and the clock sustains it (1.19x the span)
+    (1 / 1.5, False),  # 1.27x: more than the clock gives
 ])
-def test_the_rate_may_differ_from_tokens_over_dt_by_half_either_way(tmp_path, factor, kept):
+def test_the_band_is_five_percent_and_the_clock_decides_below(tmp_path, factor, kept):
     r = run_cli(_launch_with(tmp_path, _scaled(factor)), "--config", "c")
     tps = one_row(r)["throughput_tokens_per_sec"]
     want = float(LAUNCH_ROW["throughput_tokens_per_sec"]) * factor
     assert (tps != "") == kept
     if kept:
         assert abs(float(tps) - want) < 0.01
+    summed, span = _span()
+    if factor == 1.051:
+        assert notes_of(r)[0] == (
+            "train/tps x dt / tokens is 1.051 (median of 30 steps, scatter 0.0%): 5% above 1 (a "
+            "global count), beyond the run's own scatter (band 5%): train/tps is not the run's "
+            "tokens per second (timed over part of each step, samples/s, tokens per step?); "
+            "throughput left empty")
+    if factor == 1 / 1.4:
+        needed = summed * 1.4
+        assert notes_of(r)[0] == (
+            "train/tps x dt / tokens is 0.7143 (median of 30 steps, scatter 0.0%): 29% below 1 "
+            "(a global count): the rate is timed over more than dt (data loading outside dt?); "
+            f"at that rate the tokens between records take {needed:.4g} s of the {span:.4g} s "
+            f"between them ({needed / span:.0%}): the records' clock sustains it, published")
+    if factor == 1 / 1.5:
+        assert notes_of(r)[0] == _too_low("0.6667", "0.0%", "33%", f"{summed * 1.5:.4g}",
+                                          f"{span:.4g}", f"{summed * 1.5 / span:.3g}")
 
 
 def test_tokens_counted_per_rank_are_the_world_size_times_fewer(tmp_path):
@@ -424,21 +471,36 @@ def test_clearly_nearer(off, other, nearer):
     assert _clearly_nearer(off, other) is nearer
 
 
-@pytest.mark.parametrize(("ratio", "gpus", "source"), [
-    (1.0, 1, "the logged tokens"), (1.5, 1, "the logged tokens"), (1.501, 1, None),
-    (1000.0, 1, "the logged tokens"), (1499.5, 1, "the logged tokens"), (1501.0, 1, None),
-    (1000.0 / 1.5 * 0.999, 1, None),
-    (2.0, 2, "the logged tokens x 2 ranks"), (2000.0, 2, "the logged tokens x 2 ranks"),
-    (8.0, 8, "the logged tokens x 8 ranks"), (3.0, 1, None),
-])
-def test_tokens_per_step_units(ratio, gpus, source):
-    tokens = np.array([256.0, 256.0])
-    got = _tokens_per_step(ratio, tokens, gpus)
-    if source is None:
-        assert got is None
-    else:
-        assert got[1] == source
-        assert got[0].tolist() == [256.0 * (gpus if "ranks" in source else 1)] * 2
+def test_the_legitimate_ratios():
+    """1, gpus, gpus / tp (a whole number of groups), and 1000 x each (dt in ms)."""
+    assert identities(1, None) == [
+        (1.0, 1.0, "1 (a global count)", "the logged tokens"),
+        (1000.0, 1.0, "1000 x 1 (a global count) (dt in milliseconds)", "the logged tokens")]
+    assert [w[:2] for w in identities(48, 2)] == [
+        (1.0, 1.0), (48.0, 48.0), (24.0, 24.0), (1000.0, 1.0), (48000.0, 48.0),
+        (24000.0, 24.0)]
+    assert identities(48, 2)[2][2:] == (
+        "24 (gpus / tp 2: a count per data-parallel group)",
+        "the logged tokens x 24 data-parallel groups")
+    assert identities(4, 1) == identities(4, None) == identities(4, 4) == identities(4, 3)
+    assert identities(4, None)[1][2:] == ("4 (gpus: a count per rank)",
+                                          "the logged tokens x 4 ranks")
+
+
+def test_a_rate_timer_has_the_room_the_step_time_check_gives_dt():
+    from ezpz_amsc.run.crosschecks import STEP_TIME_OVER_SPAN_MAX
+
+    assert RATE_TIMER_OVER_SPAN_MAX == STEP_TIME_OVER_SPAN_MAX == 1.25
+
+
+def test_the_band_follows_the_scatter():
+    """Three median absolute deviations over the median, at least 5 %."""
+    assert (TOKENS_RATE_SCATTER, TOKENS_RATE_BAND_MIN) == (3.0, 0.05)
+    assert identity_band(np.array([1.0, 1.0, 1.0]), 1.0) == (0.05, 0.0)
+    band, scatter = identity_band(np.array([0.9, 1.0, 1.1]), 1.0)
+    assert (round(band, 9), round(scatter, 9)) == (0.3, 0.1)
+    band, scatter = identity_band(np.array([2.02, 2.0, 1.98]), 2.0)
+    assert (round(band, 9), round(scatter, 9)) == (0.05, 0.01)
 
 
 @pytest.mark.parametrize(("tokens", "cumulative"), [
@@ -466,8 +528,13 @@ def test_only_steps_with_a_positive_finite_rate_dt_and_tokens_are_counted():
     red = _red(tps=[0.5, 0.5, 0.5, inf, 0.5, 0.0, 0.5, 0.5, 0.5, nan, 0.5],
                dt=[0.5, 0.5, 0.5, 0.5, inf, 0.5, 0.0, 0.5, 0.5, 0.5, nan],
                tokens=[1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, inf, 0.0, 1.0, 1.0])
-    assert _throughput(red) == Finding(THROUGHPUT_CELLS, _NOT_TOKENS.format(ratio="0.25")
-                                       .replace("30 steps", "3 steps"))
+    # Below the identity: the clock judges the five intervals whose step has a positive
+    # finite rate and token count (1 token at 0.5 tokens/s: 2 s each, in 1 s each).
+    assert _throughput(red) == Finding(THROUGHPUT_CELLS, (
+        "train/tps x dt / tokens is 0.25 (median of 3 steps, scatter 0.0%): 75% below 1 (a "
+        "global count); at that rate the tokens between records take 10 s of the 5 s between "
+        "them (2x): the records' clock cannot sustain so low a rate, train/tps is not the "
+        "run's tokens per second (samples/s?); throughput left empty"))
 
 
 def test_a_per_gpu_rate_times_gpus_against_the_clock():
@@ -549,10 +616,6 @@ def test_an_mfu_up_to_one_only_is_a_fraction():
         peak="34,080", n=2, side="above"))
 
 
-def test_tokens_counted_per_rank_only_near_the_world_size():
-    assert _tokens_per_step(5.0, np.array([256.0]), 2) is None
-
-
 def test_rate_times_dt_of_one_timed_step_says_nothing():
     """The first step has no dt: one rate x dt is no evidence the rate came from dt."""
     red = _red(tps=[1000.0, 1000.0], dt=[np.nan, 1.0], ts=[0.0, 8.0])
@@ -573,3 +636,272 @@ def test_the_tokens_of_several_steps_between_records():
     assert _throughput(red) == Finding(THROUGHPUT_CELLS, _INFLATED.format(
         name="train/tps", value="1,000", over="8", tokens="1,000", source="train/tps x dt",
         clock="125", accum=""))
+
+
+# ---------------------------------------------------------------- the recorded system's device
+# The real fsdp_tp-2rank run moved to a listed system (MACHINE), logging a GPU's tflops and
+# mfu (a 3 % wobble over its 30 steps); every outcome on both JSON readers.
+
+
+@pytest.fixture(params=["default", "stdlib"])
+def json_reader(request, monkeypatch):
+    monkeypatch.setenv("EZPZ_AMSC_JSON", "" if request.param == "default" else "stdlib")
+    return request.param
+
+
+def _on_system(tmp_path: Path, machine: str, tflops, mfu, **dist) -> Path:
+    """fsdp_tp-2rank on ``machine``: ``tflops(i, dt)`` and ``mfu(i, dt)`` on step i."""
+    run = copy_run("fsdp_tp-2rank", tmp_path)
+
+    def logged(rec):
+        m = rec["metrics"]
+        if is_step(rec):
+            i, dt = m["train/iter"], m["train/dt"]
+            m["train/tflops"], m["train/mfu"] = tflops(i, dt), mfu(i, dt)
+        return rec
+
+    rewrite(run / "metrics-0.jsonl", logged)
+    edit_dist(run, MACHINE=machine, **dist)
+    return run
+
+
+def _fsdp_dts() -> list[float]:
+    return [x["metrics"]["train/dt"] for x in read_records(
+        RUNS_DIR / "fsdp_tp-2rank" / "metrics-0.jsonl") if is_step(x)]
+
+
+def _wobbled(x: float) -> float:
+    """The median of x (1 + i / 1000) over steps 2..30 (the warmup step left out)."""
+    return statistics.median(x * (1 + i / 1000) for i in range(2, 31))
+
+
+def _row_cells(r) -> tuple[str, str, str]:
+    row = one_row(r)
+    return row["system"], row["mfu"], row["tflops"]
+
+
+def test_tflops_above_the_device_s_peak_on_one_node_is_the_node_s_total(tmp_path, json_reader):
+    """Polaris, 1 node of 2 ranks: 300 TFLOPS per GPU x 2 = 600 'per GPU', above an A100's
+    312: the node's total; mfu (96.2 %, 300 of 312) checks out against tflops / 2."""
+    run = _on_system(tmp_path, "Polaris", lambda i, dt: 600.0 * (1 + i / 1000),
+                     lambda i, dt: 300.0 / 312.0 * 100 * (1 + i / 1000))
+    r = run_cli(run, "--config", "c")
+    assert _row_cells(r) == ("Polaris", f"{_wobbled(300.0 / 312.0 * 100):.3f}", "")
+    assert notes_of(r) == [
+        f"tflops {_wobbled(600.0):,.3f} (the median) is above the peak of Polaris's NVIDIA "
+        "A100, 312 TFLOPS: no GPU does that, so it is not a per-GPU rate; / 2 GPUs per node "
+        f"it is {_wobbled(600.0) / 2:,.3f}: the node's total (the whole job's: 1 node); "
+        "tflops left empty"]
+
+
+def test_tflops_above_the_peak_on_nodes_of_one_rank_is_the_job_s_total(tmp_path, json_reader):
+    """Perlmutter, --nodes 2 (one rank per node): / 1 is still above, / 2 gpus is not."""
+    run = _on_system(tmp_path, "perlmutter", lambda i, dt: 500.0 * (1 + i / 1000),
+                     lambda i, dt: 250.0 / 312.0 * 100 * (1 + i / 1000))
+    r = run_cli(run, "--config", "c", "--nodes", "2")
+    assert _row_cells(r) == ("perlmutter", f"{_wobbled(250.0 / 312.0 * 100):.3f}", "")
+    assert notes_of(r) == [
+        f"tflops {_wobbled(500.0):,.3f} (the median) is above the peak of perlmutter's NVIDIA "
+        f"A100, 312 TFLOPS: no GPU does that, so it is not a per-GPU rate; / 2 gpus it is "
+        f"{_wobbled(500.0) / 2:,.3f}: the job's total; tflops left empty"]
+
+
+def test_tflops_above_the_peak_even_per_gpu_of_the_job(tmp_path, json_reader):
+    """2,000 on 2 A100s: 1,000 each is still above 312; nothing to check mfu against."""
+    run = _on_system(tmp_path, "Polaris", lambda i, dt: 2000.0 * (1 + i / 1000),
+                     lambda i, dt: 50.0 * (1 + i / 1000))
+    r = run_cli(run, "--config", "c")
+    assert _row_cells(r) == ("Polaris", f"{_wobbled(50.0):.3f}", "")
+    assert notes_of(r) == [
+        f"tflops {_wobbled(2000.0):,.3f} (the median) is above the peak of Polaris's NVIDIA "
+        "A100, 312 TFLOPS: no GPU does that, so it is not a per-GPU rate, even / 2 gpus "
+        f"({_wobbled(2000.0) / 2:,.3f}); tflops left empty"]
+
+
+def test_at_the_peak_exactly_is_not_above_it(tmp_path, json_reader):
+    """312 on an A100 (mfu 100 %) after a slower warmup step: not above the peak."""
+    run = _on_system(tmp_path, "Polaris", lambda i, dt: 312.0 if i > 1 else 100.0,
+                     lambda i, dt: 100.0 if i > 1 else 100.0 / 3.12)
+    assert _row_cells(run_cli(run, "--config", "c")) == ("Polaris", "100.000", "312.000")
+
+
+def test_a_system_not_listed_keeps_the_any_device_band(tmp_path, json_reader):
+    """600 TFLOPS beside an MI300X's mfu on a system not listed: a real device's peak."""
+    run = _on_system(tmp_path, "Sirius", lambda i, dt: 600.0 * (1 + i / 1000),
+                     lambda i, dt: 600.0 / 1300.0 * 100 * (1 + i / 1000))
+    r = run_cli(run, "--config", "c")
+    assert _row_cells(r) == ("Sirius", f"{_wobbled(600.0 / 13.0):.3f}", f"{_wobbled(600.0):.3f}")
+    assert notes_of(r) == []
+
+
+def test_tflops_the_same_on_every_step_is_flops_per_step(tmp_path, json_reader):
+    """Aurora: 20 TFLOP a step, mfu = 20 / dt / 340.8 x 100 (a rate): tflops empty, mfu
+    kept (20 / dt / (mfu / 100) is a tile's peak)."""
+    run = _on_system(tmp_path, "Aurora", lambda i, dt: 20.0,
+                     lambda i, dt: 20.0 / dt / 340.8 * 100)
+    r = run_cli(run, "--config", "c")
+    dts = _fsdp_dts()
+    mfu = statistics.median(20.0 / dt / 340.8 * 100 for dt in dts[1:])
+    assert _row_cells(r) == ("Aurora", f"{mfu:.3f}", "")
+    assert notes_of(r) == [
+        f"tflops is 20 on every step while dt moves {min(dts):.4g}..{max(dts):.4g} s: a rate "
+        "would move inversely with dt (tflops x dt the same), so it is the TFLOP of a step, a "
+        "work, not TFLOP/s; tflops left empty"]
+
+
+def test_a_rate_from_dt_is_a_rate(tmp_path, json_reader):
+    """tflops x dt the same on every step (20 TFLOP / dt): a rate, published."""
+    run = _on_system(tmp_path, "Aurora", lambda i, dt: 20.0 / dt,
+                     lambda i, dt: 20.0 / dt / 340.8 * 100)
+    r = run_cli(run, "--config", "c")
+    dts = _fsdp_dts()[1:]
+    assert _row_cells(r) == ("Aurora", f"{statistics.median(2000 / dt / 340.8 for dt in dts):.3f}",
+                             f"{statistics.median(20.0 / dt for dt in dts):.3f}")
+    assert notes_of(r) == []
+
+
+def test_mfu_against_another_device_s_peak(tmp_path, json_reader):
+    """Polaris, mfu against an H100's 989: mfu empty, the plausible tflops kept."""
+    run = _on_system(tmp_path, "Polaris", lambda i, dt: 100.0 * (1 + i / 1000),
+                     lambda i, dt: 100.0 / 989.0 * 100 * (1 + i / 1000))
+    r = run_cli(run, "--config", "c")
+    assert _row_cells(r) == ("Polaris", "", f"{_wobbled(100.0):.3f}")
+    assert notes_of(r) == [
+        "tflops / (mfu / 100) implies a 989.0 TFLOPS device (median of 30 steps), not "
+        "Polaris's: 312 (NVIDIA A100) TFLOPS; it is NVIDIA H100 SXM's peak (989): mfu was "
+        "computed against another device's peak, not Polaris's; mfu left empty"]
+
+
+@pytest.mark.parametrize(("machine", "peak"), [("SunSpot", 298.2), ("Aurora", 340.8),
+                                               ("Frontier", 191.5), ("Sophia", 312.0)])
+def test_the_device_s_own_peak_holds(tmp_path, json_reader, machine, peak):
+    run = _on_system(tmp_path, machine, lambda i, dt: 90.0 * (1 + i / 1000),
+                     lambda i, dt: 90.0 / peak * 100 * (1 + i / 1000))
+    r = run_cli(run, "--config", "c")
+    assert _row_cells(r) == (machine, f"{_wobbled(9000.0 / peak):.3f}", f"{_wobbled(90.0):.3f}")
+    assert notes_of(r) == []
+
+
+def test_mfu_as_a_fraction_of_the_device_s_peak(tmp_path, json_reader):
+    run = _on_system(tmp_path, "Aurora", lambda i, dt: 90.0 * (1 + i / 1000),
+                     lambda i, dt: 90.0 / 340.8 * (1 + i / 1000))
+    r = run_cli(run, "--config", "c")
+    assert _row_cells(r) == ("Aurora", "", f"{_wobbled(90.0):.3f}")
+    assert notes_of(r) == [
+        "tflops / (mfu / 100) implies a 34,080.0 TFLOPS device (median of 30 steps), not "
+        "Aurora's: 340.8 (Intel Max 1550 tile, 512 CUs) or 298.2 (Intel Max 1550 tile, 448 "
+        "CUs) TFLOPS; every mfu is at most 1, and x 100 the peak is 340.8: mfu was logged as "
+        "a fraction, not a percentage; mfu left empty"]
+
+
+def test_tflops_a_node_total_under_the_peak(tmp_path, json_reader):
+    """Polaris, 2 ranks: 100 TFLOPS the node's total of 50 each (under 312 either way);
+    mfu = 50 / 312: tflops / 2 is the A100's peak."""
+    run = _on_system(tmp_path, "Polaris", lambda i, dt: 100.0 * (1 + i / 1000),
+                     lambda i, dt: 50.0 / 312.0 * 100 * (1 + i / 1000))
+    r = run_cli(run, "--config", "c")
+    assert _row_cells(r) == ("Polaris", f"{_wobbled(5000.0 / 312.0):.3f}", "")
+    assert notes_of(r) == [
+        "tflops / (mfu / 100) implies a 624.0 TFLOPS device (median of 30 steps), not "
+        "Polaris's: 312 (NVIDIA A100) TFLOPS; / 2 it is 312.0: tflops is the node's total "
+        "(the whole job's: 1 node), not per GPU; tflops left empty"]
+
+
+def test_tflops_the_job_s_total_under_the_peak(tmp_path, json_reader):
+    run = _on_system(tmp_path, "Polaris", lambda i, dt: 100.0 * (1 + i / 1000),
+                     lambda i, dt: 50.0 / 312.0 * 100 * (1 + i / 1000))
+    r = run_cli(run, "--config", "c", "--nodes", "2")
+    assert _row_cells(r) == ("Polaris", f"{_wobbled(5000.0 / 312.0):.3f}", "")
+    assert notes_of(r)[-1] == (
+        "tflops / (mfu / 100) implies a 624.0 TFLOPS device (median of 30 steps), not "
+        "Polaris's: 312 (NVIDIA A100) TFLOPS; / 2 it is 312.0: tflops is the job's total, not "
+        "per GPU; tflops left empty")
+
+
+def test_nothing_explains_the_implied_peak(tmp_path, json_reader):
+    """Aurora, 500 implied: no tile's, no listed device's: both left empty."""
+    run = _on_system(tmp_path, "Aurora", lambda i, dt: 100.0 * (1 + i / 1000),
+                     lambda i, dt: 20.0 * (1 + i / 1000))
+    r = run_cli(run, "--config", "c")
+    assert _row_cells(r) == ("Aurora", "", "")
+    assert notes_of(r) == [
+        "tflops / (mfu / 100) implies a 500.0 TFLOPS device (median of 30 steps), not "
+        "Aurora's: 340.8 (Intel Max 1550 tile, 512 CUs) or 298.2 (Intel Max 1550 tile, 448 "
+        "CUs) TFLOPS, nor any listed device's: mfu is not a percentage of the device's peak "
+        "or tflops not its rate; mfu and tflops left empty"]
+
+
+# ---------------------------------------------------------------- identities by the run's scatter
+
+
+def _tokens_run(tmp_path: Path, ratio, command: str | None = None, world: int = 2) -> Path:
+    """fsdp_tp-2rank (train/tokens 512, global) whose train/tps is ``ratio(i)`` x tokens /
+    dt, on ``world`` ranks; the per-GPU rate dropped (no world-size ratio to disagree)."""
+    run = copy_run("fsdp_tp-2rank", tmp_path)
+
+    def logged(rec):
+        m = rec["metrics"]
+        if is_step(rec):
+            m["train/tps"] = ratio(m["train/iter"]) * m["train/tokens"] / m["train/dt"]
+            del m["train/tps_per_gpu"]
+        return rec
+
+    rewrite(run / "metrics-0.jsonl", logged)
+    edit_dist(run, WORLD_SIZE_IN_USE=str(world), world_size=str(world),
+              **({"EZPZ_RUN_COMMAND": command} if command else {}))
+    return run
+
+
+def _tps_median(ratio) -> float:
+    recs = [x for x in read_records(RUNS_DIR / "fsdp_tp-2rank" / "metrics-0.jsonl")
+            if is_step(x)]
+    return statistics.median(ratio(x["metrics"]["train/iter"]) * 512 / x["metrics"]["train/dt"]
+                             for x in recs[1:])
+
+
+def test_a_count_per_data_parallel_group_with_tp_from_the_launch_line(tmp_path, json_reader):
+    """4 ranks, --tp 2 on the launch line: tps x dt / tokens = 2 = gpus / tp. Published."""
+    run = _tokens_run(tmp_path, lambda i: 2.0, "mpiexec --np=4 --ppn=4 python3 -m "
+                      "ezpz.examples.fsdp_tp --tp 2 --batch-size 2", world=4)
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    assert (row["throughput_tokens_per_sec"], row["throughput_tokens_per_sec_per_gpu"]) == (
+        f"{_tps_median(lambda i: 2.0):.3f}", f"{_tps_median(lambda i: 2.0) / 4:.3f}")
+    assert notes_of(r) == [
+        "throughput_tokens_per_sec_per_gpu derived as global / 4 gpus (no per-GPU throughput "
+        "logged)", MFU_NOTE]
+
+
+def test_without_tp_a_ratio_of_two_on_four_ranks_is_no_identity(tmp_path, json_reader):
+    run = _tokens_run(tmp_path, lambda i: 2.0, "mpiexec --np=4 --ppn=4 python3 -m "
+                      "ezpz.examples.fsdp_tp --batch-size 2", world=4)
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    assert (row["throughput_tokens_per_sec"], row["throughput_tokens_per_sec_per_gpu"]) == (
+        "", "")
+    assert notes_of(r) == [
+        "train/tps x dt / tokens is 2 (median of 30 steps, scatter 0.0%): 100% above 1 (a "
+        "global count), beyond the run's own scatter (band 5%): train/tps is not the run's "
+        "tokens per second (timed over part of each step, samples/s, tokens per step?); "
+        "throughput left empty", MFU_NOTE]
+
+
+def test_the_band_widens_with_the_run_s_scatter(tmp_path, json_reader):
+    """1.2 on average, +-10 % step by step (scatter 10 %, band 30 %): within it."""
+    wobble = lambda i: 1.2 * (1.1 if i % 2 else 0.9)  # noqa: E731
+    r = run_cli(_tokens_run(tmp_path, wobble), "--config", "c")
+    assert one_row(r)["throughput_tokens_per_sec"] == f"{_tps_median(wobble):.3f}"
+
+
+def test_consistently_twenty_percent_high_is_not_the_rate(tmp_path, json_reader):
+    """1.2 on every step, +-0.1 %: outside a 5 % band."""
+    steady = lambda i: 1.2 * (1.001 if i % 2 else 0.999)  # noqa: E731
+    r = run_cli(_tokens_run(tmp_path, steady), "--config", "c")
+    row = one_row(r)
+    assert (row["throughput_tokens_per_sec"], row["throughput_tokens_per_sec_per_gpu"]) == (
+        "", "")
+    assert notes_of(r)[0] == (
+        "train/tps x dt / tokens is 1.2 (median of 30 steps, scatter 0.1%): 20% above 1 (a "
+        "global count), beyond the run's own scatter (band 5%): train/tps is not the run's "
+        "tokens per second (timed over part of each step, samples/s, tokens per step?); "
+        "throughput left empty")

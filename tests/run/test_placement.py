@@ -29,7 +29,15 @@ from helpers import (
 )
 
 from ezpz_amsc._ezpz import get_machine, machine_from_hostname
-from ezpz_amsc.run.placement import LaunchLayout, launch_layout, ranks_per_node
+from ezpz_amsc.run.placement import (
+    TP_FLAGS,
+    LaunchLayout,
+    Provenance,
+    launch_layout,
+    ranks_per_node,
+    resolve_placement,
+    tensor_parallel,
+)
 
 # --------------------------------------------------------------------- the three tiers
 
@@ -783,3 +791,37 @@ def test_job_duration_of_a_broken_run_info_is_unknown(tmp_path):
     (tmp_path / "run_info.json").write_text("{not json")
     assert job_duration_sec(tmp_path / "run_info.json") is None
     assert job_duration_sec(tmp_path / "missing.json") is None
+
+
+# --------------------------------------------------------------------- tensor parallel
+
+
+@pytest.mark.parametrize(("command", "tp"), [
+    ("mpiexec --np=48 --ppn=12 python3 -m ezpz.examples.fsdp_tp --tp 2", (2, "--tp 2")),
+    ("python3 -m ezpz.examples.fsdp_tp --tp=4 --batch-size 2", (4, "--tp 4")),
+    ("['mpiexec', '--np=8', 'python3', 'train.py', '--tensor-model-parallel-size', '8']",
+     (8, "--tensor-model-parallel-size 8")),
+    ("torchrun x.py --tp 2 --tp 4", (4, "--tp 4")),  # the last given wins
+    ("torchrun x.py --tp 2 --tp zero", (2, "--tp 2")),  # a value that is no count is skipped
+    ("python3 -m ezpz.examples.fsdp_tp --tp", None), ("python3 train.py --tpx 2", None),
+    ("python3 train.py --tp 0", None), ("/home/user/src/ezpz/src/ezpz/examples/fsdp_tp.py", None),
+])
+def test_tensor_parallel_from_the_launch_line(command, tp):
+    assert tensor_parallel(command) == tp
+
+
+def test_every_tp_spelling_is_read():
+    assert [tensor_parallel(f"python3 t.py {f} 2") for f in TP_FLAGS] == [
+        (2, f"{f} 2") for f in TP_FLAGS]
+
+
+def test_the_placement_carries_tp_from_ezpz_run_command():
+    prov = Provenance(values={"MACHINE": "Aurora", "world_size": "48", "GPUS_PER_NODE": "12",
+                              "EZPZ_RUN_COMMAND": "mpiexec --np=48 --ppn=12 python3 -m "
+                                                  "ezpz.examples.fsdp_tp --tp 2"},
+                      source=dict.fromkeys(("MACHINE", "world_size", "GPUS_PER_NODE",
+                                            "EZPZ_RUN_COMMAND"), "run_info.json"))
+    got = resolve_placement(prov, None, None, None)
+    assert (got.system, got.nodes, got.gpus, got.tp) == ("Aurora", 4, 48, (2, "--tp 2"))
+    del prov.values["EZPZ_RUN_COMMAND"]
+    assert resolve_placement(prov, None, None, None).tp is None
