@@ -28,6 +28,12 @@ class FileCheck:
     notes: list[str] = field(default_factory=list)
     provenance: str | None = None  # the records folder paired with the rows
     records: int = 0  # records read from it
+    more: int = 0  # problems found beyond those listed (results/schema.py MAX_PROBLEMS)
+
+    @property
+    def count(self) -> int:
+        """Every problem found, listed or not."""
+        return len(self.problems) + self.more
 
     @property
     def clean(self) -> bool:
@@ -70,7 +76,7 @@ def check_file(path: str | os.PathLike[str], provenance: str | None = None) -> F
         path, on_cells=(lambda line, row, _offset: cells.append(
             (line, dict(zip(HEADER, row, strict=True))))) if provenance else None)
     found = FileCheck(os.fspath(path), checked.rows, list(checked.problems), checked.header_differs,
-                      sharing_notes(path), provenance)
+                      sharing_notes(path), provenance, more=checked.more)
     if provenance:
         from ezpz_amsc.records.folder import leftovers, sharing_note
         from ezpz_amsc.records.pairing import record_problems

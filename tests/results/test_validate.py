@@ -21,6 +21,7 @@ from ezpz_amsc.results.schema import (
     HEADER,
     KEY_COLUMNS,
     MAX_CELL_CHARS,
+    MAX_PROBLEMS,
     dashboard_problems,
     header_difference,
     unsafe_cells,
@@ -371,3 +372,102 @@ def test_a_row_rewritten_in_place_before_its_duplicate_is_confirmed_is_no_duplic
         csv.field_size_limit(limit)
     assert len(calls) == 2
     assert (rows_read, problems, [n for n, _, _ in passed]) == (2, [], [2, 3])
+
+
+# ------------------------------------------------------------ git's conflict markers
+
+
+def _row_line(stamp: str, config: str = "c") -> str:
+    return f"{stamp},Aurora,{config},1,12,pass,1.000,,,,,,10,\n"
+
+
+HEADER_LINE = ",".join(HEADER) + "\n"
+T1, T2, T3 = "2026-08-11T17:11:17Z", "2026-08-11T17:11:18Z", "2026-08-11T17:11:19Z"
+FIX = ("keep the rows of both sides (not the common ancestor's lines between ||||||| and "
+       "=======, if any) and delete the marker lines; a results repository with merge=union "
+       "in .gitattributes (ezpz-amsc init) merges appended rows without conflicts")
+
+
+@pytest.mark.parametrize("diff3", [False, True], ids=["merge", "diff3"])
+def test_a_merge_conflict_is_named_with_its_line_range(tmp_path, diff3):
+    p = tmp_path / "runs.csv"
+    base = "||||||| merged common ancestors\n" if diff3 else ""
+    p.write_text(HEADER_LINE + _row_line(T1) + "<<<<<<< HEAD\n" + _row_line(T2) + base
+                 + "=======\n" + _row_line(T3) + ">>>>>>> their-branch\n" + _row_line(T1, "d"))
+    checked = validate.check_results_file(p)
+    end = 8 if diff3 else 7
+    assert checked.problems == [
+        f"{p}:3-{end}: a git merge conflict (marker lines <<<<<<<, =======, >>>>>>>): {FIX}"]
+    assert checked.conflicts == [f"3-{end}"]
+    assert checked.rows == 4  # the rows of both sides are rows: the markers are not
+
+
+def test_an_unended_conflict_and_a_stray_marker_are_named(tmp_path):
+    p = tmp_path / "runs.csv"
+    p.write_text(HEADER_LINE + "=======\n" + _row_line(T1) + "<<<<<<< HEAD\n" + _row_line(T2)
+                 + "<<<<<<< again\n" + _row_line(T3))
+    assert validate.check_results_file(p).problems == [
+        f"{p}:2: a git merge conflict marker (=======) outside a conflict: delete the line",
+        f"{p}:4: a git merge conflict starts here (<<<<<<<) and never ends (>>>>>>>): {FIX}",
+        f"{p}:6: a git merge conflict starts here (<<<<<<<) and never ends (>>>>>>>): {FIX}"]
+
+
+def test_a_line_like_a_marker_is_no_marker(tmp_path):
+    p = tmp_path / "runs.csv"
+    p.write_text(HEADER_LINE + "<<<<<<<<\n" + "=======x\n" + ">>>>>>>x\n")
+    assert validate.check_results_file(p).problems == [
+        f"{p}:{n}: 1 cells, header has 14" for n in (2, 3, 4)]
+
+
+# ------------------------------------------------ a spreadsheet's save: its cause named
+
+
+@pytest.mark.parametrize("data, cause", [
+    (HEADER_LINE.replace(",", ";").encode(), "has its columns separated by semicolons"),
+    (HEADER_LINE.replace(",", "\t").encode(), "has its columns separated by tabs"),
+    (HEADER_LINE.encode("utf-16"), "is UTF-16 text"),
+    (HEADER_LINE.encode("utf-16-le"), "is UTF-16 text"),
+    (HEADER_LINE.encode("utf-16-be"), "is UTF-16 text"),
+])
+def test_a_semicolon_or_utf16_export_is_named_by_its_cause(tmp_path, data, cause):
+    p = tmp_path / "runs.csv"
+    p.write_bytes(data + _row_line(T1).encode())
+    with pytest.raises(validate.AmscError) as e:
+        validate.check_results_file(p)
+    assert str(e.value).startswith(f"{p}: {cause}")
+    assert "lacks required" not in str(e.value)
+
+
+def test_a_header_lacking_columns_is_still_said_so(tmp_path):
+    p = tmp_path / "runs.csv"
+    p.write_text("timestamp;system\n")
+    with pytest.raises(validate.AmscError) as e:
+        validate.check_results_file(p)
+    assert str(e.value) == (f"{p}: header lacks required columns timestamp, system, config, "
+                            "nodes, gpus, status, wall_time_sec")
+
+
+# ------------------------------------------------------------ bounded problems
+
+
+def test_at_most_a_thousand_problems_are_kept_and_the_rest_counted(tmp_path):
+    p = tmp_path / "runs.csv"
+    p.write_text(HEADER_LINE + "x\n" * 1500 + _row_line(T1) * 2)
+    checked = validate.check_results_file(p)
+    assert MAX_PROBLEMS == 1000
+    assert len(checked.problems) == 1000
+    assert checked.problems[-1] == f"{p}:1001: 1 cells, header has 14"
+    assert checked.more == 501  # 500 lines, and the run seen twice
+    assert checked.rows == 1502
+    assert validate.more_problems(p, checked.more) == [
+        f"{p}: 501 more problems not listed (at most 1,000 a file are)"]
+    assert validate.more_problems(p, 1) == [
+        f"{p}: 1 more problem not listed (at most 1,000 a file are)"]
+    assert validate.more_problems(p, 0) == []
+
+
+def test_a_capped_list_keeps_its_first_items():
+    kept = validate.Capped(3)
+    kept.extend(range(5))
+    kept.append(9)
+    assert (list(kept), kept.more) == ([0, 1, 2], 3)
