@@ -119,6 +119,9 @@ def build(target: Path, rows: int) -> None:
                 f"old/{i % 97},{1 + i % 8},{12 * (1 + i % 8)},pass,{100 + i % 1000}.000,"
                 f"{1000 + i % 5000}.5,{100 + i % 500}.25,{10 + i % 50}.5,,{2 + i % 3}.125,10,\n"
                 for i in range(start, min(rows, start + block))))
+        f.flush()
+        os.fsync(f.fileno())  # a results file is not fresh from the page cache: no first
+        # writer's fsync should flush a file built a second ago
 
 
 def _pct(values: list[float], q: float) -> float:

@@ -89,9 +89,7 @@ def check_file(path: str, quiet: bool = False, provenance: str | None = None,
 
     found = check(path, provenance)
     output.notes(found.notes, quiet)
-    from ezpz_amsc.results.validate import more_problems
-
-    problems = [output.say(p) for p in found.problems + more_problems(path, found.more)]
+    problems = [output.say(p) for p in found.listed]
     for p in problems:
         click.echo(p, err=True)
     if out_format == "json":  # the data on stdout, whatever the verdict

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from ezpz_amsc.flow.publish import ROW_FILE
 from ezpz_amsc.results.package import RESULTS_FILE, package_notes
 from ezpz_amsc.results.schema import HEADER, REQUIRED
-from ezpz_amsc.results.validate import check_results_file, sharing_notes
+from ezpz_amsc.results.validate import check_results_file, more_problems, sharing_notes
 from ezpz_amsc.text import Text
 
 
@@ -34,6 +34,11 @@ class FileCheck:
     def count(self) -> int:
         """Every problem found, listed or not."""
         return len(self.problems) + self.more
+
+    @property
+    def listed(self) -> list[Text]:
+        """The problems as shown: those kept, and a line for the rest."""
+        return [*self.problems, *more_problems(self.path, self.more)]
 
     @property
     def clean(self) -> bool:

@@ -64,7 +64,6 @@ from ezpz_amsc.fs.create import (
 from ezpz_amsc.fs.read import NotRegularFile, open_regular, refuse_non_regular
 from ezpz_amsc.results.rows import record_at
 from ezpz_amsc.results.schema import (
-    CONFLICT_CLOSE,
     CONFLICT_FIX,
     CONFLICT_OPEN,
     HEADER,
@@ -365,8 +364,8 @@ class Existing:
 
 _SEARCH_BYTES = 8 << 20  # read at a time by the search for timestamp cells
 _TAIL_BYTES = 4096  # compared, under the lock, just before where the search stopped
-_MARKERS = (CONFLICT_OPEN.encode(), CONFLICT_CLOSE.encode())
-_LF, _CR, _QUOTE, _COMMA, _SPACE = 0x0A, 0x0D, 0x22, 0x2C, 0x20
+_MARKER = CONFLICT_OPEN.encode()  # a conflict starts with it: found by its first byte
+_LF, _CR, _QUOTE = 0x0A, 0x0D, 0x22
 _UTF8_BOM = b"\xef\xbb\xbf"
 
 
@@ -378,73 +377,94 @@ class _Search:
     map would kill the process), each block searched with ``bytes.find``: a million
     rows (96 MB) in tens of milliseconds from the page cache. A line found is parsed,
     and kept when it holds a run wanted: ``found`` is each run's first line and offset.
-    Lines are counted on the way (LF, CRLF and CR each end one), as ``check`` numbers
-    them.
+    Lines are counted (LF, CRLF and CR each end one, as ``check`` numbers them) only up
+    to a run found or a marker: most searches find neither, and count nothing.
     """
 
     def __init__(self, fd: int, wanted: Sequence[RunKey]) -> None:
         self.fd = fd
         self.wanted = set(wanted)
-        stamps = {k[0].encode("utf-8", "surrogateescape") for k in wanted if k[0]}
-        self.patterns = sorted(stamps) + list(_MARKERS)
+        self.stamps = sorted({k[0].encode("utf-8", "surrogateescape") for k in wanted if k[0]})
         # A line a run wanted starts is longer than its cell, a comma and a byte: the
         # search stops that far short of the end (the rest is searched once it grows).
-        self.reach = max(map(len, self.patterns)) + 2
+        self.reach = max(map(len, [*self.stamps, _MARKER])) + 2
         self.found: dict[RunKey, tuple[int, int]] = {}  # run: (line, offset), the first
-        self.markers: list[tuple[int, int]] = []  # (line, offset) of conflict markers
+        self.marker: tuple[int, int] | None = None  # (line, offset) of the first marker
         st = os.fstat(fd)
         self.ident = (st.st_dev, st.st_ino)
         self.to = 0  # searched up to here (every line starting before it)
-        self.lines = 0  # line ends before ``to``
+        self.counted_to, self.lines = 0, 0  # line ends before ``counted_to``
         self.size = 0  # the file's size when last searched
         self.tail = b""  # the bytes before ``size`` then
 
     def run(self, size: int) -> None:
         """Search on from where the last search stopped to ``size``."""
         fd, pos, end = self.fd, self.to, max(self.to, size - self.reach)
+        # One buffer read into again and again: a new one per block costs its page faults.
+        data = bytearray(min(size, end - pos + self.reach + 2, _SEARCH_BYTES + self.reach + 2))
         while pos < end:
             lo = max(0, pos - 2)  # the two bytes before: a line end, a quote
             stop = min(end, pos + _SEARCH_BYTES)
-            data = os.pread(fd, min(size, stop + self.reach) - lo, lo)
-            if len(data) < stop - lo:
+            want = min(size, stop + self.reach) - lo
+            with memoryview(data) as view, view[:want] as part:
+                got = os.preadv(fd, [part], lo)
+            if got < stop - lo:
                 raise OSError(errno.EIO, "the file got shorter while it was read")
-            hits = sorted(self._hits(data, lo, pos, stop))
-            at = pos - lo
-            for start, pattern in hits:
-                self.lines += _line_ends(data, at, start - lo)
-                at = start - lo
-                self._take(data, lo, start, pattern)
-            self.lines += _line_ends(data, at, stop - lo)
+            del data[got:]  # the last block: the buffer holds nothing but what was read
+            for start, stamp in sorted(self._hits(data, lo, pos, stop)):
+                self._take(data, lo, start, stamp)
             pos = stop
         self.to = pos
         self.size = size
         self.tail = os.pread(fd, min(_TAIL_BYTES, size), max(0, size - _TAIL_BYTES))
 
-    def _hits(self, data: bytes, lo: int, pos: int, stop: int) -> Iterator[tuple[int, bytes]]:
-        """``(offset of the line, pattern)`` of each line in ``[pos, stop)`` that starts
-        with a pattern (after a quote, or the file's BOM)."""
-        for pattern in self.patterns:
-            i = data.find(pattern, pos - lo)
+    def _hits(self, data: bytearray, lo: int, pos: int, stop: int
+              ) -> Iterator[tuple[int, bytes | None]]:
+        """``(offset of the line, stamp)`` of each line in ``[pos, stop)`` that starts
+        with a stamp (after a quote, or the file's BOM); stamp None: a conflict marker."""
+        for stamp in self.stamps:
+            i = data.find(stamp, pos - lo)
             while i != -1 and lo + i < stop:
                 start = _line_start(data, lo, i)
                 if start is not None:
-                    yield start, pattern
-                i = data.find(pattern, i + 1)
+                    yield start, stamp
+                i = data.find(stamp, i + 1)
+        if self.marker is not None:
+            return
+        i = data.find(b"<", pos - lo)  # memchr: rare in a results file, and fast
+        while i != -1 and lo + i < stop:
+            if data.startswith(_MARKER, i) and data[i + 7:i + 8] in (b" ", b"\n", b"\r"):
+                start = _line_start(data, lo, i)
+                if start == lo + i:
+                    yield start, None
+                    return
+            i = data.find(b"<", i + 1)
 
-    def _take(self, data: bytes, lo: int, start: int, pattern: bytes) -> None:
-        line = self.lines + 1
-        if pattern in _MARKERS:
-            after = data[start - lo + len(pattern):start - lo + len(pattern) + 1]
-            if after in (b"", b" ", b"\n", b"\r"):
-                self.markers.append((line, start))
+    def _take(self, data: bytearray, lo: int, start: int, stamp: bytes | None) -> None:
+        if stamp is None:
+            if self.marker is None:
+                self.marker = (self.line_of(start), start)
             return
         cells = _cells_in(data, start - lo)
         if cells is None:  # quoted, or longer than the block: read the record itself
             cells = record_at(self.fd, start)
         if cells is not None and len(cells) >= len(HEADER):
             key = cells_key(cells)
-            if key in self.wanted:
-                self.found.setdefault(key, (line, start))
+            if key in self.wanted and key not in self.found:
+                self.found[key] = (self.line_of(start), start)
+
+    def line_of(self, offset: int) -> int:
+        """The number of the line starting at ``offset`` (not before the last one counted)."""
+        at = self.counted_to
+        while at < offset:
+            lo = max(0, at - 1)  # the byte before: the CR of a CRLF, counted already
+            data = os.pread(self.fd, min(offset, at + _SEARCH_BYTES) - lo, lo)
+            if len(data) <= at - lo:
+                raise OSError(errno.EIO, "the file got shorter while it was read")
+            self.lines += _line_ends(data, at - lo, len(data))
+            at = lo + len(data)
+        self.counted_to = offset
+        return self.lines + 1
 
     def describes(self, fd: int) -> bool:
         """Whether the open file ``fd`` is the one searched, changed only by growth since:
@@ -454,7 +474,7 @@ class _Search:
                 and os.pread(fd, len(self.tail), self.size - len(self.tail)) == self.tail)
 
 
-def _line_start(data: bytes, lo: int, i: int) -> int | None:
+def _line_start(data: bytes | bytearray, lo: int, i: int) -> int | None:
     """The offset of the line that ``data[i:]`` starts, written as is or quoted (or after
     the file's UTF-8 BOM); None when something else comes before it on its line."""
     at = lo + i
@@ -481,7 +501,7 @@ def _line_ends(data: bytes, a: int, b: int) -> int:
     return n
 
 
-def _cells_in(data: bytes, i: int) -> list[str] | None:
+def _cells_in(data: bytes | bytearray, i: int) -> list[str] | None:
     """The cells of the line at ``data[i:]`` when it is plain (no quote, ended within
     ``data``): its text split at the commas, as the csv module reads it. Else None."""
     end = data.find(b"\n", i)
@@ -489,7 +509,7 @@ def _cells_in(data: bytes, i: int) -> list[str] | None:
     end = cr if cr != -1 else end
     if end == -1:
         return None
-    raw = data[i:end]
+    raw = bytes(data[i:end])
     if b'"' in raw or b"\0" in raw:
         return None
     if i == 0 and raw.startswith(_UTF8_BOM):
@@ -554,11 +574,11 @@ class RunsInFile:
 
     def conflict(self) -> AmscError | None:
         """The refusal of a file holding git's conflict markers, if it holds them."""
-        markers = self._search.markers if self._search is not None else []
-        if not markers:
+        marker = self._search.marker if self._search is not None else None
+        if marker is None:
             return None
         return AmscError(f"{self.path}: holds git merge conflict markers (from line "
-                         f"{markers[0][0]}); refusing to append until the merge is resolved: "
+                         f"{marker[0]}); refusing to append until the merge is resolved: "
                          f"{CONFLICT_FIX}; then: ezpz-amsc check {self.path}")
 
     def find(self, key: RunKey) -> Existing | None:

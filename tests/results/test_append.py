@@ -1071,7 +1071,7 @@ def _rows_file(out: Path, count: int, extra: list[list[str]] = ()) -> None:
 
 @pytest.mark.parametrize("change, whole", [
     ("appended", False), ("replaced", True), ("shorter", True), ("tail-edited", True),
-    ("untouched", False)])
+    ("untouched", False), ("others-appended", False)])
 def test_under_the_lock_only_what_was_appended_is_searched(tmp_path, monkeypatch, change, whole):
     out = tmp_path / "runs.csv"
     _rows_file(out, 200)
@@ -1081,6 +1081,8 @@ def test_under_the_lock_only_what_was_appended_is_searched(tmp_path, monkeypatch
     row = render_csv([_row(STAMPS[0])], header=False).encode()
     if change == "appended":
         out.write_bytes(data + row)
+    elif change == "others-appended":
+        out.write_bytes(data + row.replace(b"sweep/0", b"sweep/1") * 3)
     elif change == "replaced":  # a copy renamed over it (git, an editor)
         (tmp_path / "new").write_bytes(data + row)
         os.replace(tmp_path / "new", out)
@@ -1101,13 +1103,18 @@ def test_under_the_lock_only_what_was_appended_is_searched(tmp_path, monkeypatch
     monkeypatch.setattr(os, "pread", counted)
     got = _found(out, [key], runs)
     assert runs.searched_whole_under_lock is whole
-    if change == "untouched":
+    if change in ("untouched", "others-appended"):
         assert got == {}
+        # the tail compared, the bytes appended, the tail kept: no more
+        assert sum(read) <= 2 * 4096 + 3 * len(row)
     else:
-        assert list(got) == [key]
-        assert got[key][1] == out.read_bytes().index(STAMPS[0].encode())
-    if not whole:  # the tail compared, the bytes appended (and the line found): no more
-        assert sum(read) <= 2 * 4096 + 3 * len(row) + 30  # the tail: compared, kept
+        # found among the rows appended meanwhile (two writers of one run at once): the
+        # lines before it are counted, under the lock, for the message's line number
+        now = out.read_bytes()
+        at = now.index(STAMPS[0].encode())
+        assert got == {key: (now.count(b"\n", 0, at) + 1, at)}
+        assert got[key][0] == {"appended": 202, "replaced": 202, "shorter": 101,
+                               "tail-edited": 201}[change]
 
 
 def test_a_line_edited_in_place_between_search_and_lock_is_read_again(tmp_path):

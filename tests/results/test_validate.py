@@ -150,9 +150,10 @@ def test_a_long_clean_file_is_read_in_blocks_with_its_duplicates_found(tmp_path)
     fast, exact = _both_ways(path, block_bytes=4096)
     assert fast == exact
     rows_read, problems, passed, cells = fast
-    assert (rows_read, len(problems), len(cells)) == (3000, 2000, 3000)
+    assert (rows_read, len(problems), len(cells)) == (3000, 1000, 3000)  # 1,000 more counted
+    assert validate.check_results_file(path).more == 1000
     assert problems[0] == f"{path}:1002: same run as line 2"
-    assert problems[-1] == f"{path}:3001: same run as line 1001"
+    assert problems[-1] == f"{path}:2001: same run as line 1001"
     assert [line for line, _, _ in passed] == list(range(2, 1002))
     assert passed[1][1] == rows[1]
     assert passed[1][2] == len(",".join(HEADER)) + 1 + len(",".join(rows[0])) + 1
@@ -471,3 +472,66 @@ def test_a_capped_list_keeps_its_first_items():
     kept.extend(range(5))
     kept.append(9)
     assert (list(kept), kept.more) == ([0, 1, 2], 3)
+
+
+# ------------------------------------------------- memory on hostile files (check, report)
+
+_MEASURED = r"""
+import json, resource, subprocess, sys
+r = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+print(json.dumps({"code": r.returncode, "out": r.stdout[-500:], "err": r.stderr,
+                  "rss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}))
+"""
+
+
+def _measured(*args: object) -> dict:
+    """A command's exit status, stderr and peak memory (its own process alone)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = Path(sys.executable).with_name("ezpz-amsc")
+    r = subprocess.run([sys.executable, "-c", _MEASURED, str(exe), *map(str, args)],
+                       capture_output=True, text=True, timeout=1800)
+    return json.loads(r.stdout)
+
+
+def _hostile(path, kind: str):
+    with open(path, "wb") as f:
+        f.write(HEADER_LINE.encode())
+        if kind == "lines":  # two million one-cell lines (ten million: docs/hostile-input.md)
+            block = b"x\n" * 1_000_000
+            for _ in range(2):
+                f.write(block)
+        else:  # one quoted field of 1 GB (a hole: no disk), then a good row
+            f.write(b'"')
+            f.seek((1 << 30), 1)
+            f.write(b'"\n' + _row_line(T1).encode())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["lines", "field"])
+@pytest.mark.parametrize("command", ["check", "report"])
+def test_a_hostile_file_ends_in_its_errors_and_a_summary_in_bounded_memory(tmp_path, kind,
+                                                                           command):
+    p = tmp_path / "runs.csv"
+    _hostile(p, kind)
+    got = _measured(command, p)
+    err = got["err"]
+    assert "Traceback" not in err and "MemoryError" not in err
+    assert got["rss"] < 100 << 20, f"{got['rss'] / 2**20:.0f} MB"
+    lines = err.splitlines()
+    if kind == "lines":
+        assert len(lines) <= 1000 + 3
+        assert f"{p}: 1,999,000 more problems not listed (at most 1,000 a file are)" in (
+            line.removeprefix("note: ") for line in lines)
+        if command == "check":
+            assert got["code"] == 1
+            assert lines[-1] == f"error: {p}: 2000000 problems in 2000000 rows"
+    else:
+        assert f"{p}:2: line longer than 229,418 bytes; not read" in (
+            line.removeprefix("note: ") for line in lines)
+        if command == "check":
+            assert got["code"] == 1
+            assert lines[-1] == f"error: {p}: 1 problem in 2 rows"
