@@ -71,10 +71,11 @@ MAX_LINE_BYTES = 64 << 20
 # the export, and only hashed in a provenance record.
 MAX_PROVENANCE_BYTES = 16 << 20
 # Seconds an append (--append, the hook) waits for the results file's lock. An append
-# holds it for milliseconds whatever the file's size; 128 writers ending at one instant on
-# a million-row file on two busy cores waited up to a few seconds (docs/performance.md).
-# Short enough that the finalize hook does not keep an allocation waiting long.
-LOCK_TIMEOUT_SEC = 10.0
+# holds it for milliseconds on an idle machine, but 128 writers ending at one instant on a
+# million-row file, on two cores loaded ~60 deep, held it 0.2 s each at the median and 2 s
+# at worst: 10 s timed 4 of them out (docs/performance.md). A minute covers that twice
+# over, and is nothing beside the job that waits for it.
+LOCK_TIMEOUT_SEC = 60.0
 # The longest wait a lock timeout may ask for: a day. More is a typo (or inf), and a job
 # that waits longer for a lock held milliseconds at a time is better failed.
 MAX_LOCK_TIMEOUT_SEC = 86400.0
