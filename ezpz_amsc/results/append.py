@@ -365,7 +365,7 @@ class Existing:
 _SEARCH_BYTES = 8 << 20  # read at a time by the search for timestamp cells
 _TAIL_BYTES = 4096  # compared, under the lock, just before where the search stopped
 _MARKER = CONFLICT_OPEN.encode()  # a conflict starts with it: found by its first byte
-_LF, _CR, _QUOTE = 0x0A, 0x0D, 0x22
+_LF, _CR, _QUOTE, _SPACE = 0x0A, 0x0D, 0x22, 0x20
 _UTF8_BOM = b"\xef\xbb\xbf"
 
 
@@ -433,7 +433,8 @@ class _Search:
             return
         i = data.find(b"<", pos - lo)  # memchr: rare in a results file, and fast
         while i != -1 and lo + i < stop:
-            if data.startswith(_MARKER, i) and data[i + 7:i + 8] in (b" ", b"\n", b"\r"):
+            # (the search stops short of the end: a byte follows the marker)
+            if data.startswith(_MARKER, i) and data[i + 7] in (_SPACE, _LF, _CR):
                 start = _line_start(data, lo, i)
                 if start == lo + i:
                     yield start, None
