@@ -170,7 +170,7 @@ def test_cli_choices_and_defaults_are_the_options_own():
     assert tuple(params["status"].type.choices) == STATUSES
     for name in ("status", "error", "warmup", "reducer"):
         assert params[name].default == default_of(ExportOptions, name), name
-    assert params["lock_timeout"].default == default_of(PublishOptions, "lock_timeout") == 10.0
+    assert params["lock_timeout"].default == default_of(PublishOptions, "lock_timeout") == 60.0
     assert default_of(ExportOptions, "warmup") == 1
     with pytest.raises(KeyError) as missing:
         default_of(ExportOptions, "config")
@@ -253,7 +253,7 @@ LOCK, BUDGET = "EZPZ_AMSC_LOCK_TIMEOUT", "EZPZ_AMSC_HASH_BUDGET"
 
 
 @pytest.mark.parametrize("read, var, raw, want", [
-    (lock_timeout_from_env, LOCK, None, 10.0), (lock_timeout_from_env, LOCK, "", 10.0),
+    (lock_timeout_from_env, LOCK, None, 60.0), (lock_timeout_from_env, LOCK, "", 60.0),
     (lock_timeout_from_env, LOCK, " 2.5 ", 2.5), (lock_timeout_from_env, LOCK, "0", 0.0),
     *[(hash_budget_from_env, BUDGET, raw, budget) for raw, budget in [
         (None, 1 << 30), ("", 1 << 30), ("  ", 1 << 30), ("0", 0), ("512", 512),
