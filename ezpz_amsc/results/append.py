@@ -534,7 +534,7 @@ class RunsInFile:
         self.keys = list(dict.fromkeys(keys))
         self.fd = -1
         self._search: _Search | None = None
-        self.searched_whole_under_lock = False  # for the tests and the benchmark
+        self.searched_whole_under_lock = False  # what the tests look at
 
     def search(self) -> None:
         """Before the lock: search the file as it is now (appenders only add to it)."""
@@ -588,7 +588,8 @@ class RunsInFile:
         if where is None:
             return None
         cells = self.row_at(where[1])
-        assert cells is not None  # confirmed under the lock
+        if cells is None:  # confirmed under the lock: only a program ignoring it changes it
+            raise AmscError(f"{self.path}: changed while it was read; retry")
         return Existing(where[0], where[1], cells)
 
     def row_at(self, offset: int) -> list[str] | None:

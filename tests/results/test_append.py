@@ -15,8 +15,6 @@ import types
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from helpers import (
     MFU_NOTE,
     REPO,
@@ -35,6 +33,8 @@ from helpers import (
     run_group,
     wait_until_paused,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.fs.create import check_can_create
