@@ -1203,3 +1203,23 @@ def test_a_header_differs_error_never_echoes_a_secret(tmp_path):
     message = _refusal(out)
     assert secret not in message and secret[:12] not in message
     assert len(message) < 1000
+
+
+@pytest.mark.parametrize("block", [5, 64, 1 << 20])
+@pytest.mark.parametrize("nl", ["\n", "\r\n", "\r"])
+def test_a_conflict_marker_is_found_past_lookalikes_in_any_line_ending(tmp_path, monkeypatch,
+                                                                       block, nl):
+    monkeypatch.setattr(sink, "_SEARCH_BYTES", block)
+    out = tmp_path / "runs.csv"
+    rows = [_row(STAMPS[0], "a", "a < b << c"), _row(STAMPS[1], "<<<<<<<")]
+    text = render_csv(rows, header=True, newline=nl) + f"<<<<<<<<{nl}x<<<<<<< y{nl}"
+    marker = f"<<<<<<< HEAD{nl}" + render_csv([_row(STAMPS[2])], header=False, newline=nl)
+    out.write_text(text + marker + f">>>>>>> b{nl}" + render_csv([_row(STAMPS[2], "z")] * 3,
+                                                                header=False, newline=nl))
+    runs = _searched(out, cells_key(_row(STAMPS[2])))
+    assert _found(out, [cells_key(_row(STAMPS[2]))], runs) == {
+        cells_key(_row(STAMPS[2])): (7, len(text) + len(f"<<<<<<< HEAD{nl}"))}
+    refusal = runs.conflict()
+    assert refusal is not None and "(from line 6)" in str(refusal)
+    out.write_text(text + render_csv([_row(STAMPS[2], "z")] * 3, header=False, newline=nl))
+    assert _searched(out, cells_key(_row(STAMPS[2]))).conflict() is None
