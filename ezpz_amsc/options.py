@@ -20,6 +20,7 @@ from ezpz_amsc.results.schema import (
     LOCK_TIMEOUT_SEC,
     MAX_COUNT,
     MAX_LINE_BYTES,
+    MAX_LOCK_TIMEOUT_SEC,
     STATUSES,
     TIMESTAMP_MIN,
     cell_problem,
@@ -202,10 +203,13 @@ def expand_home(text: str) -> str:
     return expanded
 
 
+_LOCK_TIMEOUT_RANGE = f"must be 0 to {MAX_LOCK_TIMEOUT_SEC:,.0f} seconds (a day)"
+
+
 def check_lock_timeout(seconds: float) -> float:
-    """How long ``--append`` waits for the results file's lock: 0 or more, finite."""
-    if not 0 <= seconds < math.inf:
-        raise OptionError("lock_timeout", f"must be 0 or more seconds, got {seconds}")
+    """How long ``--append`` waits for the results file's lock: 0 to a day (finite)."""
+    if not 0 <= seconds <= MAX_LOCK_TIMEOUT_SEC:  # NaN compares false: refused too
+        raise OptionError("lock_timeout", f"{_LOCK_TIMEOUT_RANGE}, got {seconds}")
     return seconds
 
 
@@ -250,7 +254,7 @@ def lock_timeout_from_env(environ: Mapping[str, str] | None = None) -> float:
     try:
         return check_lock_timeout(float(raw))
     except (ValueError, OptionError):
-        raise OptionError("lock_timeout", f"must be 0 or more seconds, got {raw!r}",
+        raise OptionError("lock_timeout", f"{_LOCK_TIMEOUT_RANGE}, got {raw!r}",
                           ENV_LOCK_TIMEOUT) from None
 
 

@@ -38,20 +38,6 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
                       or ("ci" if os.environ.get("CI") else "default"))
 
 
-@pytest.fixture(autouse=True, scope="session")
-def cache_in_the_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Run indexes (results/index.py) go to a folder of this session, not to ~/.cache;
-    subprocesses inherit it."""
-    old = os.environ.get("XDG_CACHE_HOME")
-    folder = tmp_path_factory.mktemp("cache")
-    os.environ["XDG_CACHE_HOME"] = str(folder)
-    yield folder
-    if old is None:
-        os.environ.pop("XDG_CACHE_HOME", None)
-    else:
-        os.environ["XDG_CACHE_HOME"] = old
-
-
 @pytest.fixture(autouse=True)
 def csv_field_limit_of_a_plain_process() -> Iterator[None]:
     """frictionless raises the csv module's process-wide field limit when it is imported

@@ -347,8 +347,8 @@ def test_the_hook_waits_for_the_lock_as_long_as_its_variable_says(fixture_run, t
 
 
 @pytest.mark.parametrize("var, value, reason", [
-    *[("EZPZ_AMSC_LOCK_TIMEOUT", value, "must be 0 or more seconds")
-      for value in ["soon", "-1", "inf"]],
+    *[("EZPZ_AMSC_LOCK_TIMEOUT", value, "must be 0 to 86,400 seconds (a day)")
+      for value in ["soon", "-1", "inf", "nan", "1e12"]],
     *[("EZPZ_AMSC_HASH_BUDGET", value,
        "must be a number of bytes (e.g. 512M, 2G, or 0 to hash no metrics file)")
       for value in ["lots", "1.5G", "٣"]],

@@ -61,7 +61,7 @@ DEFAULT_MODULES = ("run/reduce", "results/schema", "run/placement", "run/steps",
                    "flow/publish", "run/layout", "run/lines", "cli/explain", "text",
                    "records/record", "records/folder", "records/pairing",
                    "run/details", "run/identities", "run/devices", "results/fields",
-                   "results/index", "results/rows", "results/package", "results/seen",
+                   "results/rows", "results/package", "results/seen",
                    "report/markdown", "cli/progress", "flow/reproduce", "flow/finalize",
                    "flow/check", "flow/describe", "cli/output", "hook")
 EQUIVALENTS = REPO / "tools" / "mutation-equivalents.txt"

@@ -89,7 +89,7 @@ def check_file(path: str, quiet: bool = False, provenance: str | None = None,
 
     found = check(path, provenance)
     output.notes(found.notes, quiet)
-    problems = [output.say(p) for p in found.problems]
+    problems = [output.say(p) for p in found.listed]
     for p in problems:
         click.echo(p, err=True)
     if out_format == "json":  # the data on stdout, whatever the verdict
@@ -110,8 +110,8 @@ def _problems_text(found: FileCheck) -> str:
     with_records = f" and {plural(found.records, 'record')}" if found.provenance else ""
     in_rows = f"in {plural(found.rows, 'row')}{with_records}"
     if not found.header_differs:
-        return f"{plural(len(found.problems), 'problem')} {in_rows}"
-    if len(found.problems) == 1:
+        return f"{plural(found.count, 'problem')} {in_rows}"
+    if found.count == 1:
         return f"the header differs from this tool's (no other problem {in_rows})"
-    more = plural(len(found.problems) - 1, "problem")
+    more = plural(found.count - 1, "problem")
     return f"the header differs from this tool's, and {more} {in_rows}"

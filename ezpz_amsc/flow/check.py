@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from ezpz_amsc.flow.publish import ROW_FILE
 from ezpz_amsc.results.package import RESULTS_FILE, package_notes
 from ezpz_amsc.results.schema import HEADER, REQUIRED
-from ezpz_amsc.results.validate import check_results_file, sharing_notes
+from ezpz_amsc.results.validate import check_results_file, more_problems, sharing_notes
 from ezpz_amsc.text import Text
 
 
@@ -28,6 +28,17 @@ class FileCheck:
     notes: list[str] = field(default_factory=list)
     provenance: str | None = None  # the records folder paired with the rows
     records: int = 0  # records read from it
+    more: int = 0  # problems found beyond those listed (results/schema.py MAX_PROBLEMS)
+
+    @property
+    def count(self) -> int:
+        """Every problem found, listed or not."""
+        return len(self.problems) + self.more
+
+    @property
+    def listed(self) -> list[Text]:
+        """The problems as shown: those kept, and a line for the rest."""
+        return [*self.problems, *more_problems(self.path, self.more)]
 
     @property
     def clean(self) -> bool:
@@ -70,7 +81,7 @@ def check_file(path: str | os.PathLike[str], provenance: str | None = None) -> F
         path, on_cells=(lambda line, row, _offset: cells.append(
             (line, dict(zip(HEADER, row, strict=True))))) if provenance else None)
     found = FileCheck(os.fspath(path), checked.rows, list(checked.problems), checked.header_differs,
-                      sharing_notes(path), provenance)
+                      sharing_notes(path), provenance, more=checked.more)
     if provenance:
         from ezpz_amsc.records.folder import leftovers, sharing_note
         from ezpz_amsc.records.pairing import record_problems

@@ -95,3 +95,32 @@ def _class_of(st: os.stat_result) -> str:
     if st.st_gid == os.getegid() or st.st_gid in os.getgroups():
         return "group"
     return "others"
+
+
+def planted_symlink(path: str | os.PathLike[str]) -> AmscError | None:
+    """The refusal of a symlink at ``path`` that another user may have planted; else None.
+
+    The kernel's ``protected_symlinks`` rule, applied to a path this tool writes to: a
+    symlink in a folder others may write (sticky, group- or world-writable) is followed
+    only when it belongs to this user or to the folder's owner. Otherwise a teammate's
+    link would send this user's rows into a file of the teammate's choosing (one of this
+    user's own, which the teammate could not write), with "appended" reported.
+    """
+    p = os.fspath(path)
+    try:
+        link = os.lstat(p)
+        if not stat.S_ISLNK(link.st_mode):
+            return None
+        folder = os.stat(os.path.dirname(p) or ".")
+        target = os.readlink(p)
+    except OSError:
+        return None  # nothing there (or nothing to say): the open names the trouble
+    shared = stat.S_IMODE(folder.st_mode) & (stat.S_ISVTX | stat.S_IWGRP | stat.S_IWOTH)
+    if not shared or link.st_uid in (os.geteuid(), folder.st_uid):
+        return None
+    shown = target if len(target) <= 200 else f"{target[:200]}..."
+    return AmscError(
+        f"{p}: a symlink owned by {_user_name(link.st_uid)} (to {shown}) in a folder others "
+        f"can write ({describe(folder)}); not following it: a link another user made could "
+        "send your rows anywhere you may write. Append to the file itself, or have the "
+        "link's owner remove it")

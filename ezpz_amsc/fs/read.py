@@ -58,7 +58,9 @@ def _pseudo_devices() -> set[int]:
     return _PSEUDO_DEVICES
 
 
-def _refuse(st: os.stat_result, path: str | os.PathLike[str]) -> None:
+def refuse_non_regular(st: os.stat_result, path: str | os.PathLike[str]) -> None:
+    """Raise what :func:`open_regular` raises when ``st`` is no regular file outside
+    ``/proc`` and ``/sys``: for a path that is opened some other way (for appending)."""
     if stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
     kind = _kind(st)
@@ -79,10 +81,10 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
     ``IsADirectoryError`` for a folder, and what ``open`` raises otherwise. The
     file is read through a buffer; ``O_NONBLOCK`` changes nothing for a regular file.
     """
-    _refuse(os.stat(path), path)
+    refuse_non_regular(os.stat(path), path)
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     try:
-        _refuse(os.fstat(fd), path)  # swapped for something else since the stat
+        refuse_non_regular(os.fstat(fd), path)  # swapped for something else since the stat
         return open(fd, "rb")  # noqa: SIM115 (the caller closes it)
     except BaseException:
         os.close(fd)

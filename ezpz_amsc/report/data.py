@@ -38,7 +38,7 @@ from ezpz_amsc.results.schema import (
     column,
 )
 from ezpz_amsc.results.seen import SeenRuns
-from ezpz_amsc.results.validate import check_results_file
+from ezpz_amsc.results.validate import Capped, check_results_file, more_problems
 from ezpz_amsc.text import plural
 
 # Efficiency above this is superlinear. Per-GPU throughput cannot really grow
@@ -159,7 +159,7 @@ def _read(paths: Sequence[str | os.PathLike[str]], indexed: bool) -> Sweep | Non
         for number, path in enumerate(paths):
             if Path(path).is_dir():
                 raise AmscError(f"{path}: is a directory; report needs results CSV files")
-            found: list[tuple[int, str]] = []
+            found: Capped[tuple[int, str]] = Capped()  # bounded, as check's problems are
             take = functools.partial(reading.take, number, found)
             checked = check_results_file(path, take)
             rows, problems = checked.rows, checked.problems
@@ -167,6 +167,7 @@ def _read(paths: Sequence[str | os.PathLike[str]], indexed: bool) -> Sweep | Non
                 return None
             sweep.rows_read += rows
             sweep.problems.extend(_in_line_order(str(path), problems, found))
+            sweep.problems.extend(more_problems(path, checked.more + found.more))
     finally:
         reading.close()
     return sweep

@@ -18,10 +18,11 @@ The protocol, step by step (docs/results-files.md tells users the same):
 3. Check that the locked file is still the one at the path. A writer whose
    first write failed removes the file it created, and a writer that had
    opened it meanwhile would hold a lock on a removed file: it starts over.
-4. Read the header through the same descriptor, and look the rows' runs up in
-   the run index (:mod:`ezpz_amsc.results.index`), each hit checked against
-   the line it names: the lock is held for the same time at a thousand rows
-   and at a million.
+4. Read the header through the same descriptor, and find the rows' runs: each run's
+   timestamp cell is searched for as bytes over the whole file *before* the lock is
+   taken; under the lock only what was appended since is searched (the whole file
+   again only when it changed other than by growth), and each line found is parsed
+   to confirm it holds the run. The lock is held in proportion to what was appended.
 5. Append, fsync, and check where the bytes landed: a program that ignores the
    lock may have truncated, replaced or removed the file meanwhile. Then the
    bytes are taken back and the append starts over on the file now at the
@@ -43,7 +44,6 @@ import csv
 import errno
 import fcntl
 import os
-import stat
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ezpz_amsc.errors import AmscError
-from ezpz_amsc.fs.access import permission_error
+from ezpz_amsc.fs.access import permission_error, planted_symlink
 from ezpz_amsc.fs.create import (
     FILE_MODE,
     check_can_create,
@@ -61,15 +61,20 @@ from ezpz_amsc.fs.create import (
     remove_folders,
     write_all,
 )
-from ezpz_amsc.results.rows import read_records, record_at
+from ezpz_amsc.fs.read import NotRegularFile, open_regular, refuse_non_regular
+from ezpz_amsc.results.rows import record_at
 from ezpz_amsc.results.schema import (
+    CONFLICT_FIX,
+    CONFLICT_OPEN,
     HEADER,
     LOCK_TIMEOUT_SEC,
     RunIndex,
     RunKey,
     cells_key,
+    foreign_format,
     header_difference,
     render_csv,
+    shown_header,
 )
 from ezpz_amsc.text import opt, wrap_at_commas
 
@@ -78,7 +83,6 @@ from ezpz_amsc.text import opt, wrap_at_commas
 _HEAD_MAX_BYTES = 1 << 20
 _NEEDS_A_FILE = opt("append") + " needs a CSV file path"
 _HEAD_FIRST_BYTES = 4096  # a header fits: read more only when it does not
-_HEAD_SHOWN = 1000  # characters of a foreign header an error shows (a real one is ~200)
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -128,6 +132,9 @@ def _read_state(fd: int, path: Path) -> _FileState:
                         "refusing to append")
     else:
         newline = "\n"
+    foreign = foreign_format(head)
+    if foreign is not None:  # a spreadsheet's save: its cause, not "header differs"
+        raise AmscError(f"{path}: {foreign}; refusing to append")
     try:
         text = head.decode("utf-8-sig").rstrip("\r\n")
         found = next(csv.reader([text]), [])
@@ -136,10 +143,9 @@ def _read_state(fd: int, path: Path) -> _FileState:
     except csv.Error as e:
         raise AmscError(f"{path}: header is not CSV ({e}); refusing to append") from None
     if tuple(found) != HEADER:
-        # Both headers whole, one under the other, so that they can be compared.
-        shown = (text if len(text) <= _HEAD_SHOWN else
-                 f"{text[:_HEAD_SHOWN]}... ({len(text)} characters)")
-        lines = [*wrap_at_commas("  the file's:  ", shown),
+        # Both headers, one under the other, so that they can be compared; of the file's,
+        # only names that look like column names (no file's secrets in a message).
+        lines = [*wrap_at_commas("  the file's:  ", shown_header(found, len(HEADER) + 2)),
                  *wrap_at_commas("  this tool's: ", ",".join(HEADER))]
         raise AmscError(
             f"{path}: existing header differs from this tool's ({header_difference(found)}); "
@@ -154,7 +160,7 @@ def check_append_target(path: str | os.PathLike[str]) -> None:
     again under the lock. Opening the file read-write changes nothing in it.
     """
     p = checked_path(path)
-    _refuse_non_regular(p)
+    _refuse_target(p)
     try:
         fd = os.open(p, _APPEND_FLAGS | os.O_NONBLOCK)  # as the append will (an append-only file)
     except FileNotFoundError:
@@ -163,8 +169,7 @@ def check_append_target(path: str | os.PathLike[str]) -> None:
     except OSError as e:
         raise _open_error(p, e, creating=False) from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise _not_regular(p)
+        _refuse_opened(fd, p)
         _read_state(fd, p)
     finally:
         os.close(fd)
@@ -182,16 +187,34 @@ def checked_path(path: str | os.PathLike[str]) -> Path:
     return Path(text)
 
 
-def _refuse_non_regular(p: Path) -> None:
-    if p.is_dir():
-        raise AmscError(f"{p}: is a directory; " + _NEEDS_A_FILE)
-    if p.exists() and not p.is_file():
-        raise _not_regular(p)
+def _refuse_target(p: Path) -> None:
+    """Refuse, before anything is opened, a path that names no results file: a symlink
+    another user planted in a shared folder, a folder, a FIFO, a device, a socket, a
+    ``/proc`` or ``/sys`` file (whose read would block, never end, or echo secrets)."""
+    planted = planted_symlink(p)
+    if planted is not None:
+        raise planted
+    try:
+        st = os.stat(p)
+    except PermissionError:
+        raise  # below a folder you may not search: the command line's edge says so
+    except OSError:
+        return  # nothing there (it is created), or trouble the open names
+    _refuse_stat(st, p)
 
 
-def _not_regular(p: Path) -> AmscError:
-    # A FIFO would block the header read forever; a device is no results file.
-    return AmscError(f"{p}: not a regular file; " + _NEEDS_A_FILE)
+def _refuse_stat(st: os.stat_result, p: Path) -> None:
+    try:
+        refuse_non_regular(st, p)
+    except IsADirectoryError:
+        raise AmscError(f"{p}: is a directory; " + _NEEDS_A_FILE) from None
+    except NotRegularFile as e:
+        raise AmscError(f"{p}: {e.strerror}; " + _NEEDS_A_FILE) from None
+
+
+def _refuse_opened(fd: int, p: Path) -> None:
+    """What was opened is a regular file (a FIFO swapped in meanwhile is not read)."""
+    _refuse_stat(os.fstat(fd), p)
 
 
 @dataclass
@@ -241,6 +264,9 @@ def _open_for_append(p: Path, made: list[Path]) -> tuple[int, bool]:
     takes back what it made), hence the retries.
     """
     for _ in range(100):
+        planted = planted_symlink(p)
+        if planted is not None:
+            raise planted
         created = True
         try:
             fd = os.open(p, _APPEND_FLAGS | os.O_CREAT | os.O_EXCL, FILE_MODE)
@@ -261,9 +287,11 @@ def _open_for_append(p: Path, made: list[Path]) -> tuple[int, bool]:
                 continue
             except OSError as e:
                 raise _open_error(p, e, creating=False) from None
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        try:
+            _refuse_opened(fd, p)
+        except BaseException:
             os.close(fd)
-            raise _not_regular(p)
+            raise
         return fd, created
     raise AmscError(f"{p}: appeared and disappeared 100 times while opening it; "
                     "is another program removing it?")
@@ -334,41 +362,235 @@ class Existing:
     cells: list[str]
 
 
-class RunsInFile:
-    """The runs already in the locked results file, found by identity.
+_SEARCH_BYTES = 8 << 20  # read at a time by the search for timestamp cells
+_TAIL_BYTES = 4096  # compared, under the lock, just before where the search stopped
+_MARKER = CONFLICT_OPEN.encode()  # a conflict starts with it: found by its first byte
+_LF, _CR, _QUOTE, _SPACE = 0x0A, 0x0D, 0x22, 0x20
+_UTF8_BOM = b"\xef\xbb\xbf"
 
-    Through the run index when one can be kept, else by reading the whole file
-    once. A hit is always read back from the file at the offset the index
-    names, and believed only if that line holds the run.
+
+class _Search:
+    """A search of a results file's bytes for lines that start with a timestamp cell of
+    the runs wanted (as written, or quoted), and for git's conflict markers.
+
+    The file is read a block at a time with ``pread`` (a file cut short under a memory
+    map would kill the process), each block searched with ``bytes.find``: a million
+    rows (96 MB) in tens of milliseconds from the page cache. A line found is parsed,
+    and kept when it holds a run wanted: ``found`` is each run's first line and offset.
+    Lines are counted (LF, CRLF and CR each end one, as ``check`` numbers them) only up
+    to a run found or a marker: most searches find neither, and count nothing.
     """
 
-    def __init__(self, path: Path, fd: int) -> None:
-        from ezpz_amsc.results.index import RunIndexFile  # sqlite: only for --append
+    def __init__(self, fd: int, wanted: Sequence[RunKey]) -> None:
+        self.fd = fd
+        self.wanted = set(wanted)
+        self.stamps = sorted({k[0].encode("utf-8", "surrogateescape") for k in wanted if k[0]})
+        # A line a run wanted starts is longer than its cell, a comma and a byte: the
+        # search stops that far short of the end (the rest is searched once it grows).
+        self.reach = max(map(len, [*self.stamps, _MARKER])) + 2
+        self.found: dict[RunKey, tuple[int, int]] = {}  # run: (line, offset), the first
+        self.marker: tuple[int, int] | None = None  # (line, offset) of the first marker
+        st = os.fstat(fd)
+        self.ident = (st.st_dev, st.st_ino)
+        self.to = 0  # searched up to here (every line starting before it)
+        self.counted_to, self.lines = 0, 0  # line ends before ``counted_to``
+        self.size = 0  # the file's size when last searched
+        self.tail = b""  # the bytes before ``size`` then
 
-        self.path, self.fd = path, fd
-        self.index = RunIndexFile.open(path, fd)
-        self._scanned: dict[RunKey, tuple[int, int]] | None = None
+    def run(self, size: int) -> None:
+        """Search on from where the last search stopped to ``size``."""
+        fd, pos, end = self.fd, self.to, max(self.to, size - self.reach)
+        # One buffer read into again and again: a new one per block costs its page faults.
+        data = bytearray(min(size, end - pos + self.reach + 2, _SEARCH_BYTES + self.reach + 2))
+        while pos < end:
+            lo = max(0, pos - 2)  # the two bytes before: a line end, a quote
+            stop = min(end, pos + _SEARCH_BYTES)
+            want = min(size, stop + self.reach) - lo
+            with memoryview(data) as view, view[:want] as part:
+                got = os.preadv(fd, [part], lo)
+            if got < stop - lo:
+                raise OSError(errno.EIO, "the file got shorter while it was read")
+            del data[got:]  # the last block: the buffer holds nothing but what was read
+            for start, stamp in sorted(self._hits(data, lo, pos, stop)):
+                self._take(data, lo, start, stamp)
+            pos = stop
+        self.to = pos
+        self.size = size
+        self.tail = os.pread(fd, min(_TAIL_BYTES, size), max(0, size - _TAIL_BYTES))
+
+    def _hits(self, data: bytearray, lo: int, pos: int, stop: int
+              ) -> Iterator[tuple[int, bytes | None]]:
+        """``(offset of the line, stamp)`` of each line in ``[pos, stop)`` that starts
+        with a stamp (after a quote, or the file's BOM); stamp None: a conflict marker."""
+        for stamp in self.stamps:
+            i = data.find(stamp, pos - lo)
+            while i != -1 and lo + i < stop:
+                start = _line_start(data, lo, i)
+                if start is not None:
+                    yield start, stamp
+                i = data.find(stamp, i + 1)
+        if self.marker is not None:
+            return
+        i = data.find(b"<", pos - lo)  # memchr: rare in a results file, and fast
+        while i != -1 and lo + i < stop:
+            # (the search stops short of the end: a byte follows the marker)
+            if data.startswith(_MARKER, i) and data[i + 7] in (_SPACE, _LF, _CR):
+                start = _line_start(data, lo, i)
+                if start == lo + i:
+                    yield start, None
+                    return
+            i = data.find(b"<", i + 1)
+
+    def _take(self, data: bytearray, lo: int, start: int, stamp: bytes | None) -> None:
+        if stamp is None:
+            if self.marker is None:
+                self.marker = (self.line_of(start), start)
+            return
+        cells = _cells_in(data, start - lo)
+        if cells is None:  # quoted, or longer than the block: read the record itself
+            cells = record_at(self.fd, start)
+        if cells is not None and len(cells) >= len(HEADER):
+            key = cells_key(cells)
+            if key in self.wanted and key not in self.found:
+                self.found[key] = (self.line_of(start), start)
+
+    def line_of(self, offset: int) -> int:
+        """The number of the line starting at ``offset`` (not before the last one counted)."""
+        at = self.counted_to
+        while at < offset:
+            lo = max(0, at - 1)  # the byte before: the CR of a CRLF, counted already
+            data = os.pread(self.fd, min(offset, at + _SEARCH_BYTES) - lo, lo)
+            if len(data) <= at - lo:
+                raise OSError(errno.EIO, "the file got shorter while it was read")
+            self.lines += _line_ends(data, at - lo, len(data))
+            at = lo + len(data)
+        self.counted_to = offset
+        return self.lines + 1
+
+    def describes(self, fd: int) -> bool:
+        """Whether the open file ``fd`` is the one searched, changed only by growth since:
+        the same inode, not shorter, the same bytes just before where the search ended."""
+        st = os.fstat(fd)
+        return ((st.st_dev, st.st_ino) == self.ident and st.st_size >= self.size
+                and os.pread(fd, len(self.tail), self.size - len(self.tail)) == self.tail)
+
+
+def _line_start(data: bytes | bytearray, lo: int, i: int) -> int | None:
+    """The offset of the line that ``data[i:]`` starts, written as is or quoted (or after
+    the file's UTF-8 BOM); None when something else comes before it on its line."""
+    at = lo + i
+    if at == 0 or data[i - 1] in (_LF, _CR):
+        return at
+    if data[i - 1] == _QUOTE and (at == 1 or data[i - 2] in (_LF, _CR)):
+        return at - 1
+    if at in (3, 4) and data[:at] in (_UTF8_BOM, _UTF8_BOM + b'"') and lo == 0:
+        return 0
+    return None
+
+
+def _line_ends(data: bytes, a: int, b: int) -> int:
+    """Line ends in ``data[a:b]`` (LF, CR, CRLF: one each; a CRLF whose CR is before ``a``
+    was counted with its CR)."""
+    if b <= a:
+        return 0
+    n = data.count(b"\n", a, b)
+    cr = data.count(b"\r", a, b)
+    if cr:
+        n += cr - data.count(b"\r\n", a, b)
+    if a and data[a] == _LF and data[a - 1] == _CR:
+        n -= 1
+    return n
+
+
+def _cells_in(data: bytes | bytearray, i: int) -> list[str] | None:
+    """The cells of the line at ``data[i:]`` when it is plain (no quote, ended within
+    ``data``): its text split at the commas, as the csv module reads it. Else None."""
+    end = data.find(b"\n", i)
+    cr = data.find(b"\r", i, end if end != -1 else len(data))
+    end = cr if cr != -1 else end
+    if end == -1:
+        return None
+    raw = bytes(data[i:end])
+    if b'"' in raw or b"\0" in raw:
+        return None
+    if i == 0 and raw.startswith(_UTF8_BOM):
+        raw = raw[3:]
+    return raw.decode("utf-8", "surrogateescape").split(",")
+
+
+class RunsInFile:
+    """The runs of a batch already in a results file, found without reading its rows.
+
+    A run's identity starts with its timestamp cell, which is rare in a file: the
+    file's bytes are searched for it (:class:`_Search`) before the lock is taken
+    (:meth:`search`); under the lock (:meth:`locked`) only what was appended since is
+    searched, or the whole file again when it changed other than by growth. Nothing
+    is kept outside the results file. Every line a run is found at is parsed again
+    under the lock before a row is refused or skipped for it.
+    """
+
+    def __init__(self, path: Path, keys: Sequence[RunKey]) -> None:
+        self.path = path
+        self.keys = list(dict.fromkeys(keys))
+        self.fd = -1
+        self._search: _Search | None = None
+        self.searched_whole_under_lock = False  # what the tests look at
+
+    def search(self) -> None:
+        """Before the lock: search the file as it is now (appenders only add to it)."""
+        try:
+            with open_regular(self.path) as f:
+                search = _Search(f.fileno(), self.keys)
+                search.run(os.fstat(f.fileno()).st_size)
+                search.fd = -1
+        except OSError:
+            return  # a new file, or trouble the locked open names
+        self._search = search
+
+    def locked(self, fd: int) -> None:
+        """Under the lock of ``fd``: search what was appended since (or the whole file)."""
+        self.fd = fd
+        try:
+            search = self._search
+            if search is None or not search.describes(fd):
+                self._whole()
+                return
+            search.fd = fd
+            search.run(os.fstat(fd).st_size)
+            if not all(self._holds(k, off) for k, (_, off) in search.found.items()):
+                self._whole()  # edited in place: a line no longer holds its run
+        except OSError as e:
+            raise AmscError(f"{self.path}: cannot read results file: {e.strerror or e}") from None
+
+    def _whole(self) -> None:
+        self.searched_whole_under_lock = True
+        search = self._search = _Search(self.fd, self.keys)
+        search.run(os.fstat(self.fd).st_size)
+        if not all(self._holds(k, off) for k, (_, off) in search.found.items()):
+            raise AmscError(f"{self.path}: changed while it was read; retry")
+
+    def _holds(self, key: RunKey, offset: int) -> bool:
+        cells = self.row_at(offset)
+        return cells is not None and len(cells) >= len(HEADER) and cells_key(cells) == key
+
+    def conflict(self) -> AmscError | None:
+        """The refusal of a file holding git's conflict markers, if it holds them."""
+        marker = self._search.marker if self._search is not None else None
+        if marker is None:
+            return None
+        return AmscError(f"{self.path}: holds git merge conflict markers (from line "
+                         f"{marker[0]}); refusing to append until the merge is resolved: "
+                         f"{CONFLICT_FIX}; then: ezpz-amsc check {self.path}")
 
     def find(self, key: RunKey) -> Existing | None:
-        """Where the run ``key`` is in the file, if it is."""
-        where = self._where(key)
-        found = self._checked(key, where)
-        if where is not None and found is None:  # the index named a line without the run
-            self._distrust()
-            where = self._where(key)
-            found = self._checked(key, where)
-            if where is not None and found is None:
-                raise AmscError(f"{self.path}: changed while it was read; retry")
-        return found
-
-    def _checked(self, key: RunKey, where: tuple[int, int] | None) -> Existing | None:
-        """The run at ``where`` (line, offset), if the line there really holds ``key``."""
+        """Where the run ``key`` (one of the batch's) is in the file, if it is."""
+        where = self._search.found.get(key) if self._search is not None else None
         if where is None:
             return None
         cells = self.row_at(where[1])
-        if cells is not None and len(cells) >= len(HEADER) and cells_key(cells) == key:
-            return Existing(where[0], where[1], cells)
-        return None
+        if cells is None:  # confirmed under the lock: only a program ignoring it changes it
+            raise AmscError(f"{self.path}: changed while it was read; retry")
+        return Existing(where[0], where[1], cells)
 
     def row_at(self, offset: int) -> list[str] | None:
         """The cells of the line at byte ``offset`` (None if none is readable there)."""
@@ -376,57 +598,6 @@ class RunsInFile:
             return record_at(self.fd, offset)
         except OSError as e:
             raise AmscError(f"{self.path}: cannot read results file: {e.strerror or e}") from None
-
-    def _where(self, key: RunKey) -> tuple[int, int] | None:
-        import sqlite3
-
-        if self.index is not None:
-            try:
-                return self.index.find(key)
-            except sqlite3.Error:
-                self._drop_index()
-        if self._scanned is None:
-            self._scanned = self._scan()
-        return self._scanned.get(key)
-
-    def _distrust(self) -> None:
-        """The index named a wrong line: build it again from the file; failing that, read
-        the file itself from now on."""
-        import sqlite3
-
-        if self.index is not None and not self.index.rebuilt:
-            try:
-                self.index.rebuild()
-                return
-            except (OSError, sqlite3.Error):
-                pass
-        self._drop_index()
-
-    def _drop_index(self) -> None:
-        if self.index is not None:
-            self.index.close()
-            self.index = None
-
-    def _scan(self) -> dict[RunKey, tuple[int, int]]:
-        found: dict[RunKey, tuple[int, int]] = {}
-        width = len(HEADER)
-        try:
-            with open(self.fd, "rb", closefd=False) as f:
-                for rec in read_records(f):
-                    if rec.offset and rec.cells is not None and len(rec.cells) >= width:
-                        found.setdefault(cells_key(rec.cells), (rec.line, rec.offset))
-        except OSError as e:
-            raise AmscError(f"{self.path}: cannot read results file: {e.strerror or e}") from None
-        return found
-
-    def caught_up(self) -> None:
-        """Bring the index up to date with the file (after a write or a cut-back)."""
-        if self.index is not None:
-            self.index.caught_up()
-
-    def close(self) -> None:
-        if self.index is not None:
-            self.index.close()
 
 
 class AppendHooks(Protocol):
@@ -479,11 +650,10 @@ def append_rows(path: str | os.PathLike[str], rows: Sequence[Sequence[str]], *,
     refused, or with ``skip_existing`` skipped (and reported in the result).
     ``hooks`` write what goes with the rows (records), under the same lock.
     """
-    from ezpz_amsc.results.index import RunIndexFile  # sqlite: loaded before the lock is taken
-
     p = checked_path(path)
-    _refuse_non_regular(p)
-    RunIndexFile.warm(p)  # a whole file read, if need be, before the lock is taken
+    _refuse_target(p)
+    runs = RunsInFile(p, [cells_key(r) for r in rows])
+    runs.search()  # the whole file read, before the lock is taken
     made: list[Path] = []
     carried = False
     try:
@@ -491,7 +661,7 @@ def append_rows(path: str | os.PathLike[str], rows: Sequence[Sequence[str]], *,
             with locked(p, lock_timeout_sec, made) as held:
                 try:
                     return _append_locked(held.fd, p, rows, allow_duplicate, skip_existing,
-                                          hooks, carried)
+                                          hooks, carried, runs)
                 except _Changed:
                     carried = True  # our rows may have been copied into the file now there
                 except BaseException:
@@ -508,41 +678,45 @@ def append_rows(path: str | os.PathLike[str], rows: Sequence[Sequence[str]], *,
 
 
 def _append_locked(fd: int, p: Path, rows: Sequence[Sequence[str]], allow_duplicate: bool,
-                   skip_existing: bool, hooks: AppendHooks | None, carried: bool) -> Appended:
+                   skip_existing: bool, hooks: AppendHooks | None, carried: bool,
+                   runs: RunsInFile) -> Appended:
     state = _read_state(fd, p)
-    runs = RunsInFile(p, fd)
-    try:
-        found = [runs.find(cells_key(r)) if state.has_content else None for r in rows]
-        done = hooks.settle(runs, rows, found) if hooks is not None else set()
-        # Rows this append wrote into a file that was then replaced by a copy of it: in the
-        # file now, and still without their records.
-        copied = {i: e for i, e in enumerate(found) if carried and i not in done
-                  and e is not None and e.cells == list(rows[i])}
-        out = Appended(completed=sorted(done | set(copied)))
-        for i, row in enumerate(rows):
-            if i in done or i in copied:
-                continue
-            e = found[i]
-            if e is not None and not allow_duplicate:
-                if not skip_existing:
-                    raise AmscError(f"the run ({', '.join(cells_key(row))}) is already at line "
-                                    f"{e.line} of {p}; not appending a double count (pass "
-                                    + opt("skip_existing") + " to skip it, "
-                                    + opt("allow_duplicate") + " to add it anyway)")
-                out.skipped.append((i, e))
-                continue
-            out.written.append(i)
-        todo = [rows[i] for i in out.written]
-        dups = [] if allow_duplicate else find_duplicates(todo)
-        if dups:
-            raise AmscError(f"{dups[0]}; not appending a double count")
-        if todo or (copied and hooks is not None):
-            _write_rows(fd, p, todo, out.written, state, hooks,
-                        [(i, e.offset) for i, e in copied.items()])
-            runs.caught_up()
-        return out
-    finally:
-        runs.close()
+    found: list[Existing | None] = [None] * len(rows)
+    if state.has_content:
+        runs.locked(fd)
+        conflict = runs.conflict()
+        if conflict is not None:
+            raise conflict
+        found = [runs.find(cells_key(r)) for r in rows]
+    else:
+        runs.fd = fd
+    done = hooks.settle(runs, rows, found) if hooks is not None else set()
+    # Rows this append wrote into a file that was then replaced by a copy of it: in the
+    # file now, and still without their records.
+    copied = {i: e for i, e in enumerate(found) if carried and i not in done
+              and e is not None and e.cells == list(rows[i])}
+    out = Appended(completed=sorted(done | set(copied)))
+    for i, row in enumerate(rows):
+        if i in done or i in copied:
+            continue
+        e = found[i]
+        if e is not None and not allow_duplicate:
+            if not skip_existing:
+                raise AmscError(f"the run ({', '.join(cells_key(row))}) is already at line "
+                                f"{e.line} of {p}; not appending a double count (pass "
+                                + opt("skip_existing") + " to skip it, "
+                                + opt("allow_duplicate") + " to add it anyway)")
+            out.skipped.append((i, e))
+            continue
+        out.written.append(i)
+    todo = [rows[i] for i in out.written]
+    dups = [] if allow_duplicate else find_duplicates(todo)
+    if dups:
+        raise AmscError(f"{dups[0]}; not appending a double count")
+    if todo or (copied and hooks is not None):
+        _write_rows(fd, p, todo, out.written, state, hooks,
+                    [(i, e.offset) for i, e in copied.items()])
+    return out
 
 
 def _write_rows(fd: int, p: Path, todo: Sequence[Sequence[str]], which: list[int],

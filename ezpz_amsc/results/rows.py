@@ -1,6 +1,6 @@
 """Reading a results file's records: numbered, capped, and never a traceback.
 
-The one reader of results files' rows for ``check``, the run index and the
+The one reader of results files' rows for ``check``, ``report`` and the
 append's duplicate check. A results file is edited by hand and shared, so it
 can hold anything: a line of megabytes, a field past the csv module's limit, a
 quoted field running over many lines, bytes that are not UTF-8, CR or CRLF line

@@ -73,10 +73,26 @@ MAX_LINE_BYTES = 64 << 20
 # A provenance file (run_info.json, config.json, a report) larger than this is skipped by
 # the export, and only hashed in a provenance record.
 MAX_PROVENANCE_BYTES = 16 << 20
-# Seconds an append (--append, the hook) waits for the results file's lock. Short: an
-# append holds the lock for milliseconds whatever the file's size, and the finalize hook
-# keeps a whole allocation waiting.
-LOCK_TIMEOUT_SEC = 10.0
+# Seconds an append (--append, the hook) waits for the results file's lock. An append
+# holds it for milliseconds on an idle machine, but 128 writers ending at one instant on a
+# million-row file, on two cores loaded ~60 deep, held it 0.2 s each at the median and 2 s
+# at worst: 10 s timed 4 of them out (docs/performance.md). A minute covers that twice
+# over, and is nothing beside the job that waits for it.
+LOCK_TIMEOUT_SEC = 60.0
+# The longest wait a lock timeout may ask for: a day. More is a typo (or inf), and a job
+# that waits longer for a lock held milliseconds at a time is better failed.
+MAX_LOCK_TIMEOUT_SEC = 86400.0
+# Problems ``check`` and ``report`` keep per file; the rest are counted. A hostile file of
+# ten million bad lines is then a thousand lines and a count, not gigabytes of messages.
+MAX_PROBLEMS = 1000
+# What git leaves in a file it could not merge: each marker starts a line, seven
+# characters long (diff3's ``|||||||`` opens the common ancestor's lines).
+CONFLICT_OPEN, CONFLICT_BASE, CONFLICT_MIDDLE, CONFLICT_CLOSE = (
+    "<<<<<<<", "|||||||", "=======", ">>>>>>>")
+CONFLICT_FIX = ("keep the rows of both sides (not the common ancestor's lines between "
+                "||||||| and =======, if any) and delete the marker lines; a results "
+                "repository with merge=union in .gitattributes (ezpz-amsc init) merges "
+                "appended rows without conflicts")
 
 
 def column(name: str) -> str:
@@ -121,7 +137,7 @@ def header_difference(found: Sequence[str]) -> str:
     ``lacks mfu, error``, ``has extra``, both, or ``the same columns in another order``.
     """
     def listed(names: list[str]) -> str:
-        shown = ", ".join(n if len(n) <= 40 else f"{n[:37]}..." for n in names[:4])
+        shown = ", ".join(shown_name(n) for n in names[:4])
         return shown if len(names) <= 4 else f"{shown} and {len(names) - 4} more"
 
     missing = [c for c in HEADER if c not in found]
@@ -310,3 +326,48 @@ def dashboard_problems(cells: Sequence[str] | Mapping[str, str]) -> list[str]:
         except ValueError:
             problems.append(f"timestamp {ts!r} is not YYYY-MM-DDTHH:MM:SSZ")
     return problems
+
+
+def conflict_marker(text: str) -> str | None:
+    """The git conflict marker ``text`` (a line, without its end) is, if it is one."""
+    head = text[:7]
+    if head in (CONFLICT_OPEN, CONFLICT_BASE, CONFLICT_CLOSE):
+        return head if len(text) == 7 or text[7] == " " else None
+    return head if text == CONFLICT_MIDDLE else None
+
+
+_SHOWN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_ ./()%-]{0,39}")
+# A token, key or password: twelve or more letters and digits in a row, with both.
+_KEYLIKE = re.compile(r"(?=[A-Za-z0-9]*[0-9])(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{12,}")
+
+
+def shown_name(name: str) -> str:
+    """A column name of a file's header as a message may show it: a name-like text of at
+    most 40 characters, else only its length. A file that is no results file (an
+    environment, a key) is never echoed: a token looks like no column name."""
+    if _SHOWN_NAME.fullmatch(name) and not _KEYLIKE.search(name):
+        return name
+    return f"<{len(name):,} characters>"
+
+
+def shown_header(names: Sequence[str], limit: int = 12) -> str:
+    """A file's header for a message: at most ``limit`` names, each :func:`shown_name`."""
+    shown = ",".join(shown_name(n) for n in names[:limit])
+    return shown + (f",... ({len(names):,} columns)" if len(names) > limit else "")
+
+
+def foreign_format(head: bytes) -> str | None:
+    """Why the first bytes of a file are no results file's header although a spreadsheet
+    may have saved them from one: UTF-16 text, or cells separated by ``;`` or tabs; with
+    the fix. None when it is none of these."""
+    nul = b"\0" * 4  # every other byte of UTF-16 ASCII text, without its byte-order mark
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or nul in (head[1:8:2], head[0:8:2]):
+        return ("is UTF-16 text (a spreadsheet's \"Unicode text\" export), not UTF-8 CSV; "
+                "save it again as \"CSV UTF-8 (comma delimited)\"")
+    first = head.split(b"\n", 1)[0].decode("utf-8", "replace").lstrip("\ufeff").rstrip("\r")
+    for sep, name in ((";", "semicolons"), ("\t", "tabs")):
+        if set(REQUIRED) <= {c.strip().strip('"') for c in first.split(sep)}:
+            return (f"has its columns separated by {name}, not commas (a spreadsheet set to "
+                    "a language that writes decimal commas saves CSV that way); save it "
+                    "again with comma separators and decimal points")
+    return None

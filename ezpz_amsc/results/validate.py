@@ -7,10 +7,10 @@ import errno
 import os
 import re
 import stat
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.fs.access import describe, group_has_others, group_name
@@ -18,13 +18,20 @@ from ezpz_amsc.fs.read import open_regular
 from ezpz_amsc.results.fields import bound_problems
 from ezpz_amsc.results.rows import Plain, Record, read_blocks, read_records
 from ezpz_amsc.results.schema import (
+    CONFLICT_CLOSE,
+    CONFLICT_FIX,
+    CONFLICT_MIDDLE,
+    CONFLICT_OPEN,
     HEADER,
     KEY_COLUMNS,
     MAX_CELL_CHARS,
+    MAX_PROBLEMS,
     MFU_MAX_PCT,
     MFU_ZERO_MEANS,
     REQUIRED,
+    conflict_marker,
     dashboard_problems,
+    foreign_format,
     header_difference,
     unsafe_cells,
     zero_mfu,
@@ -40,15 +47,48 @@ ZERO_MFU_PROBLEM = (f"mfu {{!r}} is zero, which is not a measurement ({MFU_ZERO_
                     "on CPU); empty the cell (not measured)")
 
 
+_T = TypeVar("_T")
+
+
+class Capped(list[_T]):
+    """A list that keeps its first :data:`~ezpz_amsc.results.schema.MAX_PROBLEMS` items
+    and counts the rest (``more``): a hostile file's ten million bad lines cost a
+    thousand messages and a number, not gigabytes."""
+
+    def __init__(self, limit: int = MAX_PROBLEMS) -> None:
+        super().__init__()
+        self.limit, self.more = limit, 0
+
+    def append(self, item: _T) -> None:
+        if len(self) < self.limit:
+            super().append(item)
+        else:
+            self.more += 1
+
+    def extend(self, items: Iterable[_T]) -> None:
+        for item in items:
+            self.append(item)
+
+
+def more_problems(path: str | os.PathLike[str], more: int) -> list[str]:
+    """The line that stands for the problems not kept (none when all were)."""
+    if not more:
+        return []
+    return [f"{os.fspath(path)}: {more:,} more problem{'s' if more != 1 else ''} not listed "
+            f"(at most {MAX_PROBLEMS:,} a file are)"]
+
+
 @dataclass
 class Checked:
     """What reading a results file found: its data rows, and its problems as
-    ``PATH:LINE: what`` (none: clean)."""
+    ``PATH:LINE: what`` (none: clean), at most :data:`MAX_PROBLEMS` of them."""
 
     rows: int
     problems: list[str]
     # The header is not this tool's (the first problem, which is in no row).
     header_differs: bool = False
+    more: int = 0  # problems found beyond those listed
+    conflicts: list[str] = field(default_factory=list)  # git's conflicts: "3-9"
 
 
 def check_results_file(
@@ -89,7 +129,8 @@ def check_results_file(
             raise AmscError(f"{p}: cannot read: {e.strerror or e}") from None
         finally:
             check.close()
-    return Checked(check.rows, check.problems, check.header_differs)
+    return Checked(check.rows, check.problems, check.header_differs, check.problems.more,
+                   check.conflicts)
 
 
 def _clean_row_pattern() -> re.Pattern[str]:
@@ -128,7 +169,9 @@ class _Check:
                  on_cells: Callable[[int, list[str], int], None] | None) -> None:
         self.path, self.f, self.on_row, self.on_cells = path, f, on_row, on_cells
         self.rows = 0
-        self.problems: list[str] = []
+        self.problems: Capped[str] = Capped()
+        self.conflicts: list[str] = []  # line ranges of git's conflicts
+        self._conflict: int | None = None  # the first line of a conflict not yet ended
         self.header: list[str] = []
         self.header_differs = False
         self.index: dict[str, int] = {}
@@ -153,6 +196,9 @@ class _Check:
             raise AmscError(f"{p}:1: the header cannot be read: {first.problem}")
         missing = [c for c in REQUIRED if c not in header]
         if missing:
+            foreign = foreign_format(os.pread(self.f.fileno(), 4096, 0))
+            if foreign is not None:  # a spreadsheet's save: its cause
+                raise AmscError(f"{p}: {foreign}")
             what = "column" if len(missing) == 1 else "columns"
             raise AmscError(f"{p}: header lacks required {what} {', '.join(missing)}")
         if tuple(header) != HEADER:
@@ -171,6 +217,36 @@ class _Check:
                 self.problems.append(f"{p}:{block.last_line}: {block.problem}")
             else:
                 self._row(block.last_line, block.offset, block.cells)
+        if self._conflict is not None:
+            line = self._conflict
+            self.conflicts.append(f"{line}-")
+            self.problems.append(f"{p}:{line}: a git merge conflict starts here ({CONFLICT_OPEN})"
+                                 f" and never ends ({CONFLICT_CLOSE}): {CONFLICT_FIX}")
+
+    def _marker(self, line: int, marker: str) -> None:
+        """A line of git's conflict markers: the conflict is one problem, named when it ends."""
+        p = self.path
+        if marker == CONFLICT_OPEN and self._conflict is None:
+            self._conflict = line
+            return
+        if self._conflict is None:
+            self.problems.append(f"{p}:{line}: a git merge conflict marker ({marker}) outside "
+                                 f"a conflict: delete the line")
+            return
+        start = self._conflict
+        if marker == CONFLICT_OPEN:  # a second opening: the first never ended
+            self.conflicts.append(f"{start}-{line - 1}")
+            self.problems.append(f"{p}:{start}: a git merge conflict starts here "
+                                 f"({CONFLICT_OPEN}) and never ends ({CONFLICT_CLOSE}): "
+                                 f"{CONFLICT_FIX}")
+            self._conflict = line
+        elif marker == CONFLICT_CLOSE:
+            self._conflict = None
+            self.conflicts.append(f"{start}-{line}")
+            self.problems.append(f"{p}:{start}-{line}: a git merge conflict (marker lines "
+                                 f"{CONFLICT_OPEN}, {CONFLICT_MIDDLE}, {CONFLICT_CLOSE}): "
+                                 f"{CONFLICT_FIX}")
+        # ======= or diff3's ||||||| inside a conflict: part of it
 
     def _plain(self, block: Plain, clean: Callable[[str], re.Match[str] | None] | None) -> None:
         """Lines read as they stand: a clean row (the common case) in one match, the others
@@ -209,6 +285,11 @@ class _Check:
         p = self.path
         if not any(c.strip() for c in cells):
             return
+        if len(cells) <= 2:  # a marker line is one cell (two: a branch named with a comma)
+            marker = conflict_marker(",".join(cells))
+            if marker is not None:
+                self._marker(line, marker)
+                return
         self.rows += 1
         if _NOT_UTF8.search("".join(cells)):
             self.problems.append(f"{p}:{line}: not UTF-8 text")

@@ -609,3 +609,35 @@ def test_results_only_checks_the_results_files_among_csv_files(tmp_path):
                              "or amsc.csv or has the dashboard's columns); nothing to check\n",
                           "")
     assert outcome(run_group("check", "--results-only", other, "-q")) == (0, "", "")
+
+
+@pytest.mark.parametrize("out_format", ["text", "json"])
+def test_check_lists_a_thousand_problems_and_counts_every_one(tmp_path, out_format):
+    p = tmp_path / "runs.csv"
+    p.write_text(",".join(HEADER) + "\n" + "x\n" * 1500)
+    r = run_group("check", p, "--format", out_format)
+    lines = r.stderr.splitlines()
+    assert r.exit_code == 1
+    assert len(lines) == 1002
+    assert lines[999] == f"{p}:1001: 1 cells, header has 14"
+    assert lines[1000] == f"{p}: 500 more problems not listed (at most 1,000 a file are)"
+    assert lines[1001] == f"error: {p}: 1500 problems in 1500 rows"
+    if out_format == "json":
+        found = json.loads(r.stdout)
+        assert (len(found["problems"]), found["clean"]) == (1001, False)
+        assert found["problems"][-1] == lines[1000]
+
+
+def test_check_names_a_merge_conflict_and_how_to_resolve_it(tmp_path):
+    p = tmp_path / "runs.csv"
+    row = "2026-08-11T17:11:1{}Z,Aurora,c,1,12,pass,1.000,,,,,,10,\n"
+    p.write_text(",".join(HEADER) + "\n<<<<<<< HEAD\n" + row.format(7) + "=======\n"
+                 + row.format(8) + ">>>>>>> b\n")
+    r = run_group("check", p)
+    assert r.exit_code == 1
+    assert r.stderr.splitlines() == [
+        f"{p}:2-6: a git merge conflict (marker lines <<<<<<<, =======, >>>>>>>): keep the "
+        "rows of both sides (not the common ancestor's lines between ||||||| and =======, if "
+        "any) and delete the marker lines; a results repository with merge=union in "
+        ".gitattributes (ezpz-amsc init) merges appended rows without conflicts",
+        f"error: {p}: 1 problem in 2 rows"]

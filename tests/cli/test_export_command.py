@@ -90,8 +90,10 @@ def _invalid(flag: str, value: str, reason: str) -> tuple[list[str], str]:
     _invalid("--wall-time-sec", "inf", "must be a positive number of seconds, got inf"),
     _invalid("--timestamp", "2026-08-11 17:11",
              "must look like 2026-08-11T17:11:17Z, got '2026-08-11 17:11'"),
-    _invalid("--lock-timeout", "-1", "must be 0 or more seconds, got -1.0"),
-    _invalid("--lock-timeout", "nan", "must be 0 or more seconds, got nan"),
+    _invalid("--lock-timeout", "-1", "must be 0 to 86,400 seconds (a day), got -1.0"),
+    _invalid("--lock-timeout", "nan", "must be 0 to 86,400 seconds (a day), got nan"),
+    _invalid("--lock-timeout", "inf", "must be 0 to 86,400 seconds (a day), got inf"),
+    _invalid("--lock-timeout", "1e300", "must be 0 to 86,400 seconds (a day), got 1e+300"),
     _invalid("--config", "",
              "must not be empty; pass the benchmark label, e.g. --config agpt-2b/bs1/seq2048/tp1"),
     _invalid("--append", "", "empty path (is the variable that should hold it unset?)"),
@@ -841,7 +843,7 @@ print(json.dumps(sorted(sys.modules)))
 # What an export to stdout never needs: loading it is the fixed cost every export pays
 # (docs/performance.md, "What each command imports").
 NOT_FOR_STDOUT = {
-    "ezpz_amsc.results.append", "ezpz_amsc.results.rows", "ezpz_amsc.results.index",
+    "ezpz_amsc.results.append", "ezpz_amsc.results.rows",
     "ezpz_amsc.results.fields", "ezpz_amsc.results.validate", "ezpz_amsc.fs.create",
     "ezpz_amsc.fs.access", "ezpz_amsc.cli.progress",
     "ezpz_amsc.cli.explain", "ezpz_amsc.run.devices", "ezpz_amsc.records.record",

@@ -33,8 +33,9 @@ from helpers import (
 
 from ezpz_amsc import hook
 from ezpz_amsc.errors import AmscError
-from ezpz_amsc.fs.access import group_has_others
+from ezpz_amsc.fs.access import group_has_others, planted_symlink
 from ezpz_amsc.fs.create import create_file, make_folders
+from ezpz_amsc.results.append import append_rows
 from ezpz_amsc.results.schema import HEADER
 
 A = RUNS / "fsdp_tp-2rank"
@@ -53,6 +54,9 @@ NOBODY = 65534
 
 
 OTHER_UID = 40123  # a second non-root user with no passwd entry: shown by number
+
+ROW = ["2026-08-11T17:11:17Z", "Aurora", "c", "1", "12", "pass", "1.000", "", "", "", "", "",
+       "10", ""]
 
 
 @pytest.fixture(params=[0o002, 0o022], ids=["umask002", "umask022"])
@@ -244,7 +248,6 @@ from ezpz_amsc.results import validate as check
 from ezpz_amsc.flow import export
 from ezpz_amsc.fs import create as files
 from ezpz_amsc.results import append as sink  # noqa: F401
-from ezpz_amsc.results import index  # noqa: F401 (sqlite3, hashlib: imported by --append)
 codecs.lookup("utf-8-sig")
 uid, gid, umask, run_dir = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3], 8), sys.argv[4]
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
@@ -385,7 +388,6 @@ def test_the_append_itself_gives_the_same_reasons_as_the_pre_check(team_folder):
     code = (
         "import os, sys\n"
         "from ezpz_amsc.results import append as sink\n"
-        "from ezpz_amsc.results import index  # noqa: F401 (sqlite3: loaded by an append)\n"
         "from ezpz_amsc.errors import AmscError\n"
         "os.setgroups([65534]); os.setgid(65534); os.setuid(65534)\n"
         "for target in sys.argv[1:]:\n"
@@ -671,3 +673,87 @@ def test_a_group_that_cannot_be_looked_up_counts_as_shared(monkeypatch):
 @pytest.mark.parametrize("gid", [4_242_424, 2**70])  # no such group; no such id at all
 def test_a_group_id_with_no_group_counts_as_shared(gid):
     assert group_has_others(gid, os.geteuid()) is True
+
+
+# ------------------------------------------------- a symlink another user planted (access.py)
+
+
+def _link(folder: Path, target: Path, owner: int, mode: int) -> Path:
+    folder.mkdir(exist_ok=True)
+    folder.chmod(mode)
+    link = folder / "runs.csv"
+    link.symlink_to(target)
+    os.lchown(link, owner, -1)
+    return link
+
+
+@needs_root
+@pytest.mark.parametrize("mode", [0o1777, 0o2775, 0o777], ids=["sticky", "group", "world"])
+def test_a_symlink_another_user_planted_in_a_shared_folder_is_refused(tmp_path, mode):
+    target = tmp_path / "private.csv"
+    target.write_text("mine\n")
+    link = _link(tmp_path / "shared", target, NOBODY, mode)
+    refusal = planted_symlink(link)
+    assert refusal is not None
+    folder = f"owner root, group root, mode {mode:04o}"
+    assert str(refusal) == (
+        f"{link}: a symlink owned by nobody (to {target}) in a folder others can write "
+        f"({folder}); not following it: a link another user made could send your rows "
+        "anywhere you may write. Append to the file itself, or have the link's owner remove it")
+    with pytest.raises(AmscError) as e:  # the hook's way in: no pre-check before it
+        append_rows(link, [ROW])
+    assert str(e.value) == str(refusal)
+    r = run_cli(A, "--config", "a", "--append", link)
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert r.stderr == f"error: {refusal}\n"
+    assert target.read_text() == "mine\n"
+
+
+@needs_root
+@pytest.mark.parametrize("owner, mode, why", [
+    (0, 0o1777, "your own link"),
+    (NOBODY, 0o755, "a folder only its owner writes: the link is the owner's doing"),
+    ("folder", 0o1777, "the folder's owner made it (the kernel's rule too)"),
+])
+def test_a_symlink_that_is_no_plant_is_followed(tmp_path, owner, mode, why):
+    target = tmp_path / "results.csv"
+    target.touch()  # an empty file is a new one: the header comes first
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    if owner == "folder":
+        os.chown(folder, NOBODY, NOBODY)
+        owner = NOBODY
+    link = _link(folder, target, owner, mode)
+    assert planted_symlink(link) is None, why
+    assert append_rows(link, [ROW]).written == [0]
+    assert parse_csv(target.read_text())[0]["config"] == "c"
+
+
+def test_no_symlink_no_refusal(tmp_path):
+    assert planted_symlink(tmp_path / "missing.csv") is None
+    (tmp_path / "file.csv").write_text("x\n")
+    assert planted_symlink(tmp_path / "file.csv") is None
+    assert planted_symlink(tmp_path) is None
+
+
+@needs_root
+def test_a_teammates_link_never_sends_a_users_row_into_their_own_private_file(team_folder):
+    """Two users: nobody keeps a private results file; a teammate (uid 40123) plants a link to
+    it in the team folder. nobody's append through the link is refused, naming the teammate."""
+    private = team_folder.parent / "private"
+    private.mkdir(mode=0o700)
+    os.chown(private, NOBODY, NOBODY)
+    mine = private / "thesis.csv"
+    mine.write_text(",".join(HEADER) + "\n")
+    os.chown(mine, NOBODY, NOBODY)
+    link = team_folder / "runs.csv"
+    link.symlink_to(mine)
+    os.lchown(link, OTHER_UID, NOBODY)
+    r = as_user(NOBODY, 0o002, A, "--config", "a", "--append", link)
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == (
+        f"error: {link}: a symlink owned by {OTHER_UID} (to {mine}) in a folder others can "
+        "write (owner root, group nogroup, mode 2775); not following it: a link another user "
+        "made could send your rows anywhere you may write. Append to the file itself, or have "
+        "the link's owner remove it\n")
+    assert mine.read_text() == ",".join(HEADER) + "\n"

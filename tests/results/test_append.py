@@ -33,11 +33,13 @@ from helpers import (
     run_group,
     wait_until_paused,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.fs.create import check_can_create
 from ezpz_amsc.results import append as sink
-from ezpz_amsc.results.schema import HEADER
+from ezpz_amsc.results.schema import HEADER, cells_key, render_csv
 
 A = RUNS / "fsdp_tp-2rank"
 B = RUNS / "fsdp_tp-1rank-launch"
@@ -253,15 +255,6 @@ def test_32_processes_append_at_once(tmp_path):
 
 
 @pytest.mark.slow
-def test_writers_meeting_a_file_without_an_index_build_it_once(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    ok, report = _load_bench().run(8, tmp_path, rows=5000, cold=True)
-    assert ok, report
-    assert "rows 5,008 of 5,008" in report
-    assert report.splitlines()[0].endswith(", whole-file index builds during the burst 1")
-
-
-@pytest.mark.slow
 def test_lock_timeout_names_the_results_file(tmp_path):
     out = tmp_path / "results" / "runs.csv"
     assert run_cli(B, "--config", "b", "--append", out).exit_code == 0
@@ -456,8 +449,8 @@ def test_append_target_is_a_fifo(tmp_path, no_hang):
     run = good_run(tmp_path / "run")
     os.mkfifo(tmp_path / "results.csv")
     line = error_line(run_cli(run, "--config", "c", "--append", tmp_path / "results.csv"))
-    assert line == (f"error: {tmp_path / 'results.csv'}: not a regular file; --append needs "
-                    "a CSV file path")
+    assert line == (f"error: {tmp_path / 'results.csv'}: not a regular file (a FIFO); "
+                    "--append needs a CSV file path")
 
 
 def test_append_under_a_file_is_a_clear_error(tmp_path):
@@ -557,7 +550,7 @@ OURS = ("  this tool's: timestamp,system,config,nodes,gpus,status,wall_time_sec,
 
 
 @pytest.mark.parametrize("first,why", [
-    (b"\xff\xfetimestamp\n", "header is not UTF-8; refusing to append"),
+    (b"\xe9timestamp\n", "header is not UTF-8; refusing to append"),
     (b"x" * 200_000 + b"\n",
      "header is not CSV (field larger than field limit (131072)); refusing to append"),
     # the longest first line read whole, and one byte more
@@ -574,7 +567,8 @@ OURS = ("  this tool's: timestamp,system,config,nodes,gpus,status,wall_time_sec,
                                     + "X\n" + OURS),
     (b'a,"b\n', "existing header differs from this tool's (lacks timestamp, system, config, "
                 "nodes and 10 more; has a, b); refusing to append \u2014 write to a new file\n"
-                '  the file\'s:  a,"b\n' + OURS),
+                "  the file's:  a,b\n" + OURS),
+    # at most 16 names of the file's header
     (LONG_HEADER.encode() + b"\n", "existing header differs from this tool's (lacks "
                                    "timestamp, system, config, nodes and 10 more; has "
                                    "column_0, column_1, column_2, column_3 and 26 more); "
@@ -583,22 +577,28 @@ OURS = ("  this tool's: timestamp,system,config,nodes,gpus,status,wall_time_sec,
                                    "column_4,column_5,column_6,\n"
                                    "               column_7,column_8,column_9,column_10,"
                                    "column_11,column_12,\n"
-                                   "               column_13,column_14,column_15,column_16,"
-                                   "column_17,column_18,\n"
-                                   "               column_19,column_20,column_21,column_22,"
-                                   "column_23,column_24,\n"
-                                   "               column_25,column_26,column_27,column_28,"
-                                   "column_29\n" + OURS),
+                                   "               column_13,column_14,column_15,... (30 "
+                                   "columns)\n" + OURS),
+    # a line that is no header is never echoed: its length only
     (b"h" * 1500 + b"\n", "existing header differs from this tool's (lacks timestamp, "
-                          "system, config, nodes and 10 more; has " + "h" * 37 + "...); "
+                          "system, config, nodes and 10 more; has <1,500 characters>); "
                           "refusing to append \u2014 write to a new file\n  the file's:  "
-                          + "h" * 1000 + "... (1500 characters)\n" + OURS),
-    (b"g" * 1000 + b"\n", "existing header differs from this tool's (lacks timestamp, "
-                          "system, config, nodes and 10 more; has " + "g" * 37 + "...); "
-                          "refusing to append \u2014 write to a new file\n  the file's:  "
-                          + "g" * 1000 + "\n" + OURS),
+                          "<1,500 characters>\n" + OURS),
+    # an environment's or a key file's secrets are no column names
+    (b"HF_TOKEN=hf_AbCdEf0123456789xyz,PATH=/usr/bin\n",
+     "existing header differs from this tool's (lacks timestamp, system, config, nodes and "
+     "10 more; has <31 characters>, <13 characters>); refusing to append \u2014 write to a "
+     "new file\n  the file's:  <31 characters>,<13 characters>\n" + OURS),
+    # a spreadsheet's save, named by its cause
+    ("\ufefftimestamp,system\n".encode("utf-16"),
+     "is UTF-16 text (a spreadsheet's \"Unicode text\" export), not UTF-8 CSV; save it again "
+     "as \"CSV UTF-8 (comma delimited)\"; refusing to append"),
+    (HEADER_LINE.replace(",", ";").encode(),
+     "has its columns separated by semicolons, not commas (a spreadsheet set to a language "
+     "that writes decimal commas saves CSV that way); save it again with comma separators "
+     "and decimal points; refusing to append"),
 ], ids=["not-utf8", "not-csv", "1MiB", "longer", "X", "header-X", "quoted", "long",
-        "too-long-to-show", "longest-shown"])
+        "too-long-to-show", "secrets", "utf-16", "semicolons"])
 def test_a_foreign_first_line_is_refused_by_its_exact_text(tmp_path, first, why):
     out = tmp_path / "runs.csv"
     out.write_bytes(first + EXISTING)
@@ -651,8 +651,7 @@ class _Clock:
 
 
 def _lockf_fails(monkeypatch, err: int) -> None:
-    """The results file's lock fails with ``err`` (only its own: the run index's build lock,
-    results/index.py, is another lock and keeps working)."""
+    """The results file's lock fails with ``err``."""
     def lockf(fd, op):
         raise OSError(err, os.strerror(err))
 
@@ -660,17 +659,17 @@ def _lockf_fails(monkeypatch, err: int) -> None:
     monkeypatch.setattr(sink, "fcntl", own)
 
 
-def test_the_lock_is_polled_5_ms_doubling_to_250_ms_for_the_default_10_s(tmp_path, monkeypatch):
+def test_the_lock_is_polled_5_ms_doubling_to_250_ms_for_the_default_60_s(tmp_path, monkeypatch):
     out = tmp_path / "runs.csv"
     out.write_bytes(EXISTING)
     clock = _Clock()
     monkeypatch.setattr(sink, "time", clock)
     _lockf_fails(monkeypatch, errno.EAGAIN)
-    assert _refusal(out) == (f"{out}: still locked by another writer after 10 s; retry, or "
+    assert _refusal(out) == (f"{out}: still locked by another writer after 60 s; retry, or "
                              "raise --lock-timeout")
     assert clock.sleeps[:8] == [0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.25, 0.25]
     assert set(clock.sleeps[6:]) == {0.25}
-    assert 10 <= sum(clock.sleeps) < 10.25  # the first poll past the deadline gives up
+    assert 60 <= sum(clock.sleeps) < 60.25  # the first poll past the deadline gives up
     # A timeout of 0: one try, no pause.
     clock.sleeps.clear()
     assert _refusal(out, lock_timeout_sec=0) == (
@@ -949,3 +948,278 @@ def test_writers_that_fail_take_back_their_folders_without_failing_the_others(tm
     assert [c for bad, c in codes if bad] == [3] * 8
     rows = parse_csv(target.read_text())
     assert sorted(r["config"] for r in rows) == sorted(f"sweep/{i}" for i in range(1, 16, 2))
+
+
+# ------------------------------------- finding a run: its timestamp cell, searched as bytes
+
+
+def _oracle(data: bytes) -> dict[tuple[str, ...], tuple[int, int]]:
+    """Each run's first (line, offset), as a reading of every record finds them."""
+    import io
+
+    from ezpz_amsc.results.rows import read_records
+
+    found: dict[tuple[str, ...], tuple[int, int]] = {}
+    for rec in read_records(io.BytesIO(data)):
+        if rec.offset and rec.cells is not None and len(rec.cells) >= len(HEADER):
+            found.setdefault(cells_key(rec.cells), (rec.line, rec.offset))
+    return found
+
+
+def _found(path: Path, keys, runs: sink.RunsInFile | None = None):
+    """Each key's (line, offset) in ``path``, searched before and under the lock."""
+    if runs is None:
+        runs = sink.RunsInFile(path, keys)
+        runs.search()
+    fd = os.open(path, os.O_RDWR | os.O_APPEND)
+    try:
+        runs.locked(fd)
+        return {k: (e.line, e.offset) for k in keys if (e := runs.find(k)) is not None}
+    finally:
+        os.close(fd)
+
+
+def _row(stamp: str, config: str = "sweep/0", error: str = "") -> list[str]:
+    return [stamp, "Aurora", config, "1", "12", "pass", "1.000", "", "", "", "", "", "10", error]
+
+
+STAMPS = ["2026-08-11T17:11:17Z", "2026-08-11T17:11:18Z", "2026-08-12T00:00:00Z"]
+
+
+@pytest.mark.parametrize("block", [5, 23, 64, 1 << 20])
+@pytest.mark.parametrize("form", ["lf", "crlf", "cr", "quoted", "bom", "multi-line", "all-quoted"])
+def test_a_run_is_found_at_its_first_line_in_any_form(tmp_path, monkeypatch, block, form):
+    monkeypatch.setattr(sink, "_SEARCH_BYTES", block)
+    nl = {"crlf": "\r\n", "cr": "\r"}.get(form, "\n")
+    rows = [_row(STAMPS[0], "other"), _row(STAMPS[1], "x", f"at {STAMPS[0]} it failed"),
+            _row(STAMPS[0]), _row(STAMPS[2], "y", "two\nlines" if form == "multi-line" else ""),
+            _row(STAMPS[0]), _row(STAMPS[2], "z")]
+    text = render_csv(rows, header=True, newline=nl)
+    if form == "quoted":  # a writer that quotes every timestamp
+        for s in STAMPS:
+            text = text.replace(s, f'"{s}"')
+    if form == "all-quoted":
+        buf = __import__("io").StringIO()
+        csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator=nl).writerows([HEADER, *rows])
+        text = buf.getvalue()
+    data = ("\ufeff" if form == "bom" else "").encode() + text.encode()
+    out = tmp_path / "runs.csv"
+    out.write_bytes(data)
+    keys = [cells_key(_row(STAMPS[0])), cells_key(_row(STAMPS[2], "z")),
+            cells_key(_row(STAMPS[1])), cells_key(_row(STAMPS[0], "nowhere"))]
+    want = {k: v for k, v in _oracle(data).items() if k in keys}
+    assert _found(out, keys) == want
+    line = {cells_key(_row(STAMPS[0])): 4, cells_key(_row(STAMPS[2], "z")): 7}
+    if form == "multi-line":
+        line[cells_key(_row(STAMPS[2], "z"))] = 8  # the line numbers of check, not records
+    assert {k: v[0] for k, v in want.items()} == line
+
+
+def test_a_timestamp_elsewhere_in_a_line_is_no_run(tmp_path):
+    out = tmp_path / "runs.csv"
+    stamp = STAMPS[0]
+    out.write_text(render_csv([_row(STAMPS[1], error=f"{stamp},Aurora,sweep/0,1,12"),
+                               [f" {stamp}", *_row(stamp)[1:]],
+                               [f"x{stamp}", *_row(stamp)[1:]],
+                               _row(stamp)[:5]], header=True))  # a short line: no row
+    assert _found(out, [cells_key(_row(stamp))]) == {}
+
+
+@settings(max_examples=150)
+@given(st.lists(st.tuples(st.sampled_from(STAMPS), st.sampled_from(["a", "b", "a,b", 'q"q']),
+                          st.sampled_from(["", "x", "l1\nl2", "cr\rcr"]),
+                          st.sampled_from(["\n", "\r\n", "\r"])), max_size=12),
+       st.sampled_from([3, 17, 40, 1 << 20]), st.booleans())
+def test_the_search_finds_what_reading_every_record_finds(scratch, lines, block, grow):
+    parts = [",".join(HEADER).encode() + b"\n"]
+    for stamp, config, error, nl in lines:
+        parts.append(render_csv([_row(stamp, config, error)], header=False, newline=nl).encode())
+    data = b"".join(parts)
+    out = scratch / "prop.csv"
+    keys = [cells_key(_row(s, c)) for s in STAMPS for c in ["a", "b", "a,b", 'q"q']]
+    old = sink._SEARCH_BYTES
+    sink._SEARCH_BYTES = block
+    try:
+        if grow:  # half of it searched before the lock, the rest appended meanwhile
+            half = len(parts) // 2
+            out.write_bytes(b"".join(parts[:half]))
+            runs = sink.RunsInFile(out, keys)
+            runs.search()
+            with open(out, "ab") as f:
+                f.write(b"".join(parts[half:]))
+            got = _found(out, keys, runs)
+            assert not runs.searched_whole_under_lock
+        else:
+            out.write_bytes(data)
+            got = _found(out, keys)
+    finally:
+        sink._SEARCH_BYTES = old
+    assert got == {k: v for k, v in _oracle(data).items() if k in keys}
+
+
+def _searched(out: Path, key) -> sink.RunsInFile:
+    runs = sink.RunsInFile(out, [key])
+    runs.search()
+    return runs
+
+
+def _rows_file(out: Path, count: int, extra: list[list[str]] = ()) -> None:
+    out.write_text(render_csv([_row(f"2025-01-01T00:{i // 60:02d}:{i % 60:02d}Z", "sweep/9")
+                               for i in range(count)] + list(extra), header=True))
+
+
+@pytest.mark.parametrize("change, whole", [
+    ("appended", False), ("replaced", True), ("shorter", True), ("tail-edited", True),
+    ("untouched", False), ("others-appended", False)])
+def test_under_the_lock_only_what_was_appended_is_searched(tmp_path, monkeypatch, change, whole):
+    out = tmp_path / "runs.csv"
+    _rows_file(out, 200)
+    key = cells_key(_row(STAMPS[0]))
+    runs = _searched(out, key)
+    data = out.read_bytes()
+    row = render_csv([_row(STAMPS[0])], header=False).encode()
+    if change == "appended":
+        out.write_bytes(data + row)
+    elif change == "others-appended":
+        out.write_bytes(data + row.replace(b"sweep/0", b"sweep/1") * 3)
+    elif change == "replaced":  # a copy renamed over it (git, an editor)
+        (tmp_path / "new").write_bytes(data + row)
+        os.replace(tmp_path / "new", out)
+    elif change == "shorter":  # cut at a line end
+        out.write_bytes(data[:data.index(b"\n", len(data) // 2) + 1] + row)
+    elif change == "tail-edited":  # in place, the same inode: the last row rewritten
+        with open(out, "r+b") as f:
+            f.seek(len(data) - len(row))
+            f.write(row)
+    read = []
+    real = os.pread
+
+    def counted(fd, n, at):
+        data = real(fd, n, at)
+        read.append(len(data))
+        return data
+
+    monkeypatch.setattr(os, "pread", counted)
+    got = _found(out, [key], runs)
+    assert runs.searched_whole_under_lock is whole
+    if change in ("untouched", "others-appended"):
+        assert got == {}
+        # the tail compared, the bytes appended, the tail kept: no more
+        assert sum(read) <= 2 * 4096 + 3 * len(row)
+    else:
+        # found among the rows appended meanwhile (two writers of one run at once): the
+        # lines before it are counted, under the lock, for the message's line number
+        now = out.read_bytes()
+        at = now.index(STAMPS[0].encode())
+        assert got == {key: (now.count(b"\n", 0, at) + 1, at)}
+        assert got[key][0] == {"appended": 202, "replaced": 202, "shorter": 101,
+                               "tail-edited": 201}[change]
+
+
+def test_a_line_edited_in_place_between_search_and_lock_is_read_again(tmp_path):
+    """A run found before the lock whose line was changed in place (the same size, far from
+    the end) is confirmed under the lock, and the whole file searched again."""
+    out = tmp_path / "runs.csv"
+    _rows_file(out, 10, [_row(STAMPS[0])])
+    with open(out, "ab") as f:
+        f.write(render_csv([_row(STAMPS[1], "pad" + "x" * 5000)], header=False).encode())
+    key = cells_key(_row(STAMPS[0]))
+    runs = _searched(out, key)
+    data = out.read_bytes()
+    at = data.index(b"sweep/0")
+    out.write_bytes(data[:at] + b"sweep/1" + data[at + 7:])
+    assert _found(out, [key], runs) == {}
+    assert runs.searched_whole_under_lock
+
+
+def test_git_rewriting_a_middle_row_and_adding_one_is_seen_by_the_next_append(tmp_path):
+    """Nothing of an earlier append is kept: a file rewritten between two appends (even into
+    the same inode number) is searched as it is now."""
+    out = tmp_path / "runs.csv"
+    assert run_cli(A, "--config", "a", "--append", out).exit_code == 0
+    rows = parse_csv(out.read_text())
+    _rows_file(out, 50)
+    text = out.read_text().splitlines(keepends=True)
+    stamp = rows[0]["timestamp"]
+    text[20] = render_csv([[stamp, *list(rows[0].values())[1:]]], header=False)
+    out.write_text("".join(text) + render_csv([_row(STAMPS[2])], header=False))
+    r = run_cli(A, "--config", "a", "--append", out)
+    assert r.exit_code == 1
+    assert f"is already at line 21 of {out}" in error_line(r)
+
+
+def test_an_append_keeps_nothing_outside_the_results_file(tmp_path, monkeypatch):
+    home, cache = tmp_path / "home", tmp_path / "cache"
+    home.mkdir()
+    cache.mkdir()
+    out = tmp_path / "r" / "runs.csv"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    for config in ("a", "b", "a"):
+        assert run_cli(A, "--config", config, "--append", out, "--skip-existing").exit_code == 0
+    assert [r["config"] for r in parse_csv(out.read_text())] == ["a", "b"]
+    assert names_in(home) == [] and names_in(cache) == []
+    assert names_in(out.parent) == ["runs.csv"]
+
+
+def test_a_file_holding_git_conflict_markers_is_refused(tmp_path):
+    out = tmp_path / "runs.csv"
+    ours, theirs = (render_csv([_row(s)], header=False) for s in STAMPS[1:])
+    content = (HEADER_LINE + "\n" + render_csv([_row(STAMPS[0], "old")], header=False)
+               + "<<<<<<< HEAD\n" + ours + "=======\n" + theirs + ">>>>>>> other\n").encode()
+    out.write_bytes(content)
+    message = (f"{out}: holds git merge conflict markers (from line 3); "
+               "refusing to append until the merge is resolved: keep the rows of both sides "
+               "(not the common ancestor's lines between ||||||| and =======, if any) and "
+               "delete the marker lines; a results repository with merge=union in "
+               "ezpz-amsc init) merges appended rows without conflicts; then: ezpz-amsc check "
+               f"{out}")
+    message = message.replace("merge=union in ezpz", "merge=union in .gitattributes (ezpz")
+    assert _refusal(out, allow_duplicate=True) == message
+    assert out.read_bytes() == content
+    r = run_cli(A, "--config", "c", "--append", out)
+    assert error_line(r) == f"error: {message}"
+    out.write_bytes(content.replace(b"<<<<<<< HEAD", b"<<<<<<<<"))  # no marker: 8 of them
+    out.write_bytes(out.read_bytes().replace(b">>>>>>> other", b">>>>>>>x"))
+    assert sink.append_rows(out, [_row(STAMPS[0], "new")]).written == [0]
+
+
+def test_append_to_a_proc_file_is_refused_before_reading_it(tmp_path, monkeypatch):
+    secret = "hf_" + "Zq9" * 12
+    monkeypatch.setenv("HF_TOKEN", secret)
+    r = run_cli(A, "--config", "c", "--append", "/proc/self/environ")
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert r.stderr == ("error: /proc/self/environ: not a regular file (a /proc or /sys file); "
+                        "--append needs a CSV file path\n")
+    with pytest.raises(AmscError) as e:
+        sink.append_rows("/proc/self/environ", [ROW])
+    assert secret not in str(e.value) and "a /proc or /sys file" in str(e.value)
+
+
+def test_a_header_differs_error_never_echoes_a_secret(tmp_path):
+    out = tmp_path / "env.csv"
+    secret = "ghp_" + "a1B2" * 9
+    out.write_text(f"HOME=/root,GITHUB_TOKEN={secret},x\nmore,{secret}\n")
+    message = _refusal(out)
+    assert secret not in message and secret[:12] not in message
+    assert len(message) < 1000
+
+
+@pytest.mark.parametrize("block", [5, 64, 1 << 20])
+@pytest.mark.parametrize("nl", ["\n", "\r\n", "\r"])
+def test_a_conflict_marker_is_found_past_lookalikes_in_any_line_ending(tmp_path, monkeypatch,
+                                                                       block, nl):
+    monkeypatch.setattr(sink, "_SEARCH_BYTES", block)
+    out = tmp_path / "runs.csv"
+    rows = [_row(STAMPS[0], "a", "a < b << c"), _row(STAMPS[1], "<<<<<<<")]
+    text = render_csv(rows, header=True, newline=nl) + f"<<<<<<<<{nl}x<<<<<<< y{nl}"
+    marker = f"<<<<<<< HEAD{nl}" + render_csv([_row(STAMPS[2])], header=False, newline=nl)
+    out.write_text(text + marker + f">>>>>>> b{nl}" + render_csv([_row(STAMPS[2], "z")] * 3,
+                                                                header=False, newline=nl))
+    runs = _searched(out, cells_key(_row(STAMPS[2])))
+    assert _found(out, [cells_key(_row(STAMPS[2]))], runs) == {
+        cells_key(_row(STAMPS[2])): (7, len(text) + len(f"<<<<<<< HEAD{nl}"))}
+    refusal = runs.conflict()
+    assert refusal is not None and "(from line 6)" in str(refusal)
+    out.write_text(text + render_csv([_row(STAMPS[2], "z")] * 3, header=False, newline=nl))
+    assert _searched(out, cells_key(_row(STAMPS[2]))).conflict() is None

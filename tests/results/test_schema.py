@@ -349,7 +349,11 @@ def test_the_row_cap_holds_any_row_of_capped_cells():
     ((*HEADER, "a", "b", "c", "d"), "has a, b, c, d"),
     ((*HEADER, "a", "b", "c", "d", "e"), "has a, b, c, d and 1 more"),
     ((*HEADER, "x" * 40), "has " + "x" * 40),
-    ((*HEADER, "y" * 41), "has " + "y" * 37 + "..."),
+    ((*HEADER, "y" * 41), "has <41 characters>"),  # no longer than a column name
+    ((*HEADER, "y" * 40), "has " + "y" * 40),
+    ((*HEADER, "HF_TOKEN=hf_abcdefgh"), "has <20 characters>"),  # not name-like: not shown
+    ((*HEADER, "wandb_key_0123456789abcdef"), "has <26 characters>"),  # letters and digits
+    ((*HEADER, "tokens_per_sec_per_gpu_2"), "has tokens_per_sec_per_gpu_2"),
     (("z",) + HEADER[1:], "lacks timestamp; has z"),
 ])
 def test_header_difference_says_what_differs(found, said):

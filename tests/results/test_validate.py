@@ -21,6 +21,7 @@ from ezpz_amsc.results.schema import (
     HEADER,
     KEY_COLUMNS,
     MAX_CELL_CHARS,
+    MAX_PROBLEMS,
     dashboard_problems,
     header_difference,
     unsafe_cells,
@@ -149,9 +150,10 @@ def test_a_long_clean_file_is_read_in_blocks_with_its_duplicates_found(tmp_path)
     fast, exact = _both_ways(path, block_bytes=4096)
     assert fast == exact
     rows_read, problems, passed, cells = fast
-    assert (rows_read, len(problems), len(cells)) == (3000, 2000, 3000)
+    assert (rows_read, len(problems), len(cells)) == (3000, 1000, 3000)  # 1,000 more counted
+    assert validate.check_results_file(path).more == 1000
     assert problems[0] == f"{path}:1002: same run as line 2"
-    assert problems[-1] == f"{path}:3001: same run as line 1001"
+    assert problems[-1] == f"{path}:2001: same run as line 1001"
     assert [line for line, _, _ in passed] == list(range(2, 1002))
     assert passed[1][1] == rows[1]
     assert passed[1][2] == len(",".join(HEADER)) + 1 + len(",".join(rows[0])) + 1
@@ -371,3 +373,165 @@ def test_a_row_rewritten_in_place_before_its_duplicate_is_confirmed_is_no_duplic
         csv.field_size_limit(limit)
     assert len(calls) == 2
     assert (rows_read, problems, [n for n, _, _ in passed]) == (2, [], [2, 3])
+
+
+# ------------------------------------------------------------ git's conflict markers
+
+
+def _row_line(stamp: str, config: str = "c") -> str:
+    return f"{stamp},Aurora,{config},1,12,pass,1.000,,,,,,10,\n"
+
+
+HEADER_LINE = ",".join(HEADER) + "\n"
+T1, T2, T3 = "2026-08-11T17:11:17Z", "2026-08-11T17:11:18Z", "2026-08-11T17:11:19Z"
+FIX = ("keep the rows of both sides (not the common ancestor's lines between ||||||| and "
+       "=======, if any) and delete the marker lines; a results repository with merge=union "
+       "in .gitattributes (ezpz-amsc init) merges appended rows without conflicts")
+
+
+@pytest.mark.parametrize("diff3", [False, True], ids=["merge", "diff3"])
+def test_a_merge_conflict_is_named_with_its_line_range(tmp_path, diff3):
+    p = tmp_path / "runs.csv"
+    base = "||||||| merged common ancestors\n" if diff3 else ""
+    p.write_text(HEADER_LINE + _row_line(T1) + "<<<<<<< HEAD\n" + _row_line(T2) + base
+                 + "=======\n" + _row_line(T3) + ">>>>>>> their-branch\n" + _row_line(T1, "d"))
+    checked = validate.check_results_file(p)
+    end = 8 if diff3 else 7
+    assert checked.problems == [
+        f"{p}:3-{end}: a git merge conflict (marker lines <<<<<<<, =======, >>>>>>>): {FIX}"]
+    assert checked.conflicts == [f"3-{end}"]
+    assert checked.rows == 4  # the rows of both sides are rows: the markers are not
+
+
+def test_an_unended_conflict_and_a_stray_marker_are_named(tmp_path):
+    p = tmp_path / "runs.csv"
+    p.write_text(HEADER_LINE + "=======\n" + _row_line(T1) + "<<<<<<< HEAD\n" + _row_line(T2)
+                 + "<<<<<<< again\n" + _row_line(T3))
+    assert validate.check_results_file(p).problems == [
+        f"{p}:2: a git merge conflict marker (=======) outside a conflict: delete the line",
+        f"{p}:4: a git merge conflict starts here (<<<<<<<) and never ends (>>>>>>>): {FIX}",
+        f"{p}:6: a git merge conflict starts here (<<<<<<<) and never ends (>>>>>>>): {FIX}"]
+
+
+def test_a_line_like_a_marker_is_no_marker(tmp_path):
+    p = tmp_path / "runs.csv"
+    p.write_text(HEADER_LINE + "<<<<<<<<\n" + "=======x\n" + ">>>>>>>x\n")
+    assert validate.check_results_file(p).problems == [
+        f"{p}:{n}: 1 cells, header has 14" for n in (2, 3, 4)]
+
+
+# ------------------------------------------------ a spreadsheet's save: its cause named
+
+
+@pytest.mark.parametrize("data, cause", [
+    (HEADER_LINE.replace(",", ";").encode(), "has its columns separated by semicolons"),
+    (HEADER_LINE.replace(",", "\t").encode(), "has its columns separated by tabs"),
+    (HEADER_LINE.encode("utf-16"), "is UTF-16 text"),
+    (HEADER_LINE.encode("utf-16-le"), "is UTF-16 text"),
+    (HEADER_LINE.encode("utf-16-be"), "is UTF-16 text"),
+])
+def test_a_semicolon_or_utf16_export_is_named_by_its_cause(tmp_path, data, cause):
+    p = tmp_path / "runs.csv"
+    p.write_bytes(data + _row_line(T1).encode())
+    with pytest.raises(validate.AmscError) as e:
+        validate.check_results_file(p)
+    assert str(e.value).startswith(f"{p}: {cause}")
+    assert "lacks required" not in str(e.value)
+
+
+def test_a_header_lacking_columns_is_still_said_so(tmp_path):
+    p = tmp_path / "runs.csv"
+    p.write_text("timestamp;system\n")
+    with pytest.raises(validate.AmscError) as e:
+        validate.check_results_file(p)
+    assert str(e.value) == (f"{p}: header lacks required columns timestamp, system, config, "
+                            "nodes, gpus, status, wall_time_sec")
+
+
+# ------------------------------------------------------------ bounded problems
+
+
+def test_at_most_a_thousand_problems_are_kept_and_the_rest_counted(tmp_path):
+    p = tmp_path / "runs.csv"
+    p.write_text(HEADER_LINE + "x\n" * 1500 + _row_line(T1) * 2)
+    checked = validate.check_results_file(p)
+    assert MAX_PROBLEMS == 1000
+    assert len(checked.problems) == 1000
+    assert checked.problems[-1] == f"{p}:1001: 1 cells, header has 14"
+    assert checked.more == 501  # 500 lines, and the run seen twice
+    assert checked.rows == 1502
+    assert validate.more_problems(p, checked.more) == [
+        f"{p}: 501 more problems not listed (at most 1,000 a file are)"]
+    assert validate.more_problems(p, 1) == [
+        f"{p}: 1 more problem not listed (at most 1,000 a file are)"]
+    assert validate.more_problems(p, 0) == []
+
+
+def test_a_capped_list_keeps_its_first_items():
+    kept = validate.Capped(3)
+    kept.extend(range(5))
+    kept.append(9)
+    assert (list(kept), kept.more) == ([0, 1, 2], 3)
+
+
+# ------------------------------------------------- memory on hostile files (check, report)
+
+_MEASURED = r"""
+import json, resource, subprocess, sys
+r = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+print(json.dumps({"code": r.returncode, "out": r.stdout[-500:], "err": r.stderr,
+                  "rss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}))
+"""
+
+
+def _measured(*args: object) -> dict:
+    """A command's exit status, stderr and peak memory (its own process alone)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = Path(sys.executable).with_name("ezpz-amsc")
+    r = subprocess.run([sys.executable, "-c", _MEASURED, str(exe), *map(str, args)],
+                       capture_output=True, text=True, timeout=1800)
+    return json.loads(r.stdout)
+
+
+def _hostile(path, kind: str):
+    with open(path, "wb") as f:
+        f.write(HEADER_LINE.encode())
+        if kind == "lines":  # two million one-cell lines (ten million: docs/hostile-input.md)
+            block = b"x\n" * 1_000_000
+            for _ in range(2):
+                f.write(block)
+        else:  # one quoted field of 1 GB (a hole: no disk), then a good row
+            f.write(b'"')
+            f.seek((1 << 30), 1)
+            f.write(b'"\n' + _row_line(T1).encode())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["lines", "field"])
+@pytest.mark.parametrize("command", ["check", "report"])
+def test_a_hostile_file_ends_in_its_errors_and_a_summary_in_bounded_memory(tmp_path, kind,
+                                                                           command):
+    p = tmp_path / "runs.csv"
+    _hostile(p, kind)
+    got = _measured(command, p)
+    err = got["err"]
+    assert "Traceback" not in err and "MemoryError" not in err
+    assert got["rss"] < 100 << 20, f"{got['rss'] / 2**20:.0f} MB"
+    lines = err.splitlines()
+    if kind == "lines":
+        assert len(lines) <= 1000 + 3
+        assert f"{p}: 1,999,000 more problems not listed (at most 1,000 a file are)" in (
+            line.removeprefix("note: ") for line in lines)
+        if command == "check":
+            assert got["code"] == 1
+            assert lines[-1] == f"error: {p}: 2000000 problems in 2000000 rows"
+    else:
+        assert f"{p}:2: line longer than 229,418 bytes; not read" in (
+            line.removeprefix("note: ") for line in lines)
+        if command == "check":
+            assert got["code"] == 1
+            assert lines[-1] == f"error: {p}: 1 problem in 2 rows"
