@@ -68,12 +68,6 @@ def refuse_non_regular(st: os.stat_result, path: str | os.PathLike[str]) -> None
         raise NotRegularFile(errno.EINVAL, f"not a regular file ({kind})", os.fspath(path))
 
 
-def check_regular(st: os.stat_result, path: str | os.PathLike[str]) -> None:
-    """Refuse what ``st`` describes unless it is a regular file: :class:`NotRegularFile`
-    (``not a regular file (a FIFO)``), or ``IsADirectoryError`` for a folder."""
-    _refuse(st, path)
-
-
 def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
     """``path`` open for reading in binary, if it is a regular file; else ``OSError``.
 

@@ -32,7 +32,7 @@ from ezpz_amsc.fs.create import (
     remove_folders,
     write_all,
 )
-from ezpz_amsc.fs.read import check_regular
+from ezpz_amsc.fs.read import refuse_non_regular
 from ezpz_amsc.records.record import MAX_RECORD_BYTES, encode, parse_record
 from ezpz_amsc.results.schema import HEADER, KEY_COLUMNS
 from ezpz_amsc.text import Text, opt
@@ -173,7 +173,7 @@ def _read_at(dir_fd: int, name: str, cap: int) -> bytes:
     fd = os.open(name, _READ, dir_fd=dir_fd)
     try:
         st = os.fstat(fd)
-        check_regular(st, name)  # a FIFO opened non-blocking is never read
+        refuse_non_regular(st, name)  # a FIFO opened non-blocking is never read
         with open(fd, "rb", closefd=False) as f:
             return f.read(min(st.st_size, cap) + 1)
     finally:
