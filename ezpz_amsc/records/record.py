@@ -215,7 +215,7 @@ def load_record(path: str | os.PathLike[str]) -> dict[str, Any]:
     try:
         if len(data) > _MAX_RECORD_BYTES:
             raise ValueError(f"larger than {_MAX_RECORD_BYTES >> 20} MiB")
-        rec = json.loads(data.decode("utf-8"))
+        rec: dict[str, Any] = json.loads(data.decode("utf-8"))
         _check_shape(rec)
     except (ValueError, RecursionError) as e:
         why = "not JSON" if isinstance(e, json.JSONDecodeError) else str(e) or "not JSON"

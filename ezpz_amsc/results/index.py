@@ -46,7 +46,7 @@ import time
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from ezpz_amsc.fs.read import open_regular
 from ezpz_amsc.results.rows import read_records
@@ -207,7 +207,7 @@ class RunIndexFile:
             self.rebuild()
             return
         if start < st.st_size:
-            self._index_from(start, int(meta["lines"]) + 1)
+            self._index_from(start, int(cast(int, meta["lines"])) + 1)
 
     def _valid_prefix(self, meta: dict[str, object], st: os.stat_result) -> int | None:
         """How many bytes of the file the index still describes; None if it is stale."""
