@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.options import ExportOptions  # re-exported: its home moved to options.py
@@ -230,5 +230,6 @@ def _trend(red: Reduced, series: dict[str, SeriesDetail], warmup: int) -> Trend 
         s = red.stats.get(name)  # no stats at all when no step was logged (a failed run)
         if s is not None and s.present:
             warm = 0 if s.kept_warmup else min(warmup, int(s.values.size))
-            return Trend(series=name, key=series[name].key, **trend(s.values, warm))
+            return Trend(series=name, key=series[name].key,
+                         **cast("dict[str, Any]", trend(s.values, warm)))
     return None

@@ -244,7 +244,7 @@ def parse_record(data: bytes, shown: str | os.PathLike[str]) -> dict[str, Any]:
     try:
         if len(data) > MAX_RECORD_BYTES:
             raise ValueError(f"larger than {MAX_RECORD_BYTES >> 20} MiB")
-        rec = json.loads(data.decode("utf-8"))
+        rec: dict[str, Any] = json.loads(data.decode("utf-8"))
         _check_shape(rec)
     except (ValueError, RecursionError) as e:
         why = "not JSON" if isinstance(e, json.JSONDecodeError) else str(e) or "not JSON"

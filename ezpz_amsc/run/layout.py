@@ -349,7 +349,8 @@ def _place_provenance(files: RunFiles) -> None:
     depth = {folder: i for i, folder in enumerate(chain)}
 
     def place(paths: list[Path], reports: bool) -> list[Path]:
-        keep, away = [], []
+        keep: list[Path] = []
+        away: list[Path] = []
         for p in paths:
             ok = p.parent in depth or (reports and p.parent.parent == anchor)
             (keep if ok else away).append(p)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 from ezpz_amsc.fs.read import open_regular
 
@@ -38,8 +38,8 @@ def open_metrics(path: Path, raw: IO[bytes] | None = None) -> IO[bytes]:
 
     gz = gzip.GzipFile(filename=str(path), mode="rb", fileobj=raw)
     if owned:
-        gz.myfileobj = raw  # type: ignore[attr-defined]  # closed with the gzip reader, as gzip.open does
-    return gz
+        gz.myfileobj = raw  # type: ignore[assignment]  # closed with the gzip reader, as gzip.open does
+    return cast("IO[bytes]", gz)  # a GzipFile reads as an IO[bytes]; typeshed types it apart
 
 
 def iter_lines(f: IO[bytes], limit: int) -> Iterator[bytes | None]:

@@ -365,7 +365,7 @@ def ranks_per_step(tps: np.ndarray, tps_per_gpu: np.ndarray) -> np.ndarray:
     """Per step, ``train/tps / train/tps_per_gpu`` when it is a whole rank count, else NaN."""
     with np.errstate(all="ignore"):
         ratio = tps / tps_per_gpu
-        whole = np.round(ratio)
+        whole: np.ndarray = np.round(ratio)
         ok = np.isfinite(ratio) & (whole >= 1) & (whole <= MAX_COUNT)
         off = np.abs(np.subtract(ratio, whole, out=ratio), out=ratio)  # in place: long runs
         ok &= off <= RATIO_TOLERANCE * whole

@@ -194,9 +194,10 @@ def _shape_ok(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, limit: int) -
     """Lines under ``limit`` that start ``{"timestamp": `` and end with a digit and ``}}``."""
     words = _words(a)
     t3, t2, t1 = a[ends - 3], a[ends - 2], a[ends - 1]
-    return ((ends - starts < limit)
+    ok: np.ndarray = ((ends - starts < limit)
             & (words[starts] == _START_LO) & ((words[starts + 8] & _START_HI_MASK) == _START_HI)
             & (t1 == _RBRACE) & (t2 == _RBRACE) & (t3 >= _ZERO) & (t3 <= _NINE))
+    return ok
 
 
 def _rank_before(a: np.ndarray, brace: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -260,7 +261,8 @@ class RankCounts:
             out[r] = out.get(r, 0) + int(dense[r])
         for r, c in self._sparse.items():
             out[r] = out.get(r, 0) + c
-        self.__init__()
+        self._dense = np.zeros(0, dtype=np.int64)
+        self._sparse = {}
 
 
 def skim_lines(f: IO[bytes], limit: int, want: int, passed: dict[int, int],
@@ -289,7 +291,8 @@ def skim_lines(f: IO[bytes], limit: int, want: int, passed: dict[int, int],
             buf.extend(bytes(len(buf)))  # grow: lines up to ``limit`` are held whole
             view = memoryview(buf)
             continue
-        got = f.readinto(view[have:have + (min(room, FIRST_READ_BYTES) if first_read else room)])
+        got = f.readinto(view[  # type: ignore[attr-defined]  # every reader passed has it
+            have:have + (min(room, FIRST_READ_BYTES) if first_read else room)])
         first_read = False
         if not got:
             break

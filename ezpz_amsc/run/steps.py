@@ -71,8 +71,8 @@ class Steps:
     """The chosen rank's step records, as parallel series in file order."""
 
     rank: int | None = None
-    step: array = field(default_factory=lambda: array("d"))
-    counter: array = field(default_factory=lambda: array("b"))  # COUNTER_KEYS index per record
+    step: array[float] = field(default_factory=lambda: array("d"))
+    counter: array[int] = field(default_factory=lambda: array("b"))  # COUNTER_KEYS index per record
     # records (their index here) holding no number in any of the SERIES: eval records
     contentless: list[int] = field(default_factory=list)
     # records (their index here) carrying an evaluation key (EVAL_PREFIXES) under the step
@@ -81,15 +81,15 @@ class Steps:
     eval_key: str | None = None  # the first evaluation key such a record carried
     # TOKEN_KEYS, NaN when absent: the first tokens_run records all hold tokens_first (a
     # run that logs one batch size, or none, keeps no column), ``tokens`` the records after.
-    tokens: array = field(default_factory=lambda: array("d"))
+    tokens: array[float] = field(default_factory=lambda: array("d"))
     tokens_first: float = math.nan
     tokens_run: int = 0
     # STEP_EPOCH_KEYS (NaN when absent) of the first record and of each whose step number
     # does not increase, where the epoch can change the order (epoch_values()); only where
     # it differs from the one before (a run without step numbers keeps no entry per record).
     epochs: dict[int, float] = field(default_factory=dict)
-    timestamp: array = field(default_factory=lambda: array("d"))
-    series: dict[str, array] = field(default_factory=lambda: {k: array("d") for k in SERIES})
+    timestamp: array[float] = field(default_factory=lambda: array("d"))
+    series: dict[str, array[float]] = field(default_factory=lambda: {k: array("d") for k in SERIES})
     keys_used: dict[str, str] = field(default_factory=dict)  # series -> first key seen
     step_key: str | None = None  # the preferred counter any record carried
     nonfinite: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SERIES, 0))
@@ -655,7 +655,7 @@ def values_of_keys(path: Path, rank: int | None, needles: tuple[bytes, ...],
     return out
 
 
-def epoch_values(steps: Steps) -> array:
+def epoch_values(steps: Steps) -> array[float]:
     """The epoch of every record: read where it can change the order (the first record,
     and each whose step number does not increase), carried forward in between; NaN
     where none was read.
