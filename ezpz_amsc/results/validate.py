@@ -210,7 +210,7 @@ class _Check:
         self.in_order = tuple(header) == HEADER
         clean = _CLEAN_ROW.fullmatch if self.in_order else None
         for block in blocks:
-            if type(block) is Plain:
+            if isinstance(block, Plain):
                 self._plain(block, clean)
             elif block.cells is None:
                 self.rows += 1

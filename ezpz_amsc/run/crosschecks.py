@@ -81,7 +81,7 @@ class Context:
     red: Reduced  # ``steps == 0`` when no training step was logged
 
 
-Check = Callable[[Context], list[str]]
+Check = Callable[[Context], list[Text]]
 
 
 def duration(sec: float) -> str:
@@ -192,7 +192,7 @@ def check_clock(ctx: Context) -> list[Text]:
     if not t.present:
         return []
     now_sec = time.time()
-    notes = []
+    notes: list[Text] = []
     if t.implausible * 2 > t.present or (t.implausible and t.used_index is None):
         why = clock_problem(t.first_bad, now_sec) if t.first_bad is not None else "unusable"
         if flag is None:
@@ -206,7 +206,7 @@ def check_clock(ctx: Context) -> list[Text]:
         assert red.first_timestamp is not None
         subject = float(red.step_values[0])
         if t.skewed_first:
-            assert t.skewed_ts is not None
+            assert t.skewed_ts is not None and t.skewed_step is not None
             subject = t.skewed_step
             reason = f"{format_timestamp(t.skewed_ts)} {t.skewed_first}"
         elif t.first_step_raw is not None:
@@ -231,7 +231,7 @@ def check_clock(ctx: Context) -> list[Text]:
 def check_training_steps(ctx: Context) -> list[Text]:
     """Records without the step counter (eval batches) are not steps; epochs are said so."""
     red, steps = ctx.red, ctx.steps
-    notes = []
+    notes: list[Text] = []
     if red.not_steps:
         notes.append(f"left out {plural(red.not_steps, 'record')} without {red.counter} "
                      "(eval batches, summaries): not training steps")
@@ -363,7 +363,7 @@ def _step_time(ctx: Context) -> list[Text]:
             raise AmscError(f"{why}; pass " + opt("wall_time_sec", "SECONDS"))
         return [f"{why}; wall_time_sec from " + opt("wall_time_sec")]
 
-    notes = []
+    notes: list[Text] = []
     ok = timed & np.isfinite(steps_each) & (steps_each >= 1)
     if not ok.any():
         return []
@@ -660,7 +660,7 @@ CHECKS: tuple[Check, ...] = (
 
 def run_checks(ctx: Context) -> list[Text]:
     """Run every check; notes in :data:`CHECKS` order, or the first refusal."""
-    notes: list[str] = []
+    notes: list[Text] = []
     for check in CHECKS:
         notes.extend(check(ctx))
     return notes

@@ -51,7 +51,7 @@ class Provenance:
     values: dict[str, str] = field(default_factory=dict)
     source: dict[str, str] = field(default_factory=dict)  # key -> "run_info.json (path)"
     tiers: list[str] = field(default_factory=list)  # files that contributed
-    notes: list[str] = field(default_factory=list)
+    notes: list[Text] = field(default_factory=list)
 
 
 @dataclass
@@ -169,7 +169,7 @@ def _counted(value: str, flag: str = "") -> tuple[int, str] | None:
     return None
 
 
-def _read_text(path: Path, notes: list[str]) -> str | None:
+def _read_text(path: Path, notes: list[Text]) -> str | None:
     try:
         data = read_capped(path, MAX_PROVENANCE_BYTES)
     except OSError as e:
@@ -194,7 +194,7 @@ def _scalar(v: Any) -> str | None:
     return None
 
 
-def _from_json(path: Path, section: str | None, notes: list[str]) -> dict[str, str] | None:
+def _from_json(path: Path, section: str | None, notes: list[Text]) -> dict[str, str] | None:
     text = _read_text(path, notes)
     if text is None:
         return None
@@ -222,7 +222,7 @@ def _from_json(path: Path, section: str | None, notes: list[str]) -> dict[str, s
     return out
 
 
-def _from_report(path: Path, notes: list[str]) -> dict[str, str] | None:
+def _from_report(path: Path, notes: list[Text]) -> dict[str, str] | None:
     text = _read_text(path, notes)
     if text is None:
         return None
@@ -472,7 +472,7 @@ def _nodes_from_ranks(prov: Provenance, gpus: int, gpn: int | None, how: dict[st
         raise AmscError(f"{gpus} ranks at {per_node} per node ({why}) need {nodes} nodes, but "
                         f"the job had NUM_NODES {num_nodes}; pass " + opt("nodes", "N"))
     if nodes < num_nodes and layout.per_node is None:
-        prov.notes.append(f"nodes {nodes} assumes {plural(gpn, 'rank')} per node "
+        prov.notes.append(f"nodes {nodes} assumes {plural(per_node, 'rank')} per node "
                           f"(GPUS_PER_NODE); the job had {num_nodes} nodes (NUM_NODES); "
                           "pass " + opt("nodes", num_nodes) + " if the ranks were spread thinner")
     return nodes

@@ -219,7 +219,7 @@ def _number(v: Any) -> float | None:
     """
     t = type(v)
     if t is float:
-        return v
+        return v  # type: ignore[no-any-return]  # (its type was just checked: no call here)
     if t is int:
         try:
             return float(v)
@@ -259,7 +259,7 @@ FAST_LOADS = _fast_loads()
 # a regex before and after scanning: ~15% of its cost on a 1 KB line. The
 # scanner alone gives the same object for a line that is plain UTF-8 starting
 # with its value; anything else goes to json.loads, which stays the authority.
-_scan_once = json.JSONDecoder().scan_once
+_scan_once = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # (set in __init__)
 _JSON_WS = " \t\n\r"
 # orjson turns integers outside int64/uint64 into floats; json keeps them ints.
 _ORJSON_INT_LIMIT = float(2**63)
@@ -295,6 +295,7 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
     epochs = out.epochs
     last_step = math.inf  # the first record's epoch is always read
     last_epoch = None  # never equal to a number: the first one read is kept
+    v: Any  # a record's value: JSON of any type until proven a number
     counters = tuple(enumerate(COUNTER_KEYS))
     tps_series = series["tps"]
     ignored = out.ignored_throughput
@@ -452,10 +453,10 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
                 if not here > last_step:  # a counter that starts again (or no number)
                     if here == last_step:  # one step number twice: an evaluation beside it?
                         _evaluation(out, metrics, prev)
-                    e = _first_number(get, STEP_EPOCH_KEYS)
-                    if not (e == last_epoch and math.copysign(1, e) == math.copysign(
-                            1, last_epoch)) and not (e != e and last_epoch != last_epoch):
-                        epochs[len(out.step) - 1] = last_epoch = e
+                    epoch = _first_number(get, STEP_EPOCH_KEYS)
+                    if not (epoch == last_epoch and math.copysign(1, epoch) == math.copysign(
+                            1, last_epoch)) and not (epoch != epoch and last_epoch != last_epoch):
+                        epochs[len(out.step) - 1] = last_epoch = epoch
                 last_step = here
                 if tps_series[-1] != tps_series[-1]:  # no training throughput: say why
                     for k in NOT_TRAINING_THROUGHPUT:
@@ -550,10 +551,10 @@ def read_steps(source: MetricsSource, max_line: int = MAX_LINE_BYTES,
     # Rank 0 logged nothing: the lowest rank that did; records without a rank
     # field (None) only when no record names one.
     ranked = sorted(r for r in out.other_ranks if r is not None)
-    chosen = ranked[0] if ranked else None
-    again = Steps(rank=chosen)
-    _read_file(source.single, again, chosen, True, max_line, digests=digests)
-    again.other_ranks = {r: n for r, n in out.other_ranks.items() if r != chosen}
+    lowest = ranked[0] if ranked else None
+    again = Steps(rank=lowest)
+    _read_file(source.single, again, lowest, True, max_line, digests=digests)
+    again.other_ranks = {r: n for r, n in out.other_ranks.items() if r != lowest}
     again.bad_lines, again.long_lines = out.bad_lines, out.long_lines
     again.truncated_last_line = out.truncated_last_line
     return again
