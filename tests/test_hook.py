@@ -435,17 +435,10 @@ def test_hook_on_a_retried_job_exports_the_last_attempt(tmp_path, monkeypatch, c
 
     run, _, second = retried_launch(tmp_path)
     started = second[0]["timestamp"] - 0.5
-    monkeypatch.setattr(finalize, "process_start", lambda: started)
     expected = one_row(run_cli(run, "--config", "c", "--attempt", "last"))
     assert expected["steps"] == "30"
-    for name in ("EZPZ_AMSC_APPEND", "EZPZ_AMSC_STATUS", "EZPZ_AMSC_WALL_TIME_SEC", "RANK",
-                 "PMI_RANK", "OMPI_COMM_WORLD_RANK"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
-    caplog.set_level(logging.INFO, logger="ezpz_amsc")
-    finalize_hook(object(), run)
+    messages = _hook_on(run, monkeypatch, caplog, started, level=logging.INFO)
     assert parse_csv((run / "amsc.csv").read_text()) == [expected]
-    messages = [r.getMessage() for r in caplog.records]
     assert [m for m in messages if "no row written" in m] == []
     notes = [m for m in messages if m.startswith("ezpz-amsc: note: ")]
     assert notes[0] == ("ezpz-amsc: note: the records hold 2 attempts; exported the last, the "
@@ -473,7 +466,10 @@ def _paused_and_faster(tmp_path: Path) -> tuple[Path, list[dict]]:
     return run, [r for r in recs if is_step(r)]
 
 
-def _hook_on(run: Path, monkeypatch, caplog, started: float | None) -> list[str]:
+def _hook_on(run: Path, monkeypatch, caplog, started: float | None,
+             level: int = logging.WARNING) -> list[str]:
+    """The hook run on ``run`` as a process started at ``started``: its log lines at
+    ``level`` and above."""
     monkeypatch.setattr(finalize, "process_start", lambda: started)
     for name in ("EZPZ_AMSC_APPEND", "EZPZ_AMSC_STATUS", "EZPZ_AMSC_WALL_TIME_SEC", "RANK",
                  "PMI_RANK", "OMPI_COMM_WORLD_RANK"):
@@ -481,7 +477,7 @@ def _hook_on(run: Path, monkeypatch, caplog, started: float | None) -> list[str]
     monkeypatch.setenv("EZPZ_AMSC_CONFIG", "c")
     caplog.set_level(logging.INFO, logger="ezpz_amsc")
     finalize_hook(object(), run)
-    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    return [r.getMessage() for r in caplog.records if r.levelno >= level]
 
 
 def test_hook_exports_every_record_its_own_process_wrote_as_one_attempt(

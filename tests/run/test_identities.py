@@ -794,28 +794,23 @@ def test_mfu_as_a_fraction_of_the_device_s_peak(tmp_path, json_reader):
         "a fraction, not a percentage; mfu left empty"]
 
 
-def test_tflops_a_node_total_under_the_peak(tmp_path, json_reader):
-    """Polaris, 2 ranks: 100 TFLOPS the node's total of 50 each (under 312 either way);
-    mfu = 50 / 312: tflops / 2 is the A100's peak."""
+@pytest.mark.parametrize(("nodes", "whose", "n_notes"), [
+    ("1", "the node's total (the whole job's: 1 node)", 1),  # 2 ranks on the one node
+    ("2", "the job's total", None),                          # one rank on each of 2 nodes
+])
+def test_tflops_a_node_or_job_total_under_the_peak(tmp_path, json_reader, nodes, whose,
+                                                   n_notes):
+    """Polaris, 2 ranks: 100 TFLOPS is the total of 50 each (under 312 either way);
+    mfu = 50 / 312: tflops / 2 is the A100's peak, and --nodes says whose total it is."""
     run = _on_system(tmp_path, "Polaris", lambda i, dt: 100.0 * (1 + i / 1000),
                      lambda i, dt: 50.0 / 312.0 * 100 * (1 + i / 1000))
-    r = run_cli(run, "--config", "c")
-    assert _row_cells(r) == ("Polaris", f"{_wobbled(5000.0 / 312.0):.3f}", "")
-    assert notes_of(r) == [
-        "tflops / (mfu / 100) implies a 624.0 TFLOPS device (median of 30 steps), not "
-        "Polaris's: 312 (NVIDIA A100) TFLOPS; / 2 it is 312.0: tflops is the node's total "
-        "(the whole job's: 1 node), not per GPU; tflops left empty"]
-
-
-def test_tflops_the_job_s_total_under_the_peak(tmp_path, json_reader):
-    run = _on_system(tmp_path, "Polaris", lambda i, dt: 100.0 * (1 + i / 1000),
-                     lambda i, dt: 50.0 / 312.0 * 100 * (1 + i / 1000))
-    r = run_cli(run, "--config", "c", "--nodes", "2")
+    r = run_cli(run, "--config", "c", "--nodes", nodes)
     assert _row_cells(r) == ("Polaris", f"{_wobbled(5000.0 / 312.0):.3f}", "")
     assert notes_of(r)[-1] == (
         "tflops / (mfu / 100) implies a 624.0 TFLOPS device (median of 30 steps), not "
-        "Polaris's: 312 (NVIDIA A100) TFLOPS; / 2 it is 312.0: tflops is the job's total, not "
+        f"Polaris's: 312 (NVIDIA A100) TFLOPS; / 2 it is 312.0: tflops is {whose}, not "
         "per GPU; tflops left empty")
+    assert n_notes is None or len(notes_of(r)) == n_notes
 
 
 def test_nothing_explains_the_implied_peak(tmp_path, json_reader):
