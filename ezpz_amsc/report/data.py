@@ -107,7 +107,8 @@ class Sweep:
 
     files: list[str]
     rows_read: int = 0
-    problems: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # the first of each file's, bounded
+    problem_count: int = 0  # all of them, those not listed included
     measured: dict[PointKey, Point] = field(default_factory=dict)
     failed: list[dict[str, Any]] = field(default_factory=list)
     without_throughput: list[dict[str, Any]] = field(default_factory=list)
@@ -166,8 +167,10 @@ def _read(paths: Sequence[str | os.PathLike[str]], indexed: bool) -> Sweep | Non
             if reading.seen is None and reading.spelled_twice:
                 return None
             sweep.rows_read += rows
-            sweep.problems.extend(_in_line_order(str(path), problems, found))
+            listed = _in_line_order(str(path), problems, found)
+            sweep.problems.extend(listed)
             sweep.problems.extend(more_problems(path, checked.more + found.more))
+            sweep.problem_count += len(listed) + checked.more + found.more
     finally:
         reading.close()
     return sweep
@@ -389,6 +392,7 @@ def build_report(sweep: Sweep, sources: bool = True) -> dict[str, Any]:
         "failed": named[0],
         "without_throughput": named[1],
         "problems": sweep.problems,
+        "problem_count": sweep.problem_count,
     }
 
 

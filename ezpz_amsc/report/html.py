@@ -234,7 +234,7 @@ def _listed(rows: Sequence[Mapping[str, Any]], extra: Sequence[str],
 def _summary_html(report: Mapping[str, Any]) -> list[str]:
     rows, t = report["rows"], report["thresholds"]
     files = ", ".join(f"<code>{esc(f)}</code>" for f in report["files"])
-    problems = len(report["problems"])
+    problems = report["problem_count"]
     out = [f"<p>{plural(len(report['files']), 'file')} ({files}), "
            f"{plural(rows['read'], 'row')}: {esc(', '.join(row_counts(report)))}"
            + (f'; <a href="#problems">{plural(problems, "problem")}</a>' if problems else "")

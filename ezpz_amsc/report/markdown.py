@@ -71,7 +71,7 @@ def _summary_lines(report: Mapping[str, Any]) -> list[str]:
     rows, t = report["rows"], report["thresholds"]
     counts = row_counts(report)
     files = ", ".join(escape(f) for f in report["files"])
-    problems = len(report["problems"])
+    problems = report["problem_count"]
     return [
         "## Scaling report", "",
         f"{plural(len(report['files']), 'file')} ({files}), {plural(rows['read'], 'row')}: "

@@ -118,7 +118,7 @@ def _cross_lines(c: Mapping[str, Any], p: Paint) -> list[str]:
 def _summary_lines(report: Mapping[str, Any]) -> list[str]:
     rows, t = report["rows"], report["thresholds"]
     counts = row_counts(report)
-    problems = len(report["problems"])
+    problems = report["problem_count"]
     out = _wrap(f"scaling report: {plural(len(report['files']), 'file')}, "
                 f"{plural(rows['read'], 'row')}: {', '.join(counts)}"
                 + (f" ({plural(problems, 'problem')}: notes on stderr)" if problems else ""))

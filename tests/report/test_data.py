@@ -633,3 +633,19 @@ def test_a_repeat_numbered_past_32_bits_widens_the_sources_and_keeps_its_numbers
     assert (list(point.tps), list(point.tps_per_gpu), list(point.mfu_pct), point.mfu_zero) == (
         [100.0, 110.0], [25.0, 30.0], [40.0], 1)
     assert point.mismatched == [(2**32 + 7, 1.09)]
+
+
+def test_the_summary_counts_every_problem_though_only_the_first_are_listed(tmp_path):
+    """The listed problems are bounded; the count the summary and the JSON give is not."""
+    from ezpz_amsc.results.schema import MAX_PROBLEMS
+
+    bad = MAX_PROBLEMS + 5
+    p = tmp_path / "hostile.csv"
+    p.write_text(",".join(HEADER) + "\n" + "x\n" * bad)
+    text, data = run_report(p), run_report(p, "--format", "json")
+    rep = json.loads(data.stdout)
+    assert rep["problem_count"] == bad
+    assert len(rep["problems"]) == MAX_PROBLEMS + 1
+    assert rep["problems"][-1] == (f"{p}: 5 more problems not listed "
+                                   f"(at most {MAX_PROBLEMS:,} a file are)")
+    assert f"({bad} problems: notes on stderr)" in " ".join(text.stdout.split())
