@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 
 from ezpz_amsc.errors import AmscError
+from ezpz_amsc.text import Text
 
 _SHIFT = {"owner": 6, "group": 3, "others": 0}
 _BIT = {"r": 4, "w": 2, "x": 1}
@@ -97,14 +98,20 @@ def _class_of(st: os.stat_result) -> str:
     return "others"
 
 
-def planted_symlink(path: str | os.PathLike[str]) -> AmscError | None:
+# What a results file's planted link could do, and what to do about it.
+_FOR_ROWS = ("a link another user made could send your rows anywhere you may write. Append "
+             "to the file itself, or have the link's owner remove it")
+
+
+def planted_symlink(path: str | os.PathLike[str], why: Text = _FOR_ROWS) -> AmscError | None:
     """The refusal of a symlink at ``path`` that another user may have planted; else None.
 
     The kernel's ``protected_symlinks`` rule, applied to a path this tool writes to: a
     symlink in a folder others may write (sticky, group- or world-writable) is followed
     only when it belongs to this user or to the folder's owner. Otherwise a teammate's
     link would send this user's rows into a file of the teammate's choosing (one of this
-    user's own, which the teammate could not write), with "appended" reported.
+    user's own, which the teammate could not write), with "appended" reported. ``why``
+    ends the message: the harm and the remedy for what the path is.
     """
     p = os.fspath(path)
     try:
@@ -121,6 +128,4 @@ def planted_symlink(path: str | os.PathLike[str]) -> AmscError | None:
     shown = target if len(target) <= 200 else f"{target[:200]}..."
     return AmscError(
         f"{p}: a symlink owned by {_user_name(link.st_uid)} (to {shown}) in a folder others "
-        f"can write ({describe(folder)}); not following it: a link another user made could "
-        "send your rows anywhere you may write. Append to the file itself, or have the "
-        "link's owner remove it")
+        f"can write ({describe(folder)}); not following it: " + why)

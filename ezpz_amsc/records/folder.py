@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ezpz_amsc.errors import AmscError
+from ezpz_amsc.fs.access import planted_symlink
 from ezpz_amsc.fs.create import (
     FILE_MODE,
     FOLDER_MODE,
@@ -70,26 +71,13 @@ def record_name(row: Mapping[str, str]) -> str:
 
 def refuse_foreign_link(folder: Path) -> None:
     """Refuse a records folder that is another user's symbolic link in a folder others may
-    write in (sticky, or group- or world-writable): the kernel's ``protected_symlinks``
-    rule, which a teammate's planted link would otherwise get round."""
-    try:
-        st = os.lstat(folder)
-        if not stat.S_ISLNK(st.st_mode) or st.st_uid in (0, os.geteuid()):
-            return
-        parent = os.stat(folder.absolute().parent)
-        target = os.readlink(folder)
-    except OSError:
-        return
-    if parent.st_mode & (stat.S_ISVTX | stat.S_IWGRP | stat.S_IWOTH):
-        import pwd
-
-        try:
-            owner = pwd.getpwuid(st.st_uid).pw_name
-        except (KeyError, OverflowError):
-            owner = str(st.st_uid)
-        raise AmscError(f"{folder}: a symbolic link owned by {owner} (to {target}) in a folder "
-                        "others may write in; not following it (give "
-                        + opt("provenance") + " the folder itself)")
+    write in (:func:`~ezpz_amsc.fs.access.planted_symlink`, the kernel's
+    ``protected_symlinks`` rule), which a teammate's planted link would otherwise get round."""
+    planted = planted_symlink(folder, "a link another user made could send your records "
+                              "anywhere you may write; give " + opt("provenance")
+                              + " the folder itself")
+    if planted is not None:
+        raise planted
 
 
 def check_record_folder(folder: str | os.PathLike[str]) -> None:

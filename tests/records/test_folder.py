@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from helpers import HEADER, error_line, export_with_records, parse_csv, records_in, run_group
 
+from ezpz_amsc.fs.access import describe
 from ezpz_amsc.records import folder as folder_mod
 from ezpz_amsc.text import spelled
 
@@ -326,9 +327,11 @@ def test_a_records_folder_that_is_another_users_link_is_refused(fixture_run, tmp
     link = shared / "records"
     _link_as(user, mine, link)
     result = export_with_records([fixture_run(RUN)], shared / "runs.csv", link)
+    folder = describe(os.stat(shared))
     assert error_line(result) == (
-        f"error: {link}: a symbolic link owned by {user.pw_name} (to {mine}) in a folder "
-        "others may write in; not following it (give --provenance the folder itself)")
+        f"error: {link}: a symlink owned by {user.pw_name} (to {mine}) in a folder others can "
+        f"write ({folder}); not following it: a link another user made could send your "
+        "records anywhere you may write; give --provenance the folder itself")
     assert list(mine.iterdir()) == [] and not (shared / "runs.csv").exists()
     own = shared / "own"
     own.symlink_to(mine)
