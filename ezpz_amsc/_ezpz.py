@@ -71,11 +71,6 @@ def get_machine(hostname: str) -> tuple[str, str]:
     return machine_from_hostname(hostname), "a copy of ezpz.get_machine"
 
 
-def find_history_class() -> type | None:
-    """The real ``ezpz.history.History``, or None (:func:`find_history` says why)."""
-    return find_history()[0]
-
-
 def find_history() -> tuple[type | None, str]:
     """The real ``ezpz.history.History`` and ``""``, or None and why it is not there —
     importing nothing when ezpz is absent.

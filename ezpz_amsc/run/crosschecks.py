@@ -29,6 +29,7 @@ from ezpz_amsc.run.layout import RunFiles, rel_to
 from ezpz_amsc.run.placement import Placement, Provenance
 from ezpz_amsc.run.steps import (
     CHECKPOINT_KEY,
+    CHECKPOINT_NEEDLES,
     EPOCH_KEYS,
     RESTART_KEY,
     RESTART_NEEDLES,
@@ -422,7 +423,7 @@ def checkpoint_evidence(ctx: Context) -> str:
     if window is None or not ctx.steps.files_read:
         return ""
     found = values_of_keys(ctx.steps.files_read[-1], ctx.steps.rank,
-                           (b"ckpt", b"checkpoint", b"save"),
+                           CHECKPOINT_NEEDLES,
                            lambda k: CHECKPOINT_KEY.search(k) is not None, window,
                            ctx.opts.max_line_bytes)
     said = [f"{k} logged {duration(sum(v))} of checkpointing" for k, v in sorted(found.items())
