@@ -442,10 +442,9 @@ def _accumulation(ctx: Context) -> str:
     from ezpz_amsc.run.steps import values_of_keys
 
     window = exported_window(ctx.red)
-    if window is None or not ctx.steps.files_read:
+    if window is None:
         return ""
-    found = values_of_keys(ctx.steps.files_read[-1], ctx.steps.rank, (b"accum",),
-                           lambda k: "accum" in k.lower(), window, ctx.opts.max_line_bytes)
+    found = values_of_keys(ctx.steps, (b"accum",), lambda k: "accum" in k.lower(), window)
     said = [f"{k} is {median_sorted(np.sort(np.array(v))):g}" for k, v in sorted(found.items())
             if median_sorted(np.sort(np.array(v))) > 1]
     return f"; {', '.join(said)} (gradient accumulation)" if said else ""

@@ -420,12 +420,10 @@ def checkpoint_evidence(ctx: Context) -> str:
     from ezpz_amsc.run.steps import values_of_keys
 
     window = exported_window(ctx.red)
-    if window is None or not ctx.steps.files_read:
+    if window is None:
         return ""
-    found = values_of_keys(ctx.steps.files_read[-1], ctx.steps.rank,
-                           CHECKPOINT_NEEDLES,
-                           lambda k: CHECKPOINT_KEY.search(k) is not None, window,
-                           ctx.opts.max_line_bytes)
+    found = values_of_keys(ctx.steps, CHECKPOINT_NEEDLES,
+                           lambda k: CHECKPOINT_KEY.search(k) is not None, window)
     said = [f"{k} logged {duration(sum(v))} of checkpointing" for k, v in sorted(found.items())
             if sum(v) > 0]
     return "; " + ", ".join(said) if said else ""
@@ -461,11 +459,10 @@ def _restart_logged(ctx: Context) -> str | None:
     from ezpz_amsc.run.steps import values_of_keys
 
     ts = float(ctx.red.ts_values[0]) if ctx.red.ts_values.size else math.nan
-    if not math.isfinite(ts) or not ctx.steps.files_read:
+    if not math.isfinite(ts):
         return None
-    found = values_of_keys(ctx.steps.files_read[-1], ctx.steps.rank, RESTART_NEEDLES,
-                           lambda k: RESTART_KEY.search(k) is not None, (ts, ts),
-                           ctx.opts.max_line_bytes)
+    found = values_of_keys(ctx.steps, RESTART_NEEDLES,
+                           lambda k: RESTART_KEY.search(k) is not None, (ts, ts))
     return min(found) if found else None
 
 

@@ -568,12 +568,10 @@ def _checkpointed(steps: Steps, ts: np.ndarray) -> Callable[[int, float], bool]:
     file, made only for a pause across which the throughput changes."""
 
     def explained(at: int, sec: float) -> bool:
-        if not steps.files_read:
-            return False
         lo, hi = ts[at - 1], ts[min(at + 1, ts.size - 1)]
         if not (math.isfinite(lo) and math.isfinite(hi)):
             return False
-        found = values_of_keys(steps.files_read[-1], steps.rank, CHECKPOINT_NEEDLES,
+        found = values_of_keys(steps, CHECKPOINT_NEEDLES,
                                lambda k: CHECKPOINT_KEY.search(k) is not None,
                                (float(lo), float(hi)))
         saved = max((sum(v) for v in found.values()), default=0.0)

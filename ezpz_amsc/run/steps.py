@@ -102,6 +102,7 @@ class Steps:
     other_ranks: dict[int | None, int] = field(default_factory=dict)
     loss_nonfinite: list[int] = field(default_factory=list)  # records whose loss was NaN/inf
     ignored_throughput: dict[str, int] = field(default_factory=dict)  # bare keys seen, per key
+    max_line: int = MAX_LINE_BYTES  # the line cap the records were read with, for a second pass
 
     def __len__(self) -> int:
         return len(self.step)
@@ -282,6 +283,7 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
     When filtering, lines that are certainly another rank's records are
     counted without being parsed (``skim``); returns how many.
     """
+    out.max_line = max_line
     series = out.series
     nonfinite = out.nonfinite
     keys_used = out.keys_used
@@ -624,13 +626,16 @@ RESTART_KEY = re.compile(r"restart|resum", re.I)
 RESTART_NEEDLES = (b"restart", b"resum", b"Restart", b"Resum")
 
 
-def values_of_keys(path: Path, rank: int | None, needles: tuple[bytes, ...],
-                   wanted: Callable[[str], bool], window: tuple[float, float],
-                   max_line: int = MAX_LINE_BYTES) -> dict[str, list[float]]:
-    """The finite numbers of every metric ``wanted`` accepts, in ``rank``'s records of
-    ``path`` stamped within ``window``: a second pass over the file for a note's evidence
-    (a rare path), parsing only the lines that hold one of ``needles``.
+def values_of_keys(steps: Steps, needles: tuple[bytes, ...], wanted: Callable[[str], bool],
+                   window: tuple[float, float]) -> dict[str, list[float]]:
+    """The finite numbers of every metric ``wanted`` accepts, in the chosen rank's records
+    stamped within ``window``: a second pass over the file the steps came from, with the
+    line cap they were read with, for a note's evidence (a rare path), parsing only the
+    lines that hold one of ``needles``.
     """
+    if not steps.files_read:
+        return {}
+    path, rank, max_line = steps.files_read[-1], steps.rank, steps.max_line
     out: dict[str, list[float]] = {}
     lo, hi = window
     try:

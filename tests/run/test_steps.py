@@ -44,7 +44,7 @@ from ezpz_amsc.options import ExportOptions
 from ezpz_amsc.results.schema import MAX_LINE_BYTES
 from ezpz_amsc.run import steps as steps_mod
 from ezpz_amsc.run.layout import MetricsSource, find_run_files
-from ezpz_amsc.run.steps import SERIES, read_steps
+from ezpz_amsc.run.steps import SERIES, Steps, read_steps
 
 try:
     import orjson
@@ -779,9 +779,33 @@ def test_values_of_keys_reads_one_rank_in_a_window(tmp_path):
         {"timestamp": 13.0, "rank": 0, "metrics": {"train/ckpt_s": float("nan")}},
         "not json ckpt",
     ])
-    got = values_of_keys(p, 0, (b"ckpt",), lambda k: k.endswith("_s"), (10.0, 13.0))
+    steps = Steps(rank=0, files_read=[p])
+    got = values_of_keys(steps, (b"ckpt",), lambda k: k.endswith("_s"), (10.0, 13.0))
     assert got == {"train/ckpt_s": [2.0, 3.0]}
-    assert values_of_keys(tmp_path / "gone.jsonl", 0, (b"ckpt",), bool, (0.0, 1.0)) == {}
+    gone = Steps(rank=0, files_read=[tmp_path / "gone.jsonl"])
+    assert values_of_keys(gone, (b"ckpt",), bool, (0.0, 1.0)) == {}
+    assert values_of_keys(Steps(rank=0), (b"ckpt",), bool, (0.0, 1.0)) == {}
+
+
+def test_values_of_keys_keeps_the_line_cap_the_steps_were_read_with(tmp_path):
+    """The second pass skips a line the first pass skipped as too long: the cap a user
+    gave travels with the steps, not the default."""
+    from ezpz_amsc.run.steps import values_of_keys
+
+    p = tmp_path / "metrics.jsonl"
+    pad = "x" * 400
+    write_jsonl(p, [
+        {"timestamp": 10.0, "rank": 0, "metrics": {"train/iter": 1, "train/dt": 1.0}},
+        {"timestamp": 11.0, "rank": 0, "metrics": {"train/iter": 2, "train/dt": 1.0,
+                                                   "train/ckpt_s": 4.0, "pad": pad}},
+        {"timestamp": 12.0, "rank": 0, "metrics": {"train/iter": 3, "train/dt": 1.0,
+                                                   "train/ckpt_s": 2.0}},
+    ])
+    steps = read_steps(MetricsSource("interleaved", tmp_path, single=p), max_line=300)
+    assert steps.max_line == 300 and steps.long_lines == 1 and len(steps) == 2
+    got = values_of_keys(steps, (b"ckpt",), lambda k: k.endswith("_s"), (10.0, 13.0))
+    assert got == {"train/ckpt_s": [2.0]}
+    assert read_steps(MetricsSource("interleaved", tmp_path, single=p)).max_line > 300
 
 
 @pytest.mark.slow
