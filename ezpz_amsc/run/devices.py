@@ -54,15 +54,18 @@ def plausible_peak(tflops: float) -> bool:
     return PEAK_MIN_TFLOPS <= tflops <= PEAK_MAX_TFLOPS
 
 
-def nearest(tflops: float) -> tuple[Device, float]:
-    """The listed device whose peak is nearest ``tflops`` (> 0), and how far: the ratio's
-    distance from 1 either way (1.1 and 1 / 1.1 are both 0.1)."""
-    def off(d: Device) -> float:
-        r = tflops / d.peak_tflops
-        return max(r, 1 / r) - 1
+def off_peak(tflops: float, d: Device) -> float:
+    """How far ``tflops`` (> 0) is from ``d``'s peak: the ratio's distance from 1 either
+    way (1.1 and 1 / 1.1 of the peak are both 0.1)."""
+    r = tflops / d.peak_tflops
+    return max(r, 1 / r) - 1
 
-    best = min(PEAKS, key=off)
-    return best, off(best)
+
+def nearest(tflops: float) -> tuple[Device, float]:
+    """The listed device whose peak is nearest ``tflops`` (> 0), and how far
+    (:func:`off_peak`)."""
+    best = min(PEAKS, key=lambda d: off_peak(tflops, d))
+    return best, off_peak(tflops, best)
 
 
 def device(name: str) -> Device:
@@ -114,5 +117,4 @@ def system_of(name: str | None) -> System | None:
 
 def matches(tflops: float, sysdev: System) -> bool:
     """Within :data:`PEAK_MATCH` of one of the system's devices' peaks."""
-    return any(max(tflops / d.peak_tflops, d.peak_tflops / tflops) - 1 <= PEAK_MATCH
-               for d in sysdev.devices)
+    return any(off_peak(tflops, d) <= PEAK_MATCH for d in sysdev.devices)
