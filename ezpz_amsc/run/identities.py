@@ -133,21 +133,25 @@ def tflops_finding(red: Reduced, gpus: int, nodes: int, system: str | None
     sysdev = system_of(system)
     if sysdev is None or value <= (peak := sysdev.fastest.peak_tflops):
         return Finding(), tflops
-    per_node = -(-gpus // max(nodes, 1))
     shown = (f"tflops {value:,.3f} (the median) is above the peak of {system}'s "
              f"{sysdev.fastest.name}, {peak:g} TFLOPS: no GPU does that, so it is not a "
              "per-GPU rate")
-    if per_node > 1 and value / per_node <= peak:
-        whose = "the node's total" + (" (the whole job's: 1 node)" if nodes <= 1 else "")
-        return Finding(frozenset({"tflops"}), (
-            f"{shown}; / {per_node} GPUs per node it is {value / per_node:,.3f}: {whose}; "
-            "tflops left empty")), tflops / per_node
-    if gpus > 1 and value / gpus <= peak:
-        return Finding(frozenset({"tflops"}), (
-            f"{shown}; / {gpus} gpus it is {value / gpus:,.3f}: the job's total; tflops left "
-            "empty")), tflops / gpus
+    for k, per, whose in _totals(gpus, nodes):
+        if value / k <= peak:
+            return Finding(frozenset({"tflops"}), (
+                f"{shown}; / {k} {per} it is {value / k:,.3f}: {whose}; tflops left "
+                "empty")), tflops / k
     return Finding(frozenset({"tflops"}), (
         f"{shown}, even / {gpus} gpus ({value / gpus:,.3f}); tflops left empty")), None
+
+
+def _totals(gpus: int, nodes: int) -> list[tuple[int, str, str]]:
+    """The totals a per-GPU rate logged too high may be, smallest first: (GPUs it is the
+    total of, what they are, whose total), each only over more than one GPU."""
+    per_node = -(-gpus // max(nodes, 1))
+    node = "the node's total" + (" (the whole job's: 1 node)" if nodes <= 1 else "")
+    return [(k, per, whose) for k, per, whose in (
+        (per_node, "GPUs per node", node), (gpus, "gpus", "the job's total")) if k > 1]
 
 
 def peak_finding(red: Reduced, gpus: int, system: str | None = None, nodes: int = 1,
@@ -190,16 +194,13 @@ def _system_peak(implied: float, n: int, mfu_max: float, sysdev: System, gpus: i
         return Finding()
     shown = (f"tflops / (mfu / 100) implies a {implied:,.1f} TFLOPS device (median of {n} "
              f"steps), not {sysdev.name}'s: {sysdev.device_names} TFLOPS")
-    per_node = -(-gpus // max(nodes, 1))
     if mfu_max <= 1 and matches(implied / 100, sysdev):
         return Finding(frozenset({"mfu"}), (
             f"{shown}; every mfu is at most 1, and x 100 the peak is {implied / 100:,.1f}: "
             "mfu was logged as a fraction, not a percentage; mfu left empty"))
     if tflops_known:  # tflops as logged: it may be a total below the peak
-        for k, whose in ((per_node, "the node's total" + (
-                " (the whole job's: 1 node)" if nodes <= 1 else "")),
-                         (gpus, "the job's total")):
-            if k > 1 and matches(implied / k, sysdev):
+        for k, _, whose in _totals(gpus, nodes):
+            if matches(implied / k, sysdev):
                 return Finding(frozenset({"tflops"}), (
                     f"{shown}; / {k} it is {implied / k:,.1f}: tflops is {whose}, not per "
                     "GPU; tflops left empty"))
