@@ -11,7 +11,6 @@ says so is made here, beside the value.
 from __future__ import annotations
 
 import math
-import re
 from typing import TYPE_CHECKING, Any
 
 from ezpz_amsc.errors import AmscError, NoStepTime
@@ -48,13 +47,6 @@ MIN_RATE_STEPS = 2
 # the steps not logged (a real LOG_FREQ 5 run: 0.85 of what they take at their neighbours'
 # step time, the logged steps being the slower ones); then the clock bounds the estimate.
 UNLOGGED_SPEEDUP_MAX = 2.0
-# Gradient accumulation asked for on the launch command line: the flags and variables of
-# the trainers ezpz launches (hf's --gradient_accumulation_steps, --grad-accum, GRAD_ACC=),
-# never a word that merely contains "accum". Its count follows a space, "=", or the "', '"
-# of an argv list written as text.
-ACCUMULATION_FLAG = re.compile(
-    r"(?<![\w-])(--grad(?:ient)?[-_]accum(?:ulation)?(?:[-_]steps)?|"
-    r"GRAD(?:IENT)?_ACC(?:UM(?:ULATION)?)?(?:_STEPS)?)(?:=|\s+|'\s*,\s*')(\d+)(?!\w)")
 # Step times covering under this share of the clock between records, with accumulation
 # asked for: dt times part of each optimizer step (one micro-batch of 8 covers ~12 %, the
 # whole step 0.8-0.98).
@@ -165,20 +157,20 @@ def _accumulation_asked(ctx: Context) -> str:
     logged): dt then times one micro-batch, not the optimizer step."""
     import numpy as np
 
-    command = ctx.prov.values.get("EZPZ_RUN_COMMAND", "")
-    found = ACCUMULATION_FLAG.search(command) if command else None
+    asked = ctx.placement.launch.accumulation
     red = ctx.red
-    if found is None or int(found.group(2)) < 2 or red.coverage is not None or red.steps < 2:
+    if asked is None or asked[0] < 2 or red.coverage is not None or red.steps < 2:
         return ""
+    count, flag = asked
     ts, dt = red.ts_values, red.stats["dt"].values
     ok = np.isfinite(ts[1:]) & np.isfinite(ts[:-1]) & np.isfinite(dt[1:])
     span = float((ts[1:] - ts[:-1])[ok].sum())
     covered = float(dt[1:][ok].sum())
     if not (span > 0 and covered < ACCUMULATION_COVER_MAX * span):
         return ""
-    return (f"the launch command asks for gradient accumulation ({found.group(1)} "
-            f"{found.group(2)}) and the step times cover {covered / span:.0%} of the time "
-            f"between records: dt likely times one micro-batch of the {found.group(2)}, not "
+    return (f"the launch command asks for gradient accumulation ({flag} {count}) and the "
+            f"step times cover {covered / span:.0%} of the time between records: dt likely "
+            f"times one micro-batch of the {count}, not "
             "the whole optimizer step; "
             "wall_time_sec is the summed step time")
 

@@ -41,6 +41,13 @@ _PPR = re.compile(r"ppr:(\d+):node(?::|\Z)", re.IGNORECASE)
 TP_FLAGS = ("--tp", "--tp-size", "--tp_size", "--tensor-parallel-size",
             "--tensor_parallel_size", "--tensor-model-parallel-size",
             "--tensor_model_parallel_size")
+# Gradient accumulation asked for on the launch line: the flags and variables of the
+# trainers ezpz launches (hf's --gradient_accumulation_steps, --grad-accum, GRAD_ACC=),
+# never a word that merely contains "accum". Its count follows a space, "=", or the "', '"
+# of an argv list written as text.
+ACCUMULATION_FLAG = re.compile(
+    r"(?<![\w-])(--grad(?:ient)?[-_]accum(?:ulation)?(?:[-_]steps)?|"
+    r"GRAD(?:IENT)?_ACC(?:UM(?:ULATION)?)?(?:_STEPS)?)(?:=|\s+|'\s*,\s*')(\d+)(?!\w)")
 _BULLET = re.compile(r"^\s*[-*]\s+\*\*(?P<key>[^*]+)\*\*:\s*(?P<val>.*?)\s*$")
 
 
@@ -67,17 +74,25 @@ class Placement:
     # read (None for MACHINE, HOSTNAME, and EZPZ_RUN_COMMAND's flag); absent: an option.
     used: dict[str, list[tuple[str, int | None]]] = field(default_factory=dict)
     per_node: tuple[int, str] | None = None  # ranks per node, and the key or launch flag (--ppn)
-    tp: tuple[int, str] | None = None  # tensor-parallel size from the launch line, and its flag
+    launch: LaunchLayout = field(default_factory=lambda: LaunchLayout())  # EZPZ_RUN_COMMAND's
+
+    @property
+    def tp(self) -> tuple[int, str] | None:
+        """The tensor-parallel size the launch line gives, and its flag: ``(2, "--tp 2")``."""
+        return self.launch.tp
 
 
 @dataclass(frozen=True)
 class LaunchLayout:
-    """What a launch line says of where the ranks went: ranks per node, or nodes."""
+    """What a launch line says of how the job ran: where the ranks went (ranks per node, or
+    nodes), the program's tensor-parallel size and its gradient accumulation."""
 
     per_node: int | None = None
     per_node_flag: str = ""  # e.g. "--ppn 6", for messages
     nodes: int | None = None  # srun -N: nodes directly
     nodes_flag: str = ""
+    tp: tuple[int, str] | None = None  # (2, "--tp 2"): TP_FLAGS, the last given
+    accumulation: tuple[int, str] | None = None  # (8, "GRAD_ACC"): ACCUMULATION_FLAG's first
 
 
 def ranks_per_node(command: str) -> tuple[int, str] | None:
@@ -94,20 +109,28 @@ def launch_layout(command: str) -> LaunchLayout:
     ``-N=N`` and ``--map-by ppr:N:node``, srun's ``-N N`` / ``-NN`` /
     ``--nodes N`` (nodes, not ranks per node). Only the launcher's own options
     count: scanning stops at the program it starts (``python...``, a ``.py``
-    file, ``--``), whose arguments are not its. The last value given wins.
+    file, ``--``), whose arguments are not its. The last value given wins. The program's
+    tensor-parallel size (:data:`TP_FLAGS`) and gradient accumulation
+    (:data:`ACCUMULATION_FLAG`) are read from the whole line.
     """
     words = _launch_words(command)
     launcher = ""
     per_node: tuple[int, str] | None = None
     nodes: tuple[int, str] | None = None
+    tp: tuple[int, str] | None = None
+    in_program = False
     for i, word in enumerate(words):
+        flag, value = _option(words, i)
+        if flag in TP_FLAGS:
+            tp = _counted(value, flag) or tp
         base = os.path.basename(word)
         if i and (word == "--" or base.startswith("python") or word.endswith(".py")):
-            break
+            in_program = True
+        if in_program:
+            continue
         if not launcher and base in (*PER_NODE_N_LAUNCHERS, *NODES_N_LAUNCHERS):
             launcher = base
             continue
-        flag, value = _option(words, i)
         if flag in PPN_FLAGS:
             per_node = _counted(value, flag) or per_node
         elif flag == "--map-by" and (m := _PPR.match(value)) and (n := _counted(m.group(1))):
@@ -116,19 +139,12 @@ def launch_layout(command: str) -> LaunchLayout:
             per_node = _counted(value, "-N") or per_node
         elif (flag == "-N" and launcher in NODES_N_LAUNCHERS) or flag in NODES_FLAGS:
             nodes = _counted(value, flag) or nodes
-    return LaunchLayout(*(per_node or (None, "")), *(nodes or (None, "")))
-
-
-def tensor_parallel(command: str) -> tuple[int, str] | None:
-    """The program's tensor-parallel size on a launch line (:data:`TP_FLAGS`; the last
-    given wins), and the flag that said so: ``(2, "--tp 2")``."""
-    words = _launch_words(command)
-    found = None
-    for i in range(len(words)):
-        flag, value = _option(words, i)
-        if flag in TP_FLAGS:
-            found = _counted(value, flag) or found
-    return found
+    accum = ACCUMULATION_FLAG.search(command)
+    return LaunchLayout(per_node=per_node[0] if per_node else None,
+                        per_node_flag=per_node[1] if per_node else "",
+                        nodes=nodes[0] if nodes else None, nodes_flag=nodes[1] if nodes else "",
+                        tp=tp,
+                        accumulation=(int(accum.group(2)), accum.group(1)) if accum else None)
 
 
 def _launch_words(command: str) -> list[str]:
@@ -310,6 +326,8 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
     # ``how`` reads "column value = where it came from", e.g. for --explain:
     # "gpus 12 = max(WORLD_SIZE_IN_USE 12, world_size 12)".
     gpus_flag, nodes_flag = gpus is not None, nodes is not None
+    command = prov.values.get("EZPZ_RUN_COMMAND")
+    launch = launch_layout(command) if command else LaunchLayout()
     for key in ("MACHINE", "HOSTNAME"):
         val = prov.values.get(key)
         if val and not system and not val.isprintable():
@@ -366,7 +384,8 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
 
     if nodes is not None:
         how["nodes"] = f"nodes {nodes} = " + opt("nodes")
-    elif gpus is not None and (nodes := _nodes_from_ranks(prov, gpus, gpn, how, used)) is not None:
+    elif gpus is not None and (nodes := _nodes_from_ranks(prov, launch, gpus, gpn, how,
+                                                           used)) is not None:
         pass
     elif (num_nodes := _count(prov, "NUM_NODES")) is not None:
         nodes = num_nodes
@@ -399,12 +418,9 @@ def resolve_placement(prov: Provenance, system: str | None, nodes: int | None,
     if "ranks_per_node" in used:
         key, n = used["ranks_per_node"][0]
         assert n is not None
-        per_node = (n, key if key != "EZPZ_RUN_COMMAND" else
-                    launch_layout(prov.values[key]).per_node_flag.split()[0])
-    command = prov.values.get("EZPZ_RUN_COMMAND")
-    tp = tensor_parallel(command) if command else None
+        per_node = (n, key if key != "EZPZ_RUN_COMMAND" else launch.per_node_flag.split()[0])
     return Placement(system=system, nodes=nodes, gpus=gpus, how=how, gpus_source=gpus_source,
-                     used=used, per_node=per_node, tp=tp)
+                     used=used, per_node=per_node, launch=launch)
 
 
 def placement_sources(placement: Placement, prov: Provenance) -> dict[str, Any]:
@@ -437,8 +453,9 @@ def placement_sources(placement: Placement, prov: Provenance) -> dict[str, Any]:
     return out
 
 
-def _nodes_from_ranks(prov: Provenance, gpus: int, gpn: int | None, how: dict[str, Text],
-                      used: dict[str, list[tuple[str, int | None]]]) -> int | None:
+def _nodes_from_ranks(prov: Provenance, layout: LaunchLayout, gpus: int, gpn: int | None,
+                      how: dict[str, Text], used: dict[str, list[tuple[str, int | None]]]
+                      ) -> int | None:
     """ceil(ranks / ranks per node), from the launch line, else from GPUS_PER_NODE; or
     the nodes the launch line names (srun ``-N``).
 
@@ -447,8 +464,6 @@ def _nodes_from_ranks(prov: Provenance, gpus: int, gpn: int | None, how: dict[st
     allocation: the result may be below it (with a note when nothing says how
     the ranks were spread), never above it.
     """
-    command = prov.values.get("EZPZ_RUN_COMMAND")
-    layout = launch_layout(command) if command else LaunchLayout()
     if layout.per_node is not None:
         per_node, why = layout.per_node, f"{layout.per_node_flag} in EZPZ_RUN_COMMAND"
     elif layout.nodes is not None:

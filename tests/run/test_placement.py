@@ -36,7 +36,6 @@ from ezpz_amsc.run.placement import (
     launch_layout,
     ranks_per_node,
     resolve_placement,
-    tensor_parallel,
 )
 
 # --------------------------------------------------------------------- the three tiers
@@ -807,11 +806,11 @@ def test_job_duration_of_a_broken_run_info_is_unknown(tmp_path):
     ("python3 train.py --tp 0", None), ("/home/user/src/ezpz/src/ezpz/examples/fsdp_tp.py", None),
 ])
 def test_tensor_parallel_from_the_launch_line(command, tp):
-    assert tensor_parallel(command) == tp
+    assert launch_layout(command).tp == tp
 
 
 def test_every_tp_spelling_is_read():
-    assert [tensor_parallel(f"python3 t.py {f} 2") for f in TP_FLAGS] == [
+    assert [launch_layout(f"python3 t.py {f} 2").tp for f in TP_FLAGS] == [
         (2, f"{f} 2") for f in TP_FLAGS]
 
 
@@ -825,3 +824,28 @@ def test_the_placement_carries_tp_from_ezpz_run_command():
     assert (got.system, got.nodes, got.gpus, got.tp) == ("Aurora", 4, 48, (2, "--tp 2"))
     del prov.values["EZPZ_RUN_COMMAND"]
     assert resolve_placement(prov, None, None, None).tp is None
+
+
+@pytest.mark.parametrize("command, want", [
+    ("GRAD_ACC=8 mpiexec --ppn 4 python3 accum.py --tp 2",
+     LaunchLayout(per_node=4, per_node_flag="--ppn 4", tp=(2, "--tp 2"),
+                  accumulation=(8, "GRAD_ACC"))),
+    ("['mpiexec', '--ppn', '6', 'python3', 'hf.py', '--gradient_accumulation_steps', '4']",
+     LaunchLayout(per_node=6, per_node_flag="--ppn 6",
+                  accumulation=(4, "--gradient_accumulation_steps"))),
+    # the program's own --ppn is not the launcher's; its --tp is the program's
+    ("mpiexec -n 8 python3 t.py --ppn 2 --tp 4 --grad-accum=1",
+     LaunchLayout(tp=(4, "--tp 4"), accumulation=(1, "--grad-accum"))),
+])
+def test_one_pass_over_the_launch_line_gives_layout_tp_and_accumulation(command, want):
+    assert launch_layout(command) == want
+
+
+def test_the_placement_keeps_the_launch_line_it_read():
+    prov = Provenance(values={"MACHINE": "Aurora", "world_size": "24",
+                              "EZPZ_RUN_COMMAND": "mpiexec --ppn 6 python3 t.py --grad-accum 8"},
+                      source=dict.fromkeys(("MACHINE", "world_size", "EZPZ_RUN_COMMAND"),
+                                           "run_info.json"))
+    got = resolve_placement(prov, None, None, None)
+    assert (got.nodes, got.per_node, got.launch.accumulation, got.tp) == (
+        4, (6, "--ppn"), (8, "--grad-accum"), None)
