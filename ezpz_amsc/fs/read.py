@@ -68,15 +68,22 @@ def refuse_non_regular(st: os.stat_result, path: str | os.PathLike[str]) -> None
         raise NotRegularFile(errno.EINVAL, f"not a regular file ({kind})", os.fspath(path))
 
 
-def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+def open_regular(path: str | os.PathLike[str], dir_fd: int | None = None) -> BinaryIO:
     """``path`` open for reading in binary, if it is a regular file; else ``OSError``.
 
     Raises :class:`NotRegularFile` for a FIFO, socket, device or ``/proc`` file,
     ``IsADirectoryError`` for a folder, and what ``open`` raises otherwise. The
     file is read through a buffer; ``O_NONBLOCK`` changes nothing for a regular file.
+    With ``dir_fd``, ``path`` is a name in that folder, never followed if it is a
+    symbolic link (``OSError`` with ``ELOOP``): for folders others can write in.
     """
-    refuse_non_regular(os.stat(path), path)
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    follow = dir_fd is None
+    st = os.stat(path, dir_fd=dir_fd, follow_symlinks=follow)
+    if stat.S_ISLNK(st.st_mode):
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), os.fspath(path))
+    refuse_non_regular(st, path)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+    fd = os.open(path, flags if follow else flags | os.O_NOFOLLOW, dir_fd=dir_fd)
     try:
         refuse_non_regular(os.fstat(fd), path)  # swapped for something else since the stat
         return open(fd, "rb")  # noqa: SIM115 (the caller closes it)
@@ -85,13 +92,13 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
         raise
 
 
-def read_capped(path: str | os.PathLike[str], cap: int) -> bytes:
+def read_capped(path: str | os.PathLike[str], cap: int, dir_fd: int | None = None) -> bytes:
     """The file's bytes, at most ``cap + 1`` of them: more than ``cap`` means it is too large.
 
-    Only a regular file is read (:func:`open_regular`); raises ``OSError`` as
-    ``open`` and ``read`` do.
+    Only a regular file is read (:func:`open_regular`, ``dir_fd`` as there); raises
+    ``OSError`` as ``open`` and ``read`` do.
     """
-    with open_regular(path) as f:
+    with open_regular(path, dir_fd) as f:
         # read(n) allocates n up front: size the read by the file, not the cap.
         size = os.fstat(f.fileno()).st_size
         return f.read(min(size, cap) + 1)

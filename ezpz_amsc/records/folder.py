@@ -33,8 +33,7 @@ from ezpz_amsc.fs.create import (
     remove_folders,
     write_all,
 )
-from ezpz_amsc.fs.read import refuse_non_regular
-from ezpz_amsc.records.record import MAX_RECORD_BYTES, encode, parse_record
+from ezpz_amsc.records.record import encode, load_record
 from ezpz_amsc.results.schema import HEADER, KEY_COLUMNS
 from ezpz_amsc.text import Text, opt
 from ezpz_amsc.version import TOOL
@@ -45,7 +44,6 @@ if TYPE_CHECKING:
 SUFFIX = ".json"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _MAX_TRIES = 100
 
@@ -126,9 +124,6 @@ def _refused(shown: Path, dir_fd: int, name: str) -> AmscError:
                      "(remove it)")
 
 
-
-
-
 def _open_dir(dir_fd: int, name: str, shown: Path) -> int | None:
     """The folder ``name`` in ``dir_fd``, never through a symbolic link; None when absent."""
     try:
@@ -151,37 +146,6 @@ def _open_root(folder: Path) -> int | None:
         return None
     except OSError as e:
         raise AmscError(f"{folder}: cannot open the records folder: {e.strerror or e}") from None
-
-
-def _read_at(dir_fd: int, name: str, cap: int) -> bytes:
-    """A regular file in ``dir_fd``, never through a symbolic link: at most ``cap + 1`` bytes.
-
-    ``OSError``: ``ELOOP`` for a link, ``EISDIR`` for a folder,
-    :class:`~ezpz_amsc.fs.read.NotRegularFile` for a FIFO, device or socket."""
-    fd = os.open(name, _READ, dir_fd=dir_fd)
-    try:
-        st = os.fstat(fd)
-        refuse_non_regular(st, name)  # a FIFO opened non-blocking is never read
-        with open(fd, "rb", closefd=False) as f:
-            return f.read(min(st.st_size, cap) + 1)
-    finally:
-        os.close(fd)
-
-
-def _load_at(dir_fd: int, name: str, shown: Path) -> dict[str, Any]:
-    """The record ``name`` in ``dir_fd``; an :class:`AmscError` says what makes it none."""
-    try:
-        data = _read_at(dir_fd, name, MAX_RECORD_BYTES)
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise AmscError(f"{shown}: a symbolic link, not a provenance record; "
-                            "not following it") from None
-        if e.errno == errno.ENOENT:
-            raise AmscError(f"{shown}: no such file") from None
-        if e.errno == errno.EISDIR:
-            raise AmscError(f"{shown}: is a directory, not a provenance record") from None
-        raise AmscError(f"{shown}: cannot read: {e.strerror or e}") from None
-    return parse_record(data, shown)
 
 
 def _write_new(dir_fd: int, name: str, data: bytes) -> None:
@@ -465,7 +429,7 @@ def _row_of(dir_fd: int, name: str, shown: Path) -> list[str] | None:
     if name.startswith(".") or not name.endswith(SUFFIX):
         return None
     try:
-        rec = _load_at(dir_fd, name, shown)
+        rec = load_record(name, dir_fd, shown)
     except AmscError:
         return None
     return [rec["row"][c] for c in HEADER]
@@ -534,7 +498,7 @@ def iter_records(folder: str | os.PathLike[str]) -> Iterator[tuple[Path, dict[st
             raise AmscError(f"{p}: cannot list: {e.strerror or e}") from None
         for name in names:
             try:
-                yield p / name, _load_at(root, name, p / name), None
+                yield p / name, load_record(name, root, p / name), None
             except AmscError as e:
                 yield p / name, None, e.format_message()
     finally:

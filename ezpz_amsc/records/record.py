@@ -16,6 +16,7 @@ Compatibility: ``schema`` is a version number. Version 1 records (which copied
 
 from __future__ import annotations
 
+import errno
 import getpass
 import hashlib
 import json
@@ -224,18 +225,26 @@ def encode(record: Mapping[str, Any]) -> bytes:
 # ------------------------------------------------------------------ naming and writing
 
 
-def load_record(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a record back; an :class:`AmscError` names what makes a file no record."""
-    p = Path(path)
-    if p.is_dir():
-        raise AmscError(f"{p}: is a directory, not a provenance record")
+def load_record(path: str | os.PathLike[str], dir_fd: int | None = None,
+                shown: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """Read a record back; an :class:`AmscError` names what makes a file no record.
+
+    With ``dir_fd``, ``path`` is a name in that folder, never followed if it is a
+    symbolic link; ``shown`` is how messages name the file (default ``path``).
+    """
+    shown = path if shown is None else shown
     try:
-        data = read_capped(p, MAX_RECORD_BYTES)
-    except FileNotFoundError:
-        raise AmscError(f"{p}: no such file") from None
+        data = read_capped(path, MAX_RECORD_BYTES, dir_fd)
     except OSError as e:
-        raise AmscError(f"{p}: cannot read: {e.strerror or e}") from None
-    return parse_record(data, p)
+        if e.errno == errno.ELOOP:
+            raise AmscError(f"{shown}: a symbolic link, not a provenance record; "
+                            "not following it") from None
+        if e.errno == errno.ENOENT:
+            raise AmscError(f"{shown}: no such file") from None
+        if e.errno == errno.EISDIR:
+            raise AmscError(f"{shown}: is a directory, not a provenance record") from None
+        raise AmscError(f"{shown}: cannot read: {e.strerror or e}") from None
+    return parse_record(data, shown)
 
 
 def parse_record(data: bytes, shown: str | os.PathLike[str]) -> dict[str, Any]:

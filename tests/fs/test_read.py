@@ -106,6 +106,31 @@ def test_a_fifo_swapped_in_after_the_look_is_refused_without_blocking(tmp_path, 
 # ------------------------------------------------- every command that reads a whole file
 
 
+def test_a_name_in_a_folder_is_read_never_through_a_link(tmp_path):
+    """With dir_fd (folders others can write in) a link is ELOOP, even to a regular file;
+    a regular file is read to the cap; a FIFO and a folder are refused unread."""
+    (tmp_path / "rec.json").write_bytes(b"x" * 10)
+    (tmp_path / "link.json").symlink_to(tmp_path / "rec.json")
+    _fifo(tmp_path / "fifo.json")
+    (tmp_path / "dir.json").mkdir()
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert read_capped("rec.json", 4, fd) == b"x" * 5
+        assert read_capped("rec.json", 40, fd) == b"x" * 10
+        with pytest.raises(OSError) as e:
+            read_capped("link.json", 40, fd)
+        assert e.value.errno == errno.ELOOP
+        with pytest.raises(NotRegularFile, match="a FIFO"):
+            read_capped("fifo.json", 40, fd)
+        with pytest.raises(IsADirectoryError):
+            read_capped("dir.json", 40, fd)
+        with pytest.raises(FileNotFoundError):
+            read_capped("gone.json", 40, fd)
+    finally:
+        os.close(fd)
+    assert read_capped(tmp_path / "link.json", 40) == b"x" * 10  # a path the user gave: followed
+
+
 @pytest.mark.parametrize("what", ["fifo", "device"])
 def test_check_and_report_refuse_a_fifo_or_a_device_with_one_line(tmp_path, what):
     path = _fifo(tmp_path / "r.csv") if what == "fifo" else Path("/dev/zero")
