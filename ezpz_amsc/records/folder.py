@@ -18,6 +18,7 @@ import re
 import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -233,8 +234,8 @@ class RecordBatch:
     _pending: list[tuple[str, str]] = field(default_factory=list)  # (pending, final name)
     _in_file: list[bool] = field(default_factory=list)
 
-    @property
-    def _tag(self) -> str:
+    @cached_property
+    def _tag(self) -> str:  # one realpath and hash per batch, not per use
         return results_tag(self.results)
 
     @property
