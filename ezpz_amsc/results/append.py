@@ -71,6 +71,7 @@ from ezpz_amsc.results.schema import (
     RunIndex,
     RunKey,
     cells_key,
+    conflict_marker,
     foreign_format,
     header_difference,
     render_csv,
@@ -365,7 +366,7 @@ class Existing:
 _SEARCH_BYTES = 8 << 20  # read at a time by the search for timestamp cells
 _TAIL_BYTES = 4096  # compared, under the lock, just before where the search stopped
 _MARKER = CONFLICT_OPEN.encode()  # a conflict starts with it: found by its first byte
-_LF, _CR, _QUOTE, _SPACE = 0x0A, 0x0D, 0x22, 0x20
+_LF, _CR, _QUOTE = 0x0A, 0x0D, 0x22
 _UTF8_BOM = b"\xef\xbb\xbf"
 
 
@@ -434,7 +435,7 @@ class _Search:
         i = data.find(b"<", pos - lo)  # memchr: rare in a results file, and fast
         while i != -1 and lo + i < stop:
             # (the search stops short of the end: a byte follows the marker)
-            if data.startswith(_MARKER, i) and data[i + 7] in (_SPACE, _LF, _CR):
+            if data.startswith(_MARKER, i) and _opens_conflict(data, i):
                 start = _line_start(data, lo, i)
                 if start == lo + i:
                     yield start, None
@@ -473,6 +474,13 @@ class _Search:
         st = os.fstat(fd)
         return ((st.st_dev, st.st_ino) == self.ident and st.st_size >= self.size
                 and os.pread(fd, len(self.tail), self.size - len(self.tail)) == self.tail)
+
+
+def _opens_conflict(data: bytes | bytearray, i: int) -> bool:
+    """Whether ``data[i:]`` (a byte after the marker's seven) starts git's conflict marker
+    as :func:`~ezpz_amsc.results.schema.conflict_marker` reads a line."""
+    head = bytes(data[i:i + 8]).split(b"\n", 1)[0].split(b"\r", 1)[0]
+    return conflict_marker(head.decode("latin-1")) == CONFLICT_OPEN
 
 
 def _line_start(data: bytes | bytearray, lo: int, i: int) -> int | None:
@@ -534,6 +542,7 @@ class RunsInFile:
         self.keys = list(dict.fromkeys(keys))
         self.fd = -1
         self._search: _Search | None = None
+        self._held: dict[RunKey, Existing] = {}  # the runs found, each line parsed under the lock
         self.searched_whole_under_lock = False  # what the tests look at
 
     def search(self) -> None:
@@ -557,7 +566,7 @@ class RunsInFile:
                 return
             search.fd = fd
             search.run(os.fstat(fd).st_size)
-            if not all(self._holds(k, off) for k, (_, off) in search.found.items()):
+            if not self._confirm(search):
                 self._whole()  # edited in place: a line no longer holds its run
         except OSError as e:
             raise AmscError(f"{self.path}: cannot read results file: {e.strerror or e}") from None
@@ -566,12 +575,19 @@ class RunsInFile:
         self.searched_whole_under_lock = True
         search = self._search = _Search(self.fd, self.keys)
         search.run(os.fstat(self.fd).st_size)
-        if not all(self._holds(k, off) for k, (_, off) in search.found.items()):
+        if not self._confirm(search):
             raise AmscError(f"{self.path}: changed while it was read; retry")
 
-    def _holds(self, key: RunKey, offset: int) -> bool:
-        cells = self.row_at(offset)
-        return cells is not None and len(cells) >= len(HEADER) and cells_key(cells) == key
+    def _confirm(self, search: _Search) -> bool:
+        """Parse each line the search found a run at, under the lock: whether every one
+        still holds its run (kept for :meth:`find`)."""
+        self._held = {}
+        for key, (line, offset) in search.found.items():
+            cells = self.row_at(offset)
+            if cells is None or len(cells) < len(HEADER) or cells_key(cells) != key:
+                return False
+            self._held[key] = Existing(line, offset, cells)
+        return True
 
     def conflict(self) -> AmscError | None:
         """The refusal of a file holding git's conflict markers, if it holds them."""
@@ -583,14 +599,9 @@ class RunsInFile:
                          f"{CONFLICT_FIX}; then: ezpz-amsc check {self.path}")
 
     def find(self, key: RunKey) -> Existing | None:
-        """Where the run ``key`` (one of the batch's) is in the file, if it is."""
-        where = self._search.found.get(key) if self._search is not None else None
-        if where is None:
-            return None
-        cells = self.row_at(where[1])
-        if cells is None:  # confirmed under the lock: only a program ignoring it changes it
-            raise AmscError(f"{self.path}: changed while it was read; retry")
-        return Existing(where[0], where[1], cells)
+        """Where the run ``key`` (one of the batch's) is in the file, if it is: as found
+        and parsed under the lock (:meth:`locked`)."""
+        return self._held.get(key)
 
     def row_at(self, offset: int) -> list[str] | None:
         """The cells of the line at byte ``offset`` (None if none is readable there)."""
