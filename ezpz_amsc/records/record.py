@@ -236,6 +236,8 @@ def load_record(path: str | os.PathLike[str], dir_fd: int | None = None,
     try:
         data = read_capped(path, MAX_RECORD_BYTES, dir_fd)
     except OSError as e:
+        if isinstance(e, PermissionError) and dir_fd is None and not os.path.lexists(path):
+            raise  # below a folder you may not search: the CLI's edge says so
         if e.errno == errno.ELOOP:
             raise AmscError(f"{shown}: a symbolic link, not a provenance record; "
                             "not following it") from None
