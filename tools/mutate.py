@@ -1376,6 +1376,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--only", default="", help="comma-separated mutant ids to run")
     ap.add_argument("--kinds", default="", help="comma-separated operator groups "
                     "(compare,arith,const,bool,not,return,string; default all)")
+    ap.add_argument("--tests", default="", help="comma-separated test id prefixes: run only "
+                    "those tests (tests/run/,tests/test_cases.py); a quick look, whose "
+                    "survivors the full selection may still kill")
     ap.add_argument("--json", type=Path, help="also write every outcome to this file")
     ap.add_argument("--max-examples", type=int, default=50, help="cap on each hypothesis "
                     "test's examples (default 50; the suite's own count is 500)")
@@ -1416,7 +1419,11 @@ def _run_all(args: argparse.Namespace, mutants: list[Mutant], eq: Equivalents,
     with tempfile.TemporaryDirectory(prefix="mut") as tmp:
         pool = Pool(max(1, args.jobs), Path(tmp))
         try:
-            selector = Selector(load_coverage(pool, log, args.max_examples), sources)
+            tests = load_coverage(pool, log, args.max_examples)
+            if args.tests:  # a quick look: a survivor may still die to a test left out
+                tests = {t: info for t, info in tests.items()
+                         if t.startswith(tuple(args.tests.split(",")))}
+            selector = Selector(tests, sources)
             listed = [] if args.recheck_equivalents else [m for m in mutants
                                                           if eq.entry(m) is not None]
             run = [m for m in mutants if m.id not in {x.id for x in listed}]
@@ -1497,6 +1504,7 @@ def main(argv: list[str] | None = None) -> int:
     header = (f"mutation run {dt.date.today().isoformat()}, commit {commit}, "
               f"{len(outcomes)} mutants in {secs / 60:.1f} min with --jobs {args.jobs}"
               + (f" ({cached} outcomes from earlier runs)" if cached else "")
+              + (f"; only tests under {args.tests}" if args.tests else "")
               + (f"; INTERRUPTED: {len(mutants) - len(outcomes)} of {len(mutants)} not run"
                  if len(outcomes) < len(mutants) else ""))
     print(report(outcomes, eq, sources, header), end="")
