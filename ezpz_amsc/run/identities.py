@@ -120,7 +120,8 @@ def tflops_finding(red: Reduced, gpus: int, nodes: int, system: str | None
     if work_like:
         work = _median(tflops[timed])
         lo, hi = float(dt[timed].min()), float(dt[timed].max())
-        per_gpu = np.where(timed, tflops / np.where(timed, dt, 1.0), np.nan)
+        per_gpu = np.full(tflops.size, np.nan)
+        per_gpu[timed] = tflops[timed] / dt[timed]
         return Finding(frozenset({"tflops"}), (
             f"tflops is {work:,.4g} on every step while dt moves {lo:.4g}..{hi:.4g} s: a rate "
             "would move inversely with dt (tflops x dt the same), so it is the TFLOP of a "
@@ -147,11 +148,11 @@ def tflops_finding(red: Reduced, gpus: int, nodes: int, system: str | None
 
 def _totals(gpus: int, nodes: int) -> list[tuple[int, str, str]]:
     """The totals a per-GPU rate logged too high may be, smallest first: (GPUs it is the
-    total of, what they are, whose total), each only over more than one GPU."""
+    total of, what they are, whose total). A total of one GPU is the rate itself, which
+    the callers have found wrong already: no finding comes of it."""
     per_node = -(-gpus // max(nodes, 1))
     node = "the node's total" + (" (the whole job's: 1 node)" if nodes <= 1 else "")
-    return [(k, per, whose) for k, per, whose in (
-        (per_node, "GPUs per node", node), (gpus, "gpus", "the job's total")) if k > 1]
+    return [(per_node, "GPUs per node", node), (gpus, "gpus", "the job's total")]
 
 
 def peak_finding(red: Reduced, gpus: int, system: str | None = None, nodes: int = 1,
@@ -331,11 +332,7 @@ def throughput_finding(red: Reduced, keys_used: dict[str, str], gpus: int,
             ratio = _median(ratios)
             want, times, what, source = _nearest_identity(ratio, identities(gpus, tp))
             per_step = tokens if times == 1 else tokens * times
-            # Within the least band the identity holds whatever the scatter (not measured).
-            inside = want / (1 + TOKENS_RATE_BAND_MIN) <= ratio <= want * (
-                1 + TOKENS_RATE_BAND_MIN)
-            band, scatter = (TOKENS_RATE_BAND_MIN, 0.0) if inside else identity_band(
-                ratios, ratio)
+            band, scatter = identity_band(ratios, ratio)
             shown = (f"{name} x dt / tokens is {ratio:.4g} (median of {int(counted.sum())} "
                      f"steps, scatter {scatter:.1%})")
             if ratio > want * (1 + band):

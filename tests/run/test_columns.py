@@ -30,6 +30,7 @@ from helpers import (
     on_h100,
     one_row,
     read_records,
+    rewrite,
     run_cli,
     set_metric,
     step,
@@ -445,6 +446,7 @@ def test_gaps_the_clock_leaves_under_half_their_time_are_no_steps(tmp_path):
     ("GRAD_ACC=8 python3 accum.py", "GRAD_ACC 8"),
     ("['python3', 'hf.py', '--gradient_accumulation_steps', '4']",
      "--gradient_accumulation_steps 4"),
+    ("accum.py --grad-accum 2", "--grad-accum 2"),  # the least accumulation
     ("accum.py --grad-accum 1", None),  # no accumulation
     ("accum.py --no-grad-accum 8", None),  # not the flag
     ("accum.py --accumulate 8", None),  # no "grad": too loose to read
@@ -470,3 +472,56 @@ def test_accumulation_asked_while_dt_covers_little_of_the_clock(tmp_path, json_p
         f"the {noted.split()[-1]}, not the whole optimizer step; wall_time_sec is the summed "
         "step time; pass --wall-time-sec SECONDS for the job's real time"]
     assert said == want
+
+
+def _accum_run(tmp_path, fn=None):
+    """The real accumulation run (8 micro-batches asked for on the launch line), its
+    records passed through ``fn``."""
+    import json
+
+    run = copy_run("history-accum8-1rank", tmp_path)
+    info = json.loads((run / "run_info.json").read_text())
+    info["Distributed"]["EZPZ_RUN_COMMAND"] = "accum.py --grad-accum 8"
+    (run / "run_info.json").write_text(json.dumps(info))
+    if fn is not None:
+        rewrite(run / "20261201-210557.jsonl", fn)
+    return run
+
+
+def _asked(r) -> list[str]:
+    return [n for n in notes_of(r) if n.startswith("the launch command asks")]
+
+
+def test_no_accumulation_note_when_the_wall_time_is_given(tmp_path, json_paths):
+    r = run_cli(_accum_run(tmp_path), "--config", "c", "--wall-time-sec", "30")
+    assert one_row(r)["wall_time_sec"] == "30.000" and _asked(r) == []
+
+
+def test_no_accumulation_note_when_dt_covers_most_of_the_clock(tmp_path, json_paths):
+    """Each dt x 6 (the whole optimizer step): about 0.7 of the clock, over the half."""
+    def whole(rec):
+        if "train/dt" in rec["metrics"]:
+            rec["metrics"]["train/dt"] *= 6
+        return rec
+
+    run = _accum_run(tmp_path, whole)
+    recs = [x for x in read_records(run / "20261201-210557.jsonl") if "train/dt" in x["metrics"]]
+    cover = sum(x["metrics"]["train/dt"] for x in recs[1:]) / (
+        recs[-1]["timestamp"] - recs[0]["timestamp"])
+    assert 0.5 < cover < 1.0
+    assert _asked(run_cli(run, "--config", "c")) == []
+
+
+def test_no_accumulation_note_on_sparse_logging(tmp_path, json_paths):
+    """Every other step logged: the gaps are estimated, dt's cover is not measured."""
+    run = _accum_run(tmp_path, lambda rec: rec if rec["metrics"].get("train/iter", 1) % 2
+                     else None)
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["steps"] != "" and _asked(r) == []
+
+
+def test_exact_counts_end_where_a_float_stops_telling_one_from_the_next():
+    from ezpz_amsc.run.columns import EXACT_COUNT_MAX
+
+    assert float(EXACT_COUNT_MAX) + 1 == float(EXACT_COUNT_MAX)
+    assert float(EXACT_COUNT_MAX - 1) + 1 == EXACT_COUNT_MAX

@@ -92,3 +92,31 @@ def test_a_system_by_its_name_whatever_the_case(name, found):
 ])
 def test_an_implied_peak_matches_either_tile(tflops, ok):
     assert matches(tflops, SYSTEMS[0]) is ok
+
+
+def test_a_system_of_the_table_cannot_be_changed_by_a_caller():
+    """The table is shared by every row of a process (the end-of-training hook exports
+    many): a caller that changed a system would change the next row's peak."""
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        system_of("Aurora").per_node = 6  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        PEAKS[0].peak_tflops = 1.0  # type: ignore[misc]
+
+
+def test_no_rate_near_a_listed_peak_is_exactly_at_the_match_bound():
+    """Why matches()'s `<=` and `<` agree (tools/mutation-equivalents.txt): no float within
+    50 ulps of a 5 % edge of a listed peak is exactly 5 % off it."""
+    import math
+
+    from ezpz_amsc.run.devices import PEAK_MATCH, off_peak
+
+    for d in PEAKS:
+        for edge in (d.peak_tflops * (1 + PEAK_MATCH), d.peak_tflops / (1 + PEAK_MATCH)):
+            t = edge
+            for _ in range(50):
+                t = math.nextafter(t, 0)
+            for _ in range(100):
+                assert off_peak(t, d) != PEAK_MATCH
+                t = math.nextafter(t, math.inf)

@@ -900,3 +900,147 @@ def test_consistently_twenty_percent_high_is_not_the_rate(tmp_path, json_reader)
         "global count), beyond the run's own scatter (band 5%): train/tps is not the run's "
         "tokens per second (timed over part of each step, samples/s, tokens per step?); "
         "throughput left empty")
+
+
+# ---------------------------------------------------------------- tflops_finding, value by value
+
+
+def _tflops(red: Reduced, gpus: int = 2, nodes: int = 1, system: str | None = "Polaris",
+            value: float | None = None):
+    from ezpz_amsc.run.identities import tflops_finding
+
+    red.stats["tflops"].value = value
+    return tflops_finding(red, gpus, nodes, system)
+
+
+_WORK = ("tflops is {work} on every step while dt moves {lo}..{hi} s: a rate would move "
+         "inversely with dt (tflops x dt the same), so it is the TFLOP of a step, a work, not "
+         "TFLOP/s; tflops left empty")
+
+
+def test_a_work_is_judged_on_steps_with_both_positive_and_finite():
+    """0.5 TFLOP on the three steps timed (dt 0.5..2 s); each other step lacks one (a dt of
+    0 or NaN, a tflops of inf or 0): counted, the work would not be the same on every step,
+    or the per-GPU rates would hold a number where the step has none."""
+    nan = np.nan
+    finding, per_gpu = _tflops(_red(tflops=[0.5, 0.5, 0.5, 0.5, np.inf, 0.0, 0.5],
+                                    dt=[0.5, 1.5, 2.0, 0.0, 1.0, 1.0, nan]))
+    assert finding == Finding(frozenset({"tflops"}), _WORK.format(work="0.5", lo="0.5", hi="2"))
+    np.testing.assert_array_equal(per_gpu, [1.0, 0.5 / 1.5, 0.25, nan, nan, nan, nan])
+
+
+def test_two_steps_of_one_tflops_are_no_evidence_of_a_work():
+    finding, per_gpu = _tflops(_red(tflops=[0.5, 0.5], dt=[1.0, 2.0]))
+    assert finding == Finding()
+    np.testing.assert_array_equal(per_gpu, [0.5, 0.5])
+
+
+@pytest.mark.parametrize(("tflops", "dt", "work"), [
+    ([1000.0, 1000.0, 999.0], [100.0, 100.0, 101.0], True),  # both spreads exactly at bound
+    ([1000.0, 999.0, 999.0], [100.0, 100.0, 101.0], False),  # 1/999 of the median: over
+    ([1000.0, 1000.0, 998.0], [100.0, 100.0, 101.0], False),  # 2/1000 below the top
+    ([1000.0, 1000.0, 1000.0], [100.0, 100.0, 100.95], False),  # dt moves under 1/100
+])
+def test_the_same_to_a_thousandth_while_dt_moves_a_hundredth(tflops, dt, work):
+    finding, _ = _tflops(_red(tflops=tflops, dt=dt))
+    assert (finding != Finding()) is work
+
+
+@pytest.mark.parametrize(("gpus", "nodes", "value", "said"), [
+    # 624 on 2 A100s of one node: / 2 is the peak exactly, the bound included
+    (2, 1, 624.0, "/ 2 GPUs per node it is 312.000: the node's total (the whole job's: 1 "
+                  "node)"),
+    # 8 ranks on 2 nodes, 4 each: the node's total, and not the whole job's
+    (8, 2, 1248.0, "/ 4 GPUs per node it is 312.000: the node's total"),
+    # one rank a node: / 1 is still above; / 2 gpus is the job's total
+    (2, 2, 600.0, "/ 2 gpus it is 300.000: the job's total"),
+])
+def test_tflops_above_the_peak_is_the_smallest_total_under_it(gpus, nodes, value, said):
+    red = _red(tflops=[value] * 3, dt=[1.0] * 3)
+    finding, per_gpu = _tflops(red, gpus, nodes, value=value)
+    assert finding == Finding(frozenset({"tflops"}), (
+        f"tflops {value:,.3f} (the median) is above the peak of Polaris's NVIDIA A100, 312 "
+        f"TFLOPS: no GPU does that, so it is not a per-GPU rate; {said}; tflops left empty"))
+    k = int(said.split()[1])
+    np.testing.assert_array_equal(per_gpu, [value / k] * 3)
+
+
+# ---------------------------------------------------------------- _system_peak, value by value
+
+
+@pytest.mark.parametrize(("mfu", "tflops", "cells", "said"), [
+    # every mfu at most 1, the bound included: a fraction, x 100 a tile's peak
+    (1.0, 340.8, {"mfu"}, "every mfu is at most 1"),
+    # 1.5 is no fraction: nothing explains 34,080
+    (1.5, 511.2, {"mfu", "tflops"}, "nor any listed device's"),
+    # a fraction whose x 100 is no tile's (200): an MI250X GCD's 191.5, within 5 %
+    (1.0, 2.0, {"mfu"}, "it is AMD Instinct MI250X, one GCD's peak"),
+    # x 100 within the 5 % of a tile's 340.8 either way; x 99 or x 101 would not be
+    (1.0, 340.8 * 1.045, {"mfu"}, "every mfu is at most 1"),
+    (1.0, 340.8 / 1.045, {"mfu"}, "every mfu is at most 1"),
+])
+def test_an_mfu_fraction_on_a_listed_system(mfu, tflops, cells, said):
+    got = peak_finding(_red(mfu=[mfu] * 3, tflops=[tflops] * 3), 12, "Aurora")
+    assert got.empty == frozenset(cells) and said in (got.note or "")
+
+
+# ---------------------------------------------------------------- a rate against tokens / dt
+
+
+_ABOVE = ("train/tps x dt / tokens is {ratio} (median of 3 steps, scatter 0.0%): {pct} above "
+          "{what}, beyond the run's own scatter (band 5%): train/tps is not the run's tokens "
+          "per second (timed over part of each step, samples/s, tokens per step?); throughput "
+          "left empty")
+_PER_RANK = "4 (gpus: a count per rank)"
+
+
+def test_a_rate_above_the_per_rank_identity_says_how_far_above_it():
+    """4,800 tokens/s x 1 s / 1,000 tokens on 4 ranks: 4.8, 20 % above 4."""
+    red = _red(tps=[4800.0] * 3, dt=[1.0] * 3, tokens=[1000.0] * 3)
+    assert _throughput(red, 4) == Finding(THROUGHPUT_CELLS, _ABOVE.format(
+        ratio="4.8", pct="20%", what=_PER_RANK))
+
+
+def test_at_the_band_s_edge_either_way_the_identity_holds():
+    """4.2 = 4 x 1.05 and 4 / 1.05 exactly, each step 1 s of the clock's 1 s: nothing."""
+    above = _red(tps=[4200.0] * 3, dt=[1.0] * 3, tokens=[1000.0] * 3)
+    below = _red(tps=[4.0] * 3, dt=[1.0] * 3, tokens=[1.05] * 3)
+    assert _throughput(above, 4) == _throughput(below, 4) == Finding()
+
+
+_BELOW = ("train/tps x dt / tokens is 3.2 (median of {n} steps, scatter 0.0%): 20% below "
+          f"{_PER_RANK}")
+
+
+@pytest.mark.parametrize(("step", "ts", "taken"), [
+    # records every 2 steps, 2.5 s apart: 2 x 4,000 tokens at 3,200 tokens/s take 2.5 s
+    ([2.0, 4.0, 6.0], [0.0, 2.5, 5.0], "5 s of the 5 s between them (100%)"),
+    # intervals the clock cannot judge: half a step, no time between the records
+    ([2.0, 4.0, 6.0, 6.5, 8.5], [0.0, 2.5, 5.0, 6.0, 6.0], "5 s of the 5 s between them (100%)"),
+    # 1.25 x the clock, the bound included
+    ([2.0, 4.0, 6.0], [0.0, 2.0, 4.0], "5 s of the 4 s between them (125%)"),
+])
+def test_a_rate_below_the_identity_stands_when_the_clock_sustains_it(step, ts, taken):
+    """3,200 tokens/s x 1 s / 1,000 tokens on 4 ranks: 3.2, 20 % below 4 (4,000 tokens a
+    step): timed over more than dt, and the records' clock has room for it."""
+    n = len(step)
+    red = _red(tps=[3200.0] * n, dt=[1.0] * n, tokens=[1000.0] * n, step=step, ts=ts)
+    assert _throughput(red, 4) == Finding(note=(
+        f"{_BELOW.format(n=n)}: the rate is timed over more than dt (data loading outside "
+        f"dt?); at that rate the tokens between records take {taken}: the records' clock "
+        "sustains it, published"))
+
+
+def test_a_rate_below_the_identity_with_no_clock_is_left_empty():
+    nan = np.nan
+    red = _red(tps=[3200.0] * 3, dt=[1.0] * 3, tokens=[1000.0] * 3, ts=[nan, nan, nan])
+    assert _throughput(red, 4) == Finding(THROUGHPUT_CELLS, (
+        f"{_BELOW.format(n=3)}, and no two records' timestamps to check it against; "
+        "throughput left empty"))
+
+
+def test_a_scattered_run_keeps_a_rate_within_its_own_band():
+    """rate x dt / tokens of 2.4, 3.2 and 4.0 on 4 ranks: median 3.2, 20 % below 4, but the
+    run's own scatter (0.8 / 3.2 = 25 %, a band of 75 %) covers it; the clock has room."""
+    red = _red(tps=[2400.0, 3200.0, 4000.0], dt=[1.0] * 3, tokens=[1000.0] * 3)
+    assert _throughput(red, 4) == Finding()

@@ -506,6 +506,15 @@ def test_split_records_merge_value_by_value():
     assert red.stats["loss"].values.tolist() == [2.0, 1.5]
     assert red.ts_values.tolist() == [1795990000.0, 1795990002.0]
     assert red.wall_time_sec == 0.9
+    assert red.notes == ["merged 1 record into the record before it: the same train/iter with "
+                         "other keys (one step logged in two records), one step, not a retry"]
+
+
+def test_a_run_without_steps_counts_nothing_it_did_not_see():
+    """No record: no evaluation, no boundary of one process, no record left out."""
+    red = reduce_steps(Steps(rank=0), 0, "median")
+    assert (red.steps, red.evaluations, red.in_process, red.not_steps, red.not_training,
+            red.duplicates, red.mfu_over_100) == (0, 0, 0, 0, 0, 0, 0)
 
 
 def test_nanogpt_style_evaluation_records_are_left_out(tmp_path, json_paths):
@@ -569,3 +578,39 @@ def test_a_save_time_explains_a_pause_of_up_to_twice_its_length(tmp_path, saved,
     assert (r.exit_code == 1) == split
     if split:
         assert "throughput 1.56x higher after a 65.1 s pause" in error_line(r)
+
+
+def test_a_pause_is_a_checkpoint_by_the_save_time_logged_beside_it(tmp_path):
+    """Records at 10, 11, 40, 41, 42 s: the pause before the third record (29 s) is judged
+    on the save times stamped from the record before it to the one after it (11..41 s):
+    6 + 9 = 15 s, half of 30 s (the bound included) and not of 31 s. A save time outside
+    that window (at 10 or 42 s) or of another rank does not count."""
+    from helpers import write_jsonl
+
+    from ezpz_amsc.run.reduce import _checkpointed
+
+    p = tmp_path / "metrics.jsonl"
+    write_jsonl(p, [
+        {"timestamp": 10.0, "rank": 0, "metrics": {"train/iter": 1, "train/ckpt_seconds": 50.0}},
+        {"timestamp": 11.0, "rank": 0, "metrics": {"train/iter": 2, "train/ckpt_seconds": 6.0}},
+        {"timestamp": 40.0, "rank": 1, "metrics": {"train/iter": 3, "train/ckpt_seconds": 90.0}},
+        {"timestamp": 40.0, "rank": 0, "metrics": {"train/iter": 3}},
+        {"timestamp": 41.0, "rank": 0, "metrics": {"train/iter": 4, "train/ckpt_seconds": 9.0}},
+        {"timestamp": 42.0, "rank": 0, "metrics": {"train/iter": 5, "train/ckpt_seconds": 70.0}},
+    ])
+    ts = np.array([10.0, 11.0, 40.0, 41.0, 42.0])
+    explained = _checkpointed(Steps(rank=0, files_read=[p]), ts)
+    assert explained(2, 30.0) is True
+    assert explained(2, 30.000001) is False
+    # the last record: the window ends at it
+    assert _checkpointed(Steps(rank=0, files_read=[p]), ts[:4])(3, 18.0) is True  # 9 of 18
+    # a record without a timestamp beside the pause: nothing to look in, even for 0 s
+    ts_gap = np.array([10.0, np.nan, 40.0, 41.0, 42.0])
+    assert _checkpointed(Steps(rank=0, files_read=[p]), ts_gap)(2, 0.0) is False
+    ts_end = np.array([10.0, 11.0, 40.0, np.nan, 42.0])
+    assert _checkpointed(Steps(rank=0, files_read=[p]), ts_end)(2, 0.0) is False
+    # no save time in the window (rank 0's record at 40 s logs none): 0 s saved
+    assert _checkpointed(Steps(rank=0, files_read=[p]), np.array([40.0, 40.0]))(1, 0.5) is False
+    # the pause before the second record: 10..40 s, 50 + 6 s of the first two records
+    assert _checkpointed(Steps(rank=0, files_read=[p]), ts)(1, 112.0) is True
+    assert _checkpointed(Steps(rank=0, files_read=[p]), ts)(1, 112.1) is False
