@@ -525,3 +525,165 @@ def test_exact_counts_end_where_a_float_stops_telling_one_from_the_next():
 
     assert float(EXACT_COUNT_MAX) + 1 == float(EXACT_COUNT_MAX)
     assert float(EXACT_COUNT_MAX - 1) + 1 == EXACT_COUNT_MAX
+
+
+# ------------------------------------------------ wall_time_estimate, value by value
+
+
+def _sparse(step: list[float], dt: list[float], total: int, stride: int,
+            ts: list[float] | None = None):
+    """A Reduced of logged steps ``step`` (of ``total``, every ``stride``-th) by hand."""
+    import numpy as np
+
+    from ezpz_amsc.run.details import StepCoverage
+    from ezpz_amsc.run.reduce import Reduced, SeriesStats
+
+    d = np.asarray(dt, float)
+    stats = {"dt": SeriesStats(None, int(np.isfinite(d).sum()), 0, 0, False, values=d)}
+    return Reduced(len(step), None, float(np.nansum(d)), None, stats,
+                   step_values=np.asarray(step, float),
+                   coverage=StepCoverage(len(step), int(step[0]), int(step[-1]), stride, total),
+                   ts_values=np.asarray(ts if ts is not None else [], float),
+                   counter="train/iter")
+
+
+def _estimate(red, warmup=0):
+    from ezpz_amsc.run.columns import wall_time_estimate
+
+    return wall_time_estimate(red, warmup)
+
+
+_PLAIN = ("the {n} logged steps' {summed:.3f} s plus {missing} steps not logged, each gap at "
+          "the mean of the logged step times that bound it{head}, ~{total} steps (logged "
+          "{every}, steps {first}..{last})")
+
+
+def test_each_gap_at_the_mean_of_its_neighbours_and_the_head_at_the_first():
+    """Steps 3, 5, 7 at 1, 2, 3 s: the gaps 1.5 + 2.5 s, steps 1 and 2 at step 3's 1 s."""
+    got = _estimate(_sparse([3, 5, 7], [1.0, 2.0, 3.0], 7, 2))
+    assert got == (12.0, _PLAIN.format(
+        n=3, summed=6.0, missing=4, head=" (2 before the first logged step at 1 s)", total=7,
+        every="every 2 steps", first=3, last=7), True)
+
+
+def test_a_warmup_step_stands_for_itself_only():
+    """Step 3's 10 s is warmup: its gap and the two steps before it count step 5's 2 s."""
+    got = _estimate(_sparse([3, 5, 7], [10.0, 2.0, 3.0], 7, 2), warmup=1)
+    assert got == (15.0 + 2.0 + 2.5 + 2 * 2.0, _PLAIN.format(
+        n=3, summed=15.0, missing=4, head=" (2 before the first logged step at 2 s)", total=7,
+        every="every 2 steps", first=3, last=7), True)
+    # a warmup as long as the run: no step trained, each stands for its own gaps
+    assert _estimate(_sparse([3, 5, 7], [10.0, 2.0, 3.0], 7, 2), warmup=5)[0] == (
+        15.0 + 6.0 + 2.5 + 2 * 10.0)
+
+
+def test_a_step_without_dt_is_no_bound_of_a_gap():
+    """Step 5 has no dt: the one gap, 5 steps, lies between steps 3 and 9 at 1 and 3 s."""
+    got = _estimate(_sparse([3, 5, 9], [1.0, float("nan"), 3.0], 9, 2))
+    assert got[0] == 4.0 + 5 * 2.0 + 2 * 1.0
+
+
+@pytest.mark.parametrize(("total", "some"), [(3, True), (2, False)])
+def test_one_step_missing_is_estimated_none_is_not(total, some):
+    assert (_estimate(_sparse([1, 3], [1.0, 1.0], total, 2)) is not None) is some
+
+
+def test_the_last_exact_count_of_missing_steps_is_estimated():
+    from ezpz_amsc.run.columns import EXACT_COUNT_MAX
+
+    assert _estimate(_sparse([1, 2], [1.0, 1.0], EXACT_COUNT_MAX + 2, 1)) is not None
+    assert _estimate(_sparse([1, 2], [1.0, 1.0], EXACT_COUNT_MAX + 3, 1)) is None
+
+
+_SKIPS = ("the step counter train/iter skips {skips} between records, but the 3 logged step "
+          "times already fill the records' clock (2 s of the {span:.4g} s between the first "
+          "and last record): the counter counts micro-batches, or dt times the whole logging "
+          "interval, not one step; wall_time_sec is the summed step time, not 21 s scaled for "
+          "the numbers skipped")
+
+
+@pytest.mark.parametrize(("span", "want"), [
+    # the 20 s the steps after the first take fit the clock exactly: the plain estimate
+    (20.0, 21.0),
+    # 11.5 s: the gaps' 18 s in the 9.5 s the logged steps leave, under twice: the clock's
+    (11.5, 12.5),
+    # 11 s: 18 s in 9 s, twice exactly: still the clock's
+    (11.0, 12.0),
+    # 10 s: 18 s in 8 s, over twice: the gaps are no steps, the summed 3 s stands
+    (10.0, 3.0),
+])
+def test_the_clock_bounds_the_estimate_or_says_the_gaps_are_no_steps(span, want):
+    """Steps 1, 11, 21 at 1 s (every 10th): 21 s estimated, 20 of them after the first."""
+    red = _sparse([1, 11, 21], [1.0, 1.0, 1.0], 21, 10, ts=[100.0, 100.0 + span / 2,
+                                                            100.0 + span])
+    value, how, scaled = _estimate(red)
+    assert (value, scaled) == (want, want != 3.0)
+    if want == 21.0:
+        assert how == _PLAIN.format(n=3, summed=3.0, missing=18, head="", total=21,
+                                    every="every 10 steps", first=1, last=21)
+    elif want == 3.0:
+        assert how == _SKIPS.format(skips="9 numbers", span=span)
+    else:
+        assert how.startswith("the 3 logged steps' 3.000 s plus 18 steps not logged, each gap "
+                              "at the mean of the logged step times that bound it, would be "
+                              f"21 s, more than the records' clock allows; bounded by it: the "
+                              f"{span:.4g} s between")
+
+
+def test_a_counter_with_irregular_gaps_skips_numbers():
+    """Steps 1, 2, 3 and 13 (the usual stride 1): 9 s of gap in 1 s of clock."""
+    red = _sparse([1, 2, 3, 13], [1.0, 1.0, 1.0, 1.0], 13, 1, ts=[0.0, 1.0, 2.0, 4.0])
+    value, how, scaled = _estimate(red)
+    assert (value, scaled) == (4.0, False)
+    assert how.startswith("the step counter train/iter skips numbers between records")
+
+
+@pytest.mark.parametrize(("ts", "bounded"), [
+    ([100.0, 106.0], True),  # two records: a span
+    ([100.0, 100.0], False),  # no time between them: no span
+    ([float("nan"), 105.0], False),
+    ([100.0, float("inf")], False),
+])
+def test_the_clock_span_needs_two_records_with_time_between(ts, bounded):
+    """Steps 1 and 11 at 1 s: 11 s estimated, 10 after the first; 6 s of clock bound it
+    (the 9 s of the gap in the 5 s the logged step leaves: under twice)."""
+    value, _, _ = _estimate(_sparse([1, 11], [1.0, 1.0], 11, 10, ts=ts))
+    assert value == (7.0 if bounded else 11.0)
+
+
+# ------------------------------------------------ _accumulation_asked, value by value
+
+
+def _asked_of(ts: list[float], dt: list[float], count: int = 8) -> str:
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from ezpz_amsc.run.columns import _accumulation_asked
+    from ezpz_amsc.run.reduce import Reduced, SeriesStats
+
+    stats = {"dt": SeriesStats(None, len(dt), 0, 0, False, values=np.asarray(dt, float))}
+    red = Reduced(len(dt), None, None, None, stats, ts_values=np.asarray(ts, float))
+    launch = SimpleNamespace(accumulation=(count, "--grad-accum"))
+    return _accumulation_asked(SimpleNamespace(placement=SimpleNamespace(launch=launch), red=red))
+
+
+def _cover_note(pct: str, count: int = 8) -> str:
+    return (f"the launch command asks for gradient accumulation (--grad-accum {count}) and the "
+            f"step times cover {pct} of the time between records: dt likely times one "
+            f"micro-batch of the {count}, not the whole optimizer step; wall_time_sec is the "
+            "summed step time")
+
+
+@pytest.mark.parametrize(("ts", "dt", "pct"), [
+    ([0.0, 10.0, 20.0], [1.0, 1.0, 1.0], "10%"),
+    # only the intervals with both timestamps and the later step's dt: 1 s of 10 s
+    ([0.0, float("nan"), 20.0, 30.0], [1.0, 1.0, 1.0, 1.0], "10%"),
+    ([0.0, 10.0, 20.0, 30.0], [1.0, 1.0, float("nan"), 1.0], "10%"),
+    # under a second of clock: still a clock
+    ([0.0, 0.3, 0.6], [0.01, 0.01, 0.01], "3%"),
+    # half the clock exactly: not under it
+    ([0.0, 2.0, 4.0], [1.0, 1.0, 1.0], None),
+])
+def test_the_accumulation_note_judges_the_clock_dt_covers(ts, dt, pct):
+    assert _asked_of(ts, dt) == ("" if pct is None else _cover_note(pct))
