@@ -687,3 +687,10 @@ def _cover_note(pct: str, count: int = 8) -> str:
 ])
 def test_the_accumulation_note_judges_the_clock_dt_covers(ts, dt, pct):
     assert _asked_of(ts, dt) == ("" if pct is None else _cover_note(pct))
+
+
+def test_a_gap_of_under_one_step_is_no_unlogged_step():
+    """Steps 1, 2.5 and 5 at 1, 2 and 3 s: 0.5 is no whole step missing; the 1.5 between
+    2.5 and 5 are, at 2.5 s, and the 0.5 left of the 2 missing lead at step 1's 1 s."""
+    got = _estimate(_sparse([1.0, 2.5, 5.0], [1.0, 2.0, 3.0], 5, 1))
+    assert got is not None and got[0] == 6.0 + 1.5 * 2.5 + 0.5 * 1.0
