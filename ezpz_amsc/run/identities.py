@@ -155,7 +155,7 @@ def _totals(gpus: int, nodes: int) -> list[tuple[int, str, str]]:
     return [(per_node, "GPUs per node", node), (gpus, "gpus", "the job's total")]
 
 
-def peak_finding(red: Reduced, gpus: int, system: str | None = None, nodes: int = 1,
+def peak_finding(red: Reduced, gpus: int, system: str | None, nodes: int,
                  rate: np.ndarray | None = None) -> Finding:
     """``tflops / (mfu / 100)`` against the peak of the recorded system's device, or, for a
     system not listed, against the peaks real accelerators have.

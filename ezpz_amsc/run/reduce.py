@@ -748,8 +748,9 @@ def reduce_steps(steps: Steps, warmup: int, reducer: str, attempt: str | None = 
         step, ts, ranks_per_step(cols["tps"], cols["tps_per_gpu"]), epoch, rate,
         _checkpointed(steps, ts), since)
     if in_process:
+        assert since is not None  # boundaries are dropped only for a known start
         notes.append(f"this process wrote the records since it started at "
-                     f"{format_timestamp(since or 0.0)}: one attempt, though the command line "
+                     f"{format_timestamp(since)}: one attempt, though the command line "
                      f"would split them in {in_process + 1} (a throughput change across a "
                      "pause, a counter that repeats)")
     chosen = None

@@ -677,6 +677,7 @@ def _cover_note(pct: str, count: int = 8) -> str:
 
 @pytest.mark.parametrize(("ts", "dt", "pct"), [
     ([0.0, 10.0, 20.0], [1.0, 1.0, 1.0], "10%"),
+    ([0.0, 10.0], [1.0, 1.0], "10%"),  # two steps: one interval, the least
     # only the intervals with both timestamps and the later step's dt: 1 s of 10 s
     ([0.0, float("nan"), 20.0, 30.0], [1.0, 1.0, 1.0, 1.0], "10%"),
     ([0.0, 10.0, 20.0, 30.0], [1.0, 1.0, float("nan"), 1.0], "10%"),

@@ -434,18 +434,18 @@ def test_only_steps_with_both_finite_and_positive_imply_a_peak():
     inf, nan = np.inf, np.nan
     mfu = [50.0, 50.0, 50.0, 0.5, inf, 50.0, 0.0, 50.0, nan, 50.0]
     tflops = [0.5, 0.5, 0.5, 0.005, 0.5, inf, 0.5, 0.0, 0.5, nan]
-    got = peak_finding(_red(mfu=mfu, tflops=tflops), 1)
+    got = peak_finding(_red(mfu=mfu, tflops=tflops), 1, None, 1)
     assert got == Finding(frozenset({"mfu", "tflops"}),
                           _BOTH_EMPTY.format(peak="1", n=4, side="below"))
 
 
 def test_no_step_with_both_is_no_finding():
-    assert peak_finding(_red(mfu=[0.0, 50.0], tflops=[5.0, 0.0]), 8) == Finding()
+    assert peak_finding(_red(mfu=[0.0, 50.0], tflops=[5.0, 0.0]), 8, None, 1) == Finding()
 
 
 def test_an_mfu_of_exactly_one_can_be_a_fraction():
     """mfu 1.0 (100 % as a fraction) beside 340.8 TFLOPS: x 100, a tile's peak exactly."""
-    got = peak_finding(_red(mfu=[1.0, 1.0, 1.0], tflops=[340.8, 340.8, 340.8]), 1)
+    got = peak_finding(_red(mfu=[1.0, 1.0, 1.0], tflops=[340.8, 340.8, 340.8]), 1, None, 1)
     assert got == Finding(frozenset({"mfu"}), (
         "tflops / (mfu / 100) implies a 34,080 TFLOPS device (median of 3 steps), above any "
         "accelerator's; every mfu is at most 1, and x 100 the peak is 340.8 TFLOPS, near 340.8 "
@@ -455,7 +455,7 @@ def test_an_mfu_of_exactly_one_can_be_a_fraction():
 
 def test_tflops_for_a_job_of_two_gpus():
     """2 % mfu beside 204 TFLOPS on 2 GPUs: 10,200 implied, 5,100 per GPU (MI355X's 5,000)."""
-    got = peak_finding(_red(mfu=[2.0, 2.0], tflops=[204.0, 204.0]), 2)
+    got = peak_finding(_red(mfu=[2.0, 2.0], tflops=[204.0, 204.0]), 2, None, 1)
     assert got == Finding(frozenset({"tflops"}), (
         "tflops / (mfu / 100) implies a 10,200 TFLOPS device (median of 2 steps), above any "
         "accelerator's; per GPU (2) it is 5,100.0 TFLOPS, near 5,000.0 (AMD Instinct MI355X): "
@@ -611,7 +611,7 @@ def test_a_rate_without_a_reduced_value_is_named_without_one():
 
 def test_an_mfu_up_to_one_only_is_a_fraction():
     """mfu 1.5 beside 511.2 TFLOPS: x 100 would be a tile's peak, but 1.5 is no fraction."""
-    got = peak_finding(_red(mfu=[1.5, 1.5], tflops=[511.2, 511.2]), 1)
+    got = peak_finding(_red(mfu=[1.5, 1.5], tflops=[511.2, 511.2]), 1, None, 1)
     assert got == Finding(frozenset({"mfu", "tflops"}), _BOTH_EMPTY.format(
         peak="34,080", n=2, side="above"))
 
@@ -980,7 +980,7 @@ def test_tflops_above_the_peak_is_the_smallest_total_under_it(gpus, nodes, value
     (1.0, 340.8 / 1.045, {"mfu"}, "every mfu is at most 1"),
 ])
 def test_an_mfu_fraction_on_a_listed_system(mfu, tflops, cells, said):
-    got = peak_finding(_red(mfu=[mfu] * 3, tflops=[tflops] * 3), 12, "Aurora")
+    got = peak_finding(_red(mfu=[mfu] * 3, tflops=[tflops] * 3), 12, "Aurora", 1)
     assert got.empty == frozenset(cells) and said in (got.note or "")
 
 

@@ -614,3 +614,30 @@ def test_a_pause_is_a_checkpoint_by_the_save_time_logged_beside_it(tmp_path):
     # the pause before the second record: 10..40 s, 50 + 6 s of the first two records
     assert _checkpointed(Steps(rank=0, files_read=[p]), ts)(1, 112.0) is True
     assert _checkpointed(Steps(rank=0, files_read=[p]), ts)(1, 112.1) is False
+
+
+def _attempts(step, ts, since):
+    from ezpz_amsc.run.reduce import find_segments
+
+    segs, bounds, dropped = find_segments(np.array(step, float), np.array(ts, float),
+                                          np.full(len(step), 2.0), since=since)
+    return [(s.start, s.stop) for s in segs], bounds, dropped
+
+
+def test_the_hook_s_own_records_are_one_attempt_and_the_ones_before_another():
+    """``since``: the hook's process started then (records from 1 s before it count as its
+    own). A restart inside its records is dropped; one at their start is kept; records
+    of its own after another launch's start a new attempt, with no other evidence."""
+    from ezpz_amsc.run.reduce import Boundary
+
+    restart = Boundary(restart=(3.0, 1.0))
+    # every record its own: the restart at the fourth is dropped, one attempt
+    assert _attempts([1, 2, 3, 1, 2, 3, 4], [0, 1, 2, 3, 4, 5, 6], 0.0) == (
+        [(0, 7)], [], 1)
+    # its records start at the restart (9.5 s, 1 s before it began): the restart stands
+    assert _attempts([1, 2, 3, 1, 2, 3, 4], [0, 1, 2, 9.5, 11, 12, 13], 10.5) == (
+        [(0, 3), (3, 7)], [restart], 0)
+    # its records start at the fourth, the restart at the fifth is inside them: dropped,
+    # and the fourth starts an attempt of its own
+    assert _attempts([1, 2, 3, 4, 1, 2, 3], [0, 1, 2, 10, 11, 12, 13], 10.0) == (
+        [(0, 3), (3, 7)], [Boundary()], 1)
