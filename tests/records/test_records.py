@@ -683,6 +683,15 @@ def test_the_fields_a_record_may_leave_out_or_set_null(tmp_path):
     assert load_record(path) == rec
 
 
+def test_the_bounds_of_a_record_s_numbers_are_included(tmp_path):
+    """The largest schema number and file size a record may hold are taken."""
+    path = tmp_path / "r.json"
+    rec = _minimal_record(options={"config": "c"}, schema=1000, files=[
+        {"path": "a", "role": "metrics", "size": 2**63 - 1, "sha256": None}])
+    path.write_text(json.dumps(rec))
+    assert load_record(path) == rec
+
+
 def test_the_pending_folder_is_named_by_the_results_files_real_path(tmp_path):
     (tmp_path / "real").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "real")

@@ -427,3 +427,20 @@ def test_timestamps_at_the_edges_of_the_calendar(text):
                                   "2026-00-01T00:00:00Z", "2026-01-00T00:00:00Z"])
 def test_dates_no_calendar_has_are_refused(text):
     assert _parsed(text) is None is _strptime_epoch(text)
+
+
+def test_a_header_is_shown_up_to_its_limit_and_counted_past_it():
+    from ezpz_amsc.results.schema import shown_header
+
+    names = [f"c{i}" for i in range(13)]
+    assert shown_header(names[:12]) == ",".join(names[:12])  # exactly the limit: all shown
+    assert shown_header(names) == ",".join(names[:12]) + ",... (13 columns)"
+
+
+@pytest.mark.parametrize("sep, name", [(";", "semicolons"), ("\t", "tabs")])
+def test_a_header_of_exactly_the_required_columns_in_another_separator_is_named(sep, name):
+    from ezpz_amsc.results.schema import REQUIRED, foreign_format
+
+    got = foreign_format(sep.join(REQUIRED).encode() + b"\n")
+    assert got is not None and got.startswith(f"has its columns separated by {name}")
+    assert foreign_format(sep.join(REQUIRED[:-1]).encode() + b"\n") is None

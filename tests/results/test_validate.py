@@ -403,6 +403,17 @@ def test_a_merge_conflict_is_named_with_its_line_range(tmp_path, diff3):
     assert checked.rows == 4  # the rows of both sides are rows: the markers are not
 
 
+def test_a_marker_naming_a_branch_with_a_comma_is_a_marker(tmp_path):
+    """git writes the branch after the marker: ``>>>>>>> fix,retry`` reads as two cells."""
+    p = tmp_path / "runs.csv"
+    p.write_text(HEADER_LINE + "<<<<<<< HEAD,main\n" + _row_line(T2) + "=======\n"
+                 + _row_line(T3) + ">>>>>>> fix,retry\n")
+    checked = validate.check_results_file(p)
+    assert checked.problems == [
+        f"{p}:2-6: a git merge conflict (marker lines <<<<<<<, =======, >>>>>>>): {FIX}"]
+    assert checked.conflicts == ["2-6"] and checked.rows == 2
+
+
 def test_an_unended_conflict_and_a_stray_marker_are_named(tmp_path):
     p = tmp_path / "runs.csv"
     p.write_text(HEADER_LINE + "=======\n" + _row_line(T1) + "<<<<<<< HEAD\n" + _row_line(T2)
