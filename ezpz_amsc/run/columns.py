@@ -238,7 +238,7 @@ def wall_time_estimate(red: Reduced, warmup: int = 0) -> tuple[float, str, bool]
     if span is not None and inside > span:
         room = span - (summed - first)  # the clock the logged step times leave to the gaps
         if filled > UNLOGGED_SPEEDUP_MAX * room:
-            skips = f"{cov.stride - 1} numbers" if cov.stride > 1 else "numbers"
+            skips = plural(cov.stride - 1, "number") if cov.stride > 1 else "numbers"
             return summed, (
                 f"the step counter {red.counter} skips {skips} between records, but the "
                 f"{dt.present} logged step times already fill the records' clock "

@@ -525,6 +525,7 @@ def test_exact_counts_end_where_a_float_stops_telling_one_from_the_next():
 
     assert float(EXACT_COUNT_MAX) + 1 == float(EXACT_COUNT_MAX)
     assert float(EXACT_COUNT_MAX - 1) + 1 == EXACT_COUNT_MAX
+    assert float(EXACT_COUNT_MAX - 1) != float(EXACT_COUNT_MAX)  # every count below: exact
 
 
 # ------------------------------------------------ wall_time_estimate, value by value
@@ -695,3 +696,11 @@ def test_a_gap_of_under_one_step_is_no_unlogged_step():
     2.5 and 5 are, at 2.5 s, and the 0.5 left of the 2 missing lead at step 1's 1 s."""
     got = _estimate(_sparse([1.0, 2.5, 5.0], [1.0, 2.0, 3.0], 5, 1))
     assert got is not None and got[0] == 6.0 + 1.5 * 2.5 + 0.5 * 1.0
+
+
+def test_a_counter_skipping_one_number_says_one():
+    """Steps 1, 3, 5 at 1 s (every 2nd) with 1 s between the first and last record."""
+    red = _sparse([1, 3, 5], [1.0, 1.0, 1.0], 5, 2, ts=[0.0, 0.5, 1.0])
+    value, how, scaled = _estimate(red)
+    assert (value, scaled) == (3.0, False)
+    assert how.startswith("the step counter train/iter skips 1 number between records, but")
