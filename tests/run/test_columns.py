@@ -454,38 +454,38 @@ def test_gaps_the_clock_leaves_under_half_their_time_are_no_steps(tmp_path):
 def test_accumulation_asked_while_dt_covers_little_of_the_clock(tmp_path, json_paths, command,
                                                                 noted):
     """The real accumulation run: dt times the last of 8 micro-batches, 11 % of the clock."""
+    run = _accum_run(tmp_path, command=command)
+    r = run_cli(run, "--config", "c")
+    assert one_row(r)["wall_time_sec"] == "4.188"
+    said = _asked(r)
+    want = [] if noted is None else [
+        f"the launch command asks for gradient accumulation ({noted}) and the step times "
+        f"cover {_cover(run):.0%} of the time between records: dt likely times one micro-batch "
+        f"of the {noted.split()[-1]}, not the whole optimizer step; wall_time_sec is the summed "
+        "step time; pass --wall-time-sec SECONDS for the job's real time"]
+    assert said == want
+
+
+def _accum_run(tmp_path, fn=None, command="accum.py --grad-accum 8"):
+    """The real accumulation run (8 micro-batches), ``command`` its launch line, its
+    records passed through ``fn``."""
     import json
 
     run = copy_run("history-accum8-1rank", tmp_path)
     info = json.loads((run / "run_info.json").read_text())
     info["Distributed"]["EZPZ_RUN_COMMAND"] = command
     (run / "run_info.json").write_text(json.dumps(info))
-    recs = [x for x in read_records(run / "20261201-210557.jsonl") if "train/dt" in x["metrics"]]
-    span = recs[-1]["timestamp"] - recs[0]["timestamp"]
-    cover = sum(x["metrics"]["train/dt"] for x in recs[1:]) / span
-    r = run_cli(run, "--config", "c")
-    assert one_row(r)["wall_time_sec"] == "4.188"
-    said = [n for n in notes_of(r) if n.startswith("the launch command asks")]
-    want = [] if noted is None else [
-        f"the launch command asks for gradient accumulation ({noted}) and the step times "
-        f"cover {cover:.0%} of the time between records: dt likely times one micro-batch of "
-        f"the {noted.split()[-1]}, not the whole optimizer step; wall_time_sec is the summed "
-        "step time; pass --wall-time-sec SECONDS for the job's real time"]
-    assert said == want
-
-
-def _accum_run(tmp_path, fn=None):
-    """The real accumulation run (8 micro-batches asked for on the launch line), its
-    records passed through ``fn``."""
-    import json
-
-    run = copy_run("history-accum8-1rank", tmp_path)
-    info = json.loads((run / "run_info.json").read_text())
-    info["Distributed"]["EZPZ_RUN_COMMAND"] = "accum.py --grad-accum 8"
-    (run / "run_info.json").write_text(json.dumps(info))
     if fn is not None:
         rewrite(run / "20261201-210557.jsonl", fn)
     return run
+
+
+def _cover(run) -> float:
+    """The share of the time between its first and last timed record the step times
+    after the first cover."""
+    recs = [x for x in read_records(run / "20261201-210557.jsonl") if "train/dt" in x["metrics"]]
+    return sum(x["metrics"]["train/dt"] for x in recs[1:]) / (
+        recs[-1]["timestamp"] - recs[0]["timestamp"])
 
 
 def _asked(r) -> list[str]:
@@ -505,10 +505,7 @@ def test_no_accumulation_note_when_dt_covers_most_of_the_clock(tmp_path, json_pa
         return rec
 
     run = _accum_run(tmp_path, whole)
-    recs = [x for x in read_records(run / "20261201-210557.jsonl") if "train/dt" in x["metrics"]]
-    cover = sum(x["metrics"]["train/dt"] for x in recs[1:]) / (
-        recs[-1]["timestamp"] - recs[0]["timestamp"])
-    assert 0.5 < cover < 1.0
+    assert 0.5 < _cover(run) < 1.0
     assert _asked(run_cli(run, "--config", "c")) == []
 
 

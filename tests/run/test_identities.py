@@ -854,31 +854,29 @@ def _tps_median(ratio) -> float:
                              for x in recs[1:])
 
 
-def test_a_count_per_data_parallel_group_with_tp_from_the_launch_line(tmp_path, json_reader):
-    """4 ranks, --tp 2 on the launch line: tps x dt / tokens = 2 = gpus / tp. Published."""
-    run = _tokens_run(tmp_path, lambda i: 2.0, "mpiexec --np=4 --ppn=4 python3 -m "
-                      "ezpz.examples.fsdp_tp --tp 2 --batch-size 2", world=4)
-    r = run_cli(run, "--config", "c")
-    row = one_row(r)
-    assert (row["throughput_tokens_per_sec"], row["throughput_tokens_per_sec_per_gpu"]) == (
-        f"{_tps_median(lambda i: 2.0):.3f}", f"{_tps_median(lambda i: 2.0) / 4:.3f}")
-    assert notes_of(r) == [
+_LAUNCH_TP = "mpiexec --np=4 --ppn=4 python3 -m ezpz.examples.fsdp_tp{} --batch-size 2"
+_TP_RATE = _tps_median(lambda i: 2.0)
+
+
+@pytest.mark.parametrize(("tp", "cells", "notes"), [
+    # --tp 2: tps x dt / tokens = 2 = gpus / tp, a count per data-parallel group: published
+    (" --tp 2", (f"{_TP_RATE:.3f}", f"{_TP_RATE / 4:.3f}"), [
         "throughput_tokens_per_sec_per_gpu derived as global / 4 gpus (no per-GPU throughput "
-        "logged)", MFU_NOTE]
-
-
-def test_without_tp_a_ratio_of_two_on_four_ranks_is_no_identity(tmp_path, json_reader):
-    run = _tokens_run(tmp_path, lambda i: 2.0, "mpiexec --np=4 --ppn=4 python3 -m "
-                      "ezpz.examples.fsdp_tp --batch-size 2", world=4)
-    r = run_cli(run, "--config", "c")
-    row = one_row(r)
-    assert (row["throughput_tokens_per_sec"], row["throughput_tokens_per_sec_per_gpu"]) == (
-        "", "")
-    assert notes_of(r) == [
+        "logged)", MFU_NOTE]),
+    # without tp, 2 on four ranks is no identity
+    ("", ("", ""), [
         "train/tps x dt / tokens is 2 (median of 30 steps, scatter 0.0%): 100% above 1 (a "
         "global count), beyond the run's own scatter (band 5%): train/tps is not the run's "
         "tokens per second (timed over part of each step, samples/s, tokens per step?); "
-        "throughput left empty", MFU_NOTE]
+        "throughput left empty", MFU_NOTE]),
+])
+def test_a_ratio_of_two_on_four_ranks_is_an_identity_with_tp_2_only(tmp_path, json_reader, tp,
+                                                                     cells, notes):
+    run = _tokens_run(tmp_path, lambda i: 2.0, _LAUNCH_TP.format(tp), world=4)
+    r = run_cli(run, "--config", "c")
+    row = one_row(r)
+    assert (row["throughput_tokens_per_sec"], row["throughput_tokens_per_sec_per_gpu"]) == cells
+    assert notes_of(r) == notes
 
 
 def test_the_band_widens_with_the_run_s_scatter(tmp_path, json_reader):
