@@ -89,9 +89,16 @@ class AmscUsageError(AmscError):
     exit_code = ExitStatus.USAGE
 
 
+def reason(e: OSError) -> str:
+    """What went wrong, as the system words it (``Permission denied``, not ``[Errno 13]
+    Permission denied: 'x'``): a message names the path itself. An error raised
+    without a reason (``OSError("...")``) gives its own text."""
+    return e.strerror or str(e)
+
+
 def os_error_text(e: OSError) -> str:
     """``PATH: reason`` for an OSError, with what to look at when access was denied."""
-    reason = e.strerror or str(e)
+    why = reason(e)
     if e.errno == errno.EACCES:
-        reason += " (check its permissions and those of the folders above it)"
-    return f"{e.filename}: {reason}" if e.filename is not None else reason
+        why += " (check its permissions and those of the folders above it)"
+    return f"{e.filename}: {why}" if e.filename is not None else why

@@ -8,7 +8,15 @@ import re
 import pytest
 from helpers import REPO, run_group
 
-from ezpz_amsc.errors import AmscError, AmscUsageError, ExitStatus, NoStepTime, SeveralAttempts
+from ezpz_amsc.errors import (
+    AmscError,
+    AmscUsageError,
+    ExitStatus,
+    NoStepTime,
+    SeveralAttempts,
+    os_error_text,
+    reason,
+)
 from ezpz_amsc.text import opt
 
 
@@ -57,3 +65,19 @@ def test_each_exit_status_says_what_it_means():
         "INTERRUPTED": "interrupted (Ctrl-C)",
         "BROKEN_PIPE": "stdout was closed before everything was written"}
     assert ExitStatus.USAGE.meaning.options()[0].name == "config"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("error, text", [
+    (PermissionError(13, "Permission denied", "/x/runs.csv"), "Permission denied"),
+    (OSError(5, "Input/output error"), "Input/output error"),
+    (OSError("the file got shorter"), "the file got shorter"),  # raised without a reason
+])
+def test_an_os_errors_reason_is_the_systems_words_without_number_or_path(error, text):
+    assert reason(error) == text
+
+
+def test_a_denied_access_names_the_path_and_what_to_check():
+    assert os_error_text(PermissionError(13, "Permission denied", "/x/runs.csv")) == (
+        "/x/runs.csv: Permission denied (check its permissions and those of the folders "
+        "above it)")
+    assert os_error_text(OSError(5, "Input/output error")) == "Input/output error"

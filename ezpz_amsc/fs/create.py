@@ -15,7 +15,7 @@ import signal
 from collections.abc import Iterable
 from pathlib import Path
 
-from ezpz_amsc.errors import AmscError
+from ezpz_amsc.errors import AmscError, reason
 from ezpz_amsc.fs.access import permission_error, read_only_folder
 
 # The test seams for crashes and races at any instant of a write (:func:`crash_point`).
@@ -100,7 +100,7 @@ def _make(folders: Iterable[Path], target: Path, made: list[Path]) -> bool:
         except PermissionError:
             raise permission_error(d.parent, "wx", f"cannot create folder {d.name} there") from None
         except OSError as e:
-            raise AmscError(f"{d}: cannot create folder: {e.strerror or e}") from None
+            raise AmscError(f"{d}: cannot create folder: {reason(e)}") from None
         made.append(d)
     return True
 
@@ -195,7 +195,7 @@ def _create_error(p: Path, e: OSError, what: str = "") -> AmscError:
         return AmscError(f"{p}: is a directory; cannot write a file there")
     if isinstance(e, PermissionError):
         return permission_error(p.parent, "wx", f"cannot create {p.name} there")
-    return AmscError(f"{p}: cannot write{' ' + what if what else ''}: {e.strerror or e}")
+    return AmscError(f"{p}: cannot write{' ' + what if what else ''}: {reason(e)}")
 
 
 def write_all(fd: int, data: bytes) -> None:

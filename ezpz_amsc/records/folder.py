@@ -22,7 +22,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ezpz_amsc.errors import AmscError
+from ezpz_amsc.errors import AmscError, reason
 from ezpz_amsc.fs.access import planted_symlink
 from ezpz_amsc.fs.create import (
     FILE_MODE,
@@ -134,7 +134,7 @@ def _open_dir(dir_fd: int, name: str, shown: Path) -> int | None:
     except OSError as e:
         if e.errno in (errno.ELOOP, errno.ENOTDIR):
             raise _refused(shown, dir_fd, name) from None
-        raise AmscError(f"{shown}: cannot open: {e.strerror or e}") from None
+        raise AmscError(f"{shown}: cannot open: {reason(e)}") from None
 
 
 def _open_root(folder: Path) -> int | None:
@@ -146,7 +146,7 @@ def _open_root(folder: Path) -> int | None:
     except FileNotFoundError:
         return None
     except OSError as e:
-        raise AmscError(f"{folder}: cannot open the records folder: {e.strerror or e}") from None
+        raise AmscError(f"{folder}: cannot open the records folder: {reason(e)}") from None
 
 
 def _write_new(dir_fd: int, name: str, data: bytes) -> None:
@@ -185,7 +185,7 @@ def _clear(dir_fd: int, name: str, shown: Path) -> None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(entry, dir_fd=fd)
     except OSError as e:
-        raise AmscError(f"{shown}: cannot remove what is in it: {e.strerror or e}") from None
+        raise AmscError(f"{shown}: cannot remove what is in it: {reason(e)}") from None
     finally:
         os.close(fd)
     with contextlib.suppress(FileNotFoundError):
@@ -290,7 +290,7 @@ class RecordBatch:
             return done
         except OSError as e:
             raise AmscError(f"{self._waiting}: cannot finish an interrupted append's records: "
-                            f"{e.strerror or e}") from None
+                            f"{reason(e)}") from None
         finally:
             for fd in fds:
                 os.close(fd)
@@ -310,7 +310,7 @@ class RecordBatch:
                     _write_new(pend, name, encode(record))
                 except OSError as e:
                     raise AmscError(f"{self._waiting / name}: cannot write: "
-                                    f"{e.strerror or e}") from None
+                                    f"{reason(e)}") from None
                 self._pending.append((name, final))
                 crash_point("record-pending")
         except BaseException:
@@ -338,7 +338,7 @@ class RecordBatch:
         except FileExistsError:
             pass  # left by a writer killed before its first record: settle left it empty
         except OSError as e:
-            raise AmscError(f"{self._waiting}: cannot create folder: {e.strerror or e}") from None
+            raise AmscError(f"{self._waiting}: cannot create folder: {reason(e)}") from None
         fd = _open_dir(root, name, self._waiting)
         if fd is None:
             raise AmscError(f"{self._waiting}: removed while it was made; retry")
@@ -373,7 +373,7 @@ class RecordBatch:
                 os.close(pend)
         except OSError as e:
             raise AmscError(f"{self.folder}: the rows are appended, but their provenance records "
-                            f"could not take their names ({e.strerror or e}); they wait in "
+                            f"could not take their names ({reason(e)}); they wait in "
                             f"{self._waiting}, and the next append with "
                             + opt("provenance", self.folder) + " puts them in place") from None
         finally:
@@ -496,7 +496,7 @@ def iter_records(folder: str | os.PathLike[str]) -> Iterator[tuple[Path, dict[st
             names = sorted(n for n in os.listdir(root)
                            if n.endswith(SUFFIX) and not n.startswith("."))
         except OSError as e:
-            raise AmscError(f"{p}: cannot list: {e.strerror or e}") from None
+            raise AmscError(f"{p}: cannot list: {reason(e)}") from None
         for name in names:
             try:
                 yield p / name, load_record(name, root, p / name), None

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ezpz_amsc.errors import AmscError
+from ezpz_amsc.errors import AmscError, reason
 from ezpz_amsc.fs.read import open_regular, read_capped
 from ezpz_amsc.options import ExportOptions
 from ezpz_amsc.results.schema import (
@@ -71,7 +71,7 @@ def digest_file(path: Path) -> dict[str, Any]:
                 size += len(chunk)
     except OSError as e:
         raise AmscError(f"{path}: cannot read it for the provenance record: "
-                        f"{e.strerror or e}") from None
+                        f"{reason(e)}") from None
     return {"size": size, "sha256": h.hexdigest()}
 
 
@@ -245,7 +245,7 @@ def load_record(path: str | os.PathLike[str], dir_fd: int | None = None,
             raise AmscError(f"{shown}: no such file") from None
         if e.errno == errno.EISDIR:
             raise AmscError(f"{shown}: is a directory, not a provenance record") from None
-        raise AmscError(f"{shown}: cannot read: {e.strerror or e}") from None
+        raise AmscError(f"{shown}: cannot read: {reason(e)}") from None
     return parse_record(data, shown)
 
 

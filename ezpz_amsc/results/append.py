@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from ezpz_amsc.errors import AmscError
+from ezpz_amsc.errors import AmscError, reason
 from ezpz_amsc.fs.access import permission_error, planted_symlink
 from ezpz_amsc.fs.create import (
     FILE_MODE,
@@ -112,7 +112,7 @@ def _read_state(fd: int, path: Path) -> _FileState:
         if size:
             last = os.pread(fd, 1, size - 1)
     except OSError as e:
-        raise AmscError(f"{path}: cannot read results file: {e.strerror or e}") from None
+        raise AmscError(f"{path}: cannot read results file: {reason(e)}") from None
     end = head.find(b"\n")
     head = head[:end + 1] if end != -1 else head
     if head in (b"", _BOM):  # empty, or only a byte-order mark: a new file
@@ -311,7 +311,7 @@ def _open_error(p: Path, e: OSError, creating: bool) -> AmscError:
             return permission_error(p.parent, "wx", f"cannot create {p.name} there")
         return permission_error(p, "rw")
     what = "create" if creating else "open"
-    return AmscError(f"{p}: cannot {what} results file: {e.strerror or e}")
+    return AmscError(f"{p}: cannot {what} results file: {reason(e)}")
 
 
 def _wait_for_lock(fd: int, p: Path, deadline: float, timeout_sec: float) -> None:
@@ -322,7 +322,7 @@ def _wait_for_lock(fd: int, p: Path, deadline: float, timeout_sec: float) -> Non
             return
         except OSError as e:
             if e.errno not in (errno.EAGAIN, errno.EACCES):
-                raise AmscError(f"{p}: cannot lock: {e.strerror or e} (on Lustre, "
+                raise AmscError(f"{p}: cannot lock: {reason(e)} (on Lustre, "
                                 "mount with -o flock)") from None
         if time.monotonic() >= deadline:
             raise AmscError(f"{p}: still locked by another writer after "
@@ -367,7 +367,6 @@ _SEARCH_BYTES = 8 << 20  # read at a time by the search for timestamp cells
 _TAIL_BYTES = 4096  # compared, under the lock, just before where the search stopped
 _MARKER = CONFLICT_OPEN.encode()  # a conflict starts with it: found by its first byte
 _LF, _CR, _QUOTE = 0x0A, 0x0D, 0x22
-_UTF8_BOM = b"\xef\xbb\xbf"
 
 
 class _Search:
@@ -484,23 +483,20 @@ def _opens_conflict(data: bytes | bytearray, i: int) -> bool:
 
 
 def _line_start(data: bytes | bytearray, lo: int, i: int) -> int | None:
-    """The offset of the line that ``data[i:]`` starts, written as is or quoted (or after
-    the file's UTF-8 BOM); None when something else comes before it on its line."""
+    """The offset of the line that ``data[i:]`` starts, written as is or quoted; None when
+    something else comes before it on its line. (The file's first line is its header,
+    read before: a UTF-8 BOM is never in front of a run.)"""
     at = lo + i
     if at == 0 or data[i - 1] in (_LF, _CR):
         return at
     if data[i - 1] == _QUOTE and (at == 1 or data[i - 2] in (_LF, _CR)):
         return at - 1
-    if at in (3, 4) and data[:at] in (_UTF8_BOM, _UTF8_BOM + b'"') and lo == 0:
-        return 0
     return None
 
 
 def _line_ends(data: bytes, a: int, b: int) -> int:
-    """Line ends in ``data[a:b]`` (LF, CR, CRLF: one each; a CRLF whose CR is before ``a``
-    was counted with its CR)."""
-    if b <= a:
-        return 0
+    """Line ends in ``data[a:b]``, ``a < b`` (LF, CR, CRLF: one each; a CRLF whose CR is
+    before ``a`` was counted with its CR)."""
     n = data.count(b"\n", a, b)
     cr = data.count(b"\r", a, b)
     if cr:
@@ -521,8 +517,6 @@ def _cells_in(data: bytes | bytearray, i: int) -> list[str] | None:
     raw = bytes(data[i:end])
     if b'"' in raw or b"\0" in raw:
         return None
-    if i == 0 and raw.startswith(_UTF8_BOM):
-        raw = raw[3:]
     return raw.decode("utf-8", "surrogateescape").split(",")
 
 
@@ -569,7 +563,7 @@ class RunsInFile:
             if not self._confirm(search):
                 self._whole()  # edited in place: a line no longer holds its run
         except OSError as e:
-            raise AmscError(f"{self.path}: cannot read results file: {e.strerror or e}") from None
+            raise AmscError(f"{self.path}: cannot read results file: {reason(e)}") from None
 
     def _whole(self) -> None:
         self.searched_whole_under_lock = True
@@ -608,7 +602,7 @@ class RunsInFile:
         try:
             return record_at(self.fd, offset)
         except OSError as e:
-            raise AmscError(f"{self.path}: cannot read results file: {e.strerror or e}") from None
+            raise AmscError(f"{self.path}: cannot read results file: {reason(e)}") from None
 
 
 class AppendHooks(Protocol):
@@ -778,7 +772,7 @@ def _write_all(fd: int, path: Path, data: bytes, size: int) -> None:
         write_all(fd, data)
         os.fsync(fd)
     except OSError as e:
-        _cut_back(fd, path, start, f"cannot write results file: {e.strerror or e}")
+        _cut_back(fd, path, start, f"cannot write results file: {reason(e)}")
     crash_point("rows-synced")
     end = os.lseek(fd, 0, os.SEEK_CUR)  # O_APPEND: the end of what this write put there
     landed = end - len(data)
@@ -794,7 +788,7 @@ def _cut_back(fd: int, path: Path, size: int, why: str | None) -> None:
         os.ftruncate(fd, size)
     except OSError as e:  # an append-only (chattr +a) file, or the disk gone
         raise AmscError(f"{path}: {why or 'changed during the append'}; cutting the file back "
-                        f"failed too ({e.strerror or e}): it may end in a partial line after "
+                        f"failed too ({reason(e)}): it may end in a partial line after "
                         f"byte {size}; check it with: ezpz-amsc check {path}") from None
     if why is not None:
         raise AmscError(f"{path}: {why}; file left as it was")

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ezpz_amsc.errors import AmscError
+from ezpz_amsc.errors import AmscError, reason
 from ezpz_amsc.fs.read import read_capped
 from ezpz_amsc.results.fields import table_schema
 from ezpz_amsc.text import plural
@@ -57,7 +57,7 @@ def load_package(path: Path) -> tuple[bytes | None, dict[str, Any]]:
     except IsADirectoryError:
         raise AmscError(f"{path}: is a directory, not a data package") from None
     except OSError as e:
-        raise AmscError(f"{path}: cannot read: {e.strerror or e}") from None
+        raise AmscError(f"{path}: cannot read: {reason(e)}") from None
     if len(data) > MAX_PACKAGE_BYTES:
         raise AmscError(f"{path}: over {MAX_PACKAGE_BYTES >> 20} MiB; not a data package "
                         "this tool wrote")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
-from ezpz_amsc.errors import AmscError
+from ezpz_amsc.errors import AmscError, reason
 from ezpz_amsc.fs.access import describe, group_has_others, group_name
 from ezpz_amsc.fs.read import open_regular
 from ezpz_amsc.results.fields import bound_problems
@@ -120,13 +120,13 @@ def check_results_file(
             raise
         raise AmscError(f"{p}: cannot read: {os.strerror(errno.EACCES)}") from None
     except OSError as e:
-        raise AmscError(f"{p}: cannot read: {e.strerror or e}") from None
+        raise AmscError(f"{p}: cannot read: {reason(e)}") from None
     with f:
         check = _Check(p, f, on_row, on_cells)
         try:
             check.read()
         except OSError as e:
-            raise AmscError(f"{p}: cannot read: {e.strerror or e}") from None
+            raise AmscError(f"{p}: cannot read: {reason(e)}") from None
         finally:
             check.close()
     return Checked(check.rows, check.problems, check.header_differs, check.problems.more,

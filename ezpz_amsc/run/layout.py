@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ezpz_amsc.errors import AmscError, os_error_text
+from ezpz_amsc.errors import AmscError, os_error_text, reason
 from ezpz_amsc.fs.read import open_regular
 from ezpz_amsc.run.lines import open_metrics
 
@@ -145,7 +145,7 @@ def find_run_files(run_dir: str | os.PathLike[str]) -> RunFiles:
     try:
         first = list(os.scandir(root))
     except OSError as e:
-        raise AmscError(f"{root}: cannot list directory: {e.strerror or e}") from None
+        raise AmscError(f"{root}: cannot list directory: {reason(e)}") from None
 
     per_rank: dict[Path, dict[int, str]] = {}  # folder -> rank -> file name
     interleaved: dict[Path, Path] = {}
@@ -170,7 +170,7 @@ def find_run_files(run_dir: str | os.PathLike[str]) -> RunFiles:
                             stack.append((sub, list(os.scandir(sub))))
                         except OSError as e:
                             files.notes.append(
-                                f"skipped folder {rel_to(root, sub)}: {e.strerror or e}"
+                                f"skipped folder {rel_to(root, sub)}: {reason(e)}"
                             )
                     continue
                 is_file = entry.is_file()  # follows file symlinks; False if dangling

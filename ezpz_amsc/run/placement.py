@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ezpz_amsc.errors import AmscError
+from ezpz_amsc.errors import AmscError, reason
 from ezpz_amsc.fs.read import read_capped
 from ezpz_amsc.results.schema import MAX_COUNT, MAX_PROVENANCE_BYTES, cell_problem
 from ezpz_amsc.run.layout import RunFiles, rel_to
@@ -189,7 +189,7 @@ def _read_text(path: Path, notes: list[Text]) -> str | None:
     try:
         data = read_capped(path, MAX_PROVENANCE_BYTES)
     except OSError as e:
-        notes.append(f"skipped {path.name}: {e.strerror or e}")
+        notes.append(f"skipped {path.name}: {reason(e)}")
         return None
     if len(data) > MAX_PROVENANCE_BYTES:
         notes.append(f"skipped {path.name}: larger than {MAX_PROVENANCE_BYTES >> 20} MiB")

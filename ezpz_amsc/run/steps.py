@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ezpz_amsc.errors import AmscError
+from ezpz_amsc.errors import AmscError, reason
 from ezpz_amsc.fs.read import open_regular
 from ezpz_amsc.options import ENV_JSON
 from ezpz_amsc.results.schema import MAX_LINE_BYTES
@@ -206,7 +206,7 @@ class _Hasher:
         self._thread.join()
         e = self._error
         if isinstance(e, OSError):
-            raise AmscError(f"{path}: cannot read metrics file: {e.strerror or e}")
+            raise AmscError(f"{path}: cannot read metrics file: {reason(e)}")
         if e is not None:  # never a digest of part of the file
             raise e
         return Digest(self._size, self._sha256.hexdigest())
@@ -319,7 +319,7 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
         raw = open_regular(path)  # a symlink to /proc/kmsg or a FIFO would block: refused
         size = os.fstat(raw.fileno()).st_size
     except OSError as e:
-        raise AmscError(f"{path}: cannot read metrics file: {e.strerror or e}") from None
+        raise AmscError(f"{path}: cannot read metrics file: {reason(e)}") from None
     if digests is not None and path not in digests:
         if digests.admit(size):
             hasher = _Hasher(raw.fileno())
@@ -471,7 +471,7 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
         except EOFError:
             cut_stream = read_all = True
         except OSError as e:
-            raise AmscError(f"{path}: cannot read metrics file: {e.strerror or e}") from None
+            raise AmscError(f"{path}: cannot read metrics file: {reason(e)}") from None
         finally:
             if hasher is not None and not read_all:
                 hasher.stop()  # before the file closes: its descriptor number may be reused
@@ -496,8 +496,7 @@ def _evaluation(out: Steps, metrics: dict[str, Any], prev: dict[str, Any]) -> No
     for at, m in ((len(out.step) - 1, metrics), (len(out.step) - 2, prev)):
         key = next((k for k in m if type(k) is str and k.startswith(EVAL_PREFIXES)), None)
         if key is not None:
-            if not out.evaluations or out.evaluations[-1] != at:
-                out.evaluations.append(at)
+            out.evaluations.append(at)  # listed twice when 3 records share a step: harmless
             out.eval_key = out.eval_key or key
             return
 

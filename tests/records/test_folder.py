@@ -338,3 +338,91 @@ def test_a_records_folder_that_is_another_users_link_is_refused(fixture_run, tmp
     assert export_with_records([fixture_run("minimal-1rank")], shared / "runs.csv",
                                own).exit_code == 0
     assert len(records_in(mine)) == 1
+
+
+# --- a name swapped for a link between two steps: the link is named, never its target ---
+
+def _thesis(tmp_path: Path) -> Path:
+    victim = tmp_path / "thesis.tex"
+    victim.write_text("years of work\n")
+    return victim
+
+
+def test_a_temporary_record_swapped_for_a_link_before_it_is_named_names_the_link(
+        tmp_path, monkeypatch):
+    """A teammate who can write in the shared folder replaces the temporary file with a
+    link after it was written and before it takes its name: the name is given to the
+    link itself, and the file it points to gets no second name in the records folder."""
+    victim, pend = _thesis(tmp_path), tmp_path / "pending"
+    pend.mkdir()
+    real_fsync = os.fsync
+
+    def fsync_then_swap(fd):
+        real_fsync(fd)
+        (tmp_name,) = [n for n in os.listdir(pend) if n.endswith(".tmp")]
+        os.unlink(pend / tmp_name)
+        os.symlink(victim, pend / tmp_name)
+
+    monkeypatch.setattr(os, "fsync", fsync_then_swap)
+    dir_fd = os.open(pend, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        folder_mod._write_new(dir_fd, "7-run.json", b"{}")
+    finally:
+        os.close(dir_fd)
+    assert (pend / "7-run.json").is_symlink()
+    assert os.stat(victim).st_nlink == 1
+    assert sorted(os.listdir(pend)) == ["7-run.json"]
+
+
+@pytest.mark.parametrize("planted", ["pending is a link", "final is a link to it",
+                                     "final is the link's target"])
+def test_naming_a_pending_record_never_follows_a_link(tmp_path, planted):
+    """_link gives the pending record its final name in the records folder. A link in
+    either place is named or compared as the link it is: a planted name is never taken
+    for the record's own (which would leave the record nameless once the pending one
+    is cleared), and a planted target never gets the record's name."""
+    victim, root, pend = _thesis(tmp_path), tmp_path / "records", tmp_path / "records/.p"
+    pend.mkdir(parents=True)
+    final = "2026-run.json"
+    if planted == "pending is a link":
+        os.symlink(victim, pend / "9-x")
+    else:
+        (pend / "9-x").write_text("{}")
+    if planted == "final is a link to it":
+        os.symlink(pend / "9-x", root / final)
+    elif planted == "final is the link's target":
+        os.symlink(victim, pend / "9-x.tmp")
+        os.replace(pend / "9-x.tmp", pend / "9-x")
+        os.link(victim, root / final)
+    root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    pend_fd = os.open(pend, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        named = folder_mod._link(folder_mod._Waiting(pend_fd, "9-x", final), root_fd)
+    finally:
+        os.close(pend_fd)
+        os.close(root_fd)
+    if planted == "pending is a link":
+        assert named == final
+        assert (root / final).is_symlink()  # the link itself, not thesis.tex, has the name
+        assert os.stat(victim).st_nlink == 1
+    else:
+        assert named == "2026-run-2.json"  # the planted name is not the record's
+        assert os.lstat(root / named).st_ino == os.lstat(pend / "9-x").st_ino
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_an_append_with_records_leaves_no_folder_open(fixture_run, tmp_path):
+    """The end-of-training hook appends from inside a long training process: every folder
+    the records are written through is closed again, when it works and when it fails."""
+    results, records, run = tmp_path / "runs.csv", tmp_path / "records", fixture_run(RUN)
+    before = _open_fds()
+    assert export_with_records([run], results, records).exit_code == 0
+    assert _open_fds() == before
+    (records / f"{folder_mod.PENDING}{_tag(results)}").write_text("")  # a file, no folder
+    failed = export_with_records([run], results, records, "--allow-duplicate")
+    assert failed.exit_code == 1
+    assert "not a folder" in error_line(failed)
+    assert _open_fds() == before

@@ -220,6 +220,16 @@ def test_skip_existing_adds_a_run_unless_it_is_there(tmp_path):
         ("a", "2026-11-29T22:18:43Z"), ("a", "2026-11-29T22:19:13Z")]
 
 
+def test_a_skipped_run_with_provenance_makes_no_records_folder(tmp_path):
+    """Nothing appended, nothing to record: the records folder is not made for a skip."""
+    out, records = tmp_path / "runs.csv", tmp_path / "records"
+    assert run_cli(A, "--config", "a", "--append", out, "-q").exit_code == 0
+    r = run_cli(A, "--config", "a", "--append", out, "--skip-existing", "--provenance", records)
+    assert r.exit_code == 0
+    assert "skipped it (--skip-existing)" in notes_of(r)[-1]
+    assert not records.exists()
+
+
 def test_skip_existing_says_when_the_row_there_has_other_values(tmp_path):
     out = tmp_path / "runs.csv"
     assert run_cli(A, "--config", "a", "--append", out, "-q").exit_code == 0
@@ -1055,6 +1065,49 @@ def test_the_search_finds_what_reading_every_record_finds(scratch, lines, block,
     finally:
         sink._SEARCH_BYTES = old
     assert got == {k: v for k, v in _oracle(data).items() if k in keys}
+
+
+def test_a_quoted_timestamp_after_other_text_on_its_line_is_no_run(tmp_path):
+    """A quote opens a line's first cell only at the start of the line: ``x"STAMP",...``
+    is one cell ``x"STAMP"`` to check and to csv, not the run read from the quote on."""
+    out = tmp_path / "runs.csv"
+    stamp = STAMPS[0]
+    rest = ",".join(_row(stamp)[1:])
+    out.write_bytes(render_csv([_row(STAMPS[1])], header=True).encode()
+                    + f'x"{stamp}",{rest}\n'.encode() + f'xy"{stamp}",{rest}\n'.encode())
+    assert _found(out, [cells_key(_row(stamp))]) == {}
+
+
+def test_counting_lines_past_the_files_end_is_an_error_not_a_wait(tmp_path):
+    """A file cut shorter while its lines are counted (a line number for a message) is an
+    error; counting on would never reach the offset."""
+    out = tmp_path / "runs.csv"
+    out.write_bytes(b"a\nb\nc\n")
+    fd = os.open(out, os.O_RDONLY)
+    try:
+        search = sink._Search(fd, [])
+        assert search.line_of(4) == 3  # "c" starts line 3
+        with pytest.raises(OSError, match="the file got shorter while it was read"):
+            search.line_of(50)
+    finally:
+        os.close(fd)
+
+
+def test_a_found_line_made_unreadable_before_the_lock_is_searched_again(tmp_path):
+    """The line a run was found at before the lock no longer reads as a record under it
+    (a quote opened and never closed, written in place): the whole file is searched
+    again, and the run is not there."""
+    out = tmp_path / "runs.csv"
+    _rows_file(out, 10, [_row(STAMPS[0])])
+    with open(out, "ab") as f:
+        f.write(render_csv([_row(STAMPS[1], "pad" + "x" * 5000)], header=False).encode())
+    key = cells_key(_row(STAMPS[0]))
+    runs = _searched(out, key)
+    data = out.read_bytes()
+    at = data.index(STAMPS[0].encode())
+    out.write_bytes(data[:at] + b'"' + data[at + 1:])
+    assert _found(out, [key], runs) == {}
+    assert runs.searched_whole_under_lock
 
 
 def _searched(out: Path, key) -> sink.RunsInFile:

@@ -480,6 +480,9 @@ def test_only_report_md_files_are_reports(tmp_path):
     ("", ["metrics-0.jsonl", "metrics-0.jsonl.gz", "metrics-1.jsonl"],
      "metrics-<rank>.jsonl, metrics-<rank>.jsonl.gz"),
     ("", ["metrics.jsonl", "metrics.jsonl.gz"], "metrics.jsonl, metrics.jsonl.gz"),
+    # rank files, one gzipped (one scheme), beside a run-id file: two
+    ("", ["metrics-0.jsonl.gz", "metrics-1.jsonl", "20260811-182837.jsonl"],
+     "metrics-<rank>.jsonl, 20260811-182837.jsonl"),
 ])
 def test_two_metrics_schemes_in_one_folder_are_refused(tmp_path, sub, names, shown):
     for name in names:

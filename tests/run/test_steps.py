@@ -43,7 +43,7 @@ from ezpz_amsc.flow.export import export_run
 from ezpz_amsc.options import ExportOptions
 from ezpz_amsc.results.schema import MAX_LINE_BYTES
 from ezpz_amsc.run import steps as steps_mod
-from ezpz_amsc.run.layout import MetricsSource, find_run_files
+from ezpz_amsc.run.layout import MetricsSource, RankFiles, find_run_files
 from ezpz_amsc.run.steps import SERIES, Steps, read_steps
 
 try:
@@ -806,6 +806,25 @@ def test_values_of_keys_keeps_the_line_cap_the_steps_were_read_with(tmp_path):
     got = values_of_keys(steps, (b"ckpt",), lambda k: k.endswith("_s"), (10.0, 13.0))
     assert got == {"train/ckpt_s": [2.0]}
     assert read_steps(MetricsSource("interleaved", tmp_path, single=p)).max_line > 300
+
+
+def test_values_of_keys_reads_the_file_the_steps_came_from(tmp_path):
+    """Rank 0's file held no step, so rank 1's was read: the second pass reads rank 1's
+    too (the last file read), not the first file tried."""
+    from ezpz_amsc.run.steps import values_of_keys
+
+    (tmp_path / "metrics-0.jsonl").write_text("")
+    write_jsonl(tmp_path / "metrics-1.jsonl", [
+        {"timestamp": 11.0, "rank": 1, "metrics": {"train/iter": 1, "train/dt": 1.0}},
+        {"timestamp": 12.0, "rank": 1, "metrics": {"train/iter": 2, "train/dt": 1.0,
+                                                   "train/ckpt_s": 4.0}}])
+    source = MetricsSource("per-rank", tmp_path, per_rank=RankFiles(tmp_path, {
+        0: "metrics-0.jsonl", 1: "metrics-1.jsonl"}))
+    steps = read_steps(source)
+    assert (steps.rank, [f.name for f in steps.files_read]) == (
+        1, ["metrics-0.jsonl", "metrics-1.jsonl"])
+    got = values_of_keys(steps, (b"ckpt",), lambda k: k.endswith("_s"), (0.0, 99.0))
+    assert got == {"train/ckpt_s": [4.0]}
 
 
 @pytest.mark.slow
