@@ -710,6 +710,15 @@ def test_a_symlink_another_user_planted_in_a_shared_folder_is_refused(tmp_path, 
 
 
 @needs_root
+@pytest.mark.parametrize("length", [200, 201])  # whole; cut to 200 characters and "..."
+def test_a_planted_links_target_is_shown_up_to_200_characters(tmp_path, length):
+    target = "/" + "t" * (length - 1)  # need not exist: the link is refused unfollowed
+    link = _link(tmp_path / "shared", Path(target), NOBODY, 0o1777)
+    refusal = str(planted_symlink(link))
+    assert f"(to {target if length == 200 else target[:200] + '...'}) in a folder" in refusal
+
+
+@needs_root
 @pytest.mark.parametrize("owner, mode, why", [
     (0, 0o1777, "your own link"),
     (NOBODY, 0o755, "a folder only its owner writes: the link is the owner's doing"),
