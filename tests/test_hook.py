@@ -428,8 +428,9 @@ def test_several_attempts_is_its_own_error_type(tmp_path):
     assert "pass --attempt last" in str(info.value)
 
 
-@pytest.mark.parametrize("after_first", [-0.5, PROCESS_START_SLACK_SEC],
-                         ids=["started-before", "started-at-the-slack"])
+@pytest.mark.parametrize("after_first", [-0.5, 0.5, PROCESS_START_SLACK_SEC],
+                         ids=["started-before", "started-within-the-slack",
+                              "started-at-the-slack"])
 def test_hook_on_a_retried_job_exports_the_last_attempt(tmp_path, monkeypatch, caplog,
                                                         after_first):
     """This process started 0.5 s before the second attempt's first record (or as long

@@ -285,7 +285,9 @@ class _Check:
         p = self.path
         if not any(c.strip() for c in cells):
             return
-        if len(cells) <= 2:  # a marker line is one cell (two: a branch named with a comma)
+        # A marker line's first cell starts with its marker, and a branch named after it
+        # may hold commas (more cells): the line is judged whole.
+        if conflict_marker(cells[0][:8]) is not None:
             marker = conflict_marker(",".join(cells))
             if marker is not None:
                 self._marker(line, marker)

@@ -426,3 +426,30 @@ def test_an_append_with_records_leaves_no_folder_open(fixture_run, tmp_path):
     assert failed.exit_code == 1
     assert "not a folder" in error_line(failed)
     assert _open_fds() == before
+
+
+def test_a_temporary_name_taken_before_the_record_is_written_is_never_written_through(
+        tmp_path):
+    """The temporary file's name is known in advance (name and pid): a teammate's hard
+    link to one of my files planted there is not opened and written over."""
+    victim, pend = _thesis(tmp_path), tmp_path / "pending"
+    pend.mkdir()
+    os.link(victim, pend / f".7-run.json.{os.getpid()}.tmp")
+    dir_fd = os.open(pend, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with pytest.raises(FileExistsError):
+            folder_mod._write_new(dir_fd, "7-run.json", b"{}")
+    finally:
+        os.close(dir_fd)
+    assert victim.read_text() == "years of work\n"
+    assert not (pend / "7-run.json").exists()
+
+
+def test_a_name_gone_before_it_is_described_says_so(tmp_path):
+    """What is at a refused name is looked at once more, to name it; gone by then: retry."""
+    dir_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        refusal = folder_mod._refused(tmp_path / ".pending-x", dir_fd, ".pending-x")
+    finally:
+        os.close(dir_fd)
+    assert str(refusal) == f"{tmp_path / '.pending-x'}: changed while it was read; retry"

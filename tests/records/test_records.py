@@ -684,10 +684,12 @@ def test_the_fields_a_record_may_leave_out_or_set_null(tmp_path):
 
 
 def test_the_bounds_of_a_record_s_numbers_are_included(tmp_path):
-    """The largest schema number and file size a record may hold are taken."""
+    """The largest schema number and file size a record may hold are taken, and an
+    empty file's size."""
     path = tmp_path / "r.json"
     rec = _minimal_record(options={"config": "c"}, schema=1000, files=[
-        {"path": "a", "role": "metrics", "size": 2**63 - 1, "sha256": None}])
+        {"path": "a", "role": "metrics", "size": 2**63 - 1, "sha256": None},
+        {"path": "b", "role": "metrics", "size": 0, "sha256": None}])
     path.write_text(json.dumps(rec))
     assert load_record(path) == rec
 
@@ -735,3 +737,24 @@ def test_old_format_records_are_still_read_and_reproduced(fixture_run, tmp_path)
     assert r.exit_code == 0, r.stderr
     assert r.stdout.startswith(f"{path}: identical row (14 cells); 2 source files unchanged")
     assert run_group("check", results, "--provenance", folder, "-q").exit_code == 0
+
+
+@pytest.mark.parametrize("content", [b"", b"[1, 2]", b"not json", b"\xff\xfe"],
+                         ids=["empty", "not-an-object", "not-json", "not-utf8"])
+def test_a_run_info_that_is_no_object_is_hashed_whole_and_its_sections_not(tmp_path, content):
+    """run_info.json that cannot be read as sections: the file's digest, no section's."""
+    path = tmp_path / "run_info.json"
+    path.write_bytes(content)
+    sections, digest = record_mod._hash_run_info(path)
+    assert sections == {}
+    assert digest == {"size": len(content), "sha256": hashlib.sha256(content).hexdigest()}
+
+
+def test_records_of_a_folder_that_is_not_there_name_the_option(tmp_path):
+    for path, what in ((tmp_path / "gone", "no such folder"), (tmp_path / "f", "not a folder")):
+        if what == "not a folder":
+            path.write_text("")
+        with pytest.raises(AmscError) as e:
+            next(folder_mod.iter_records(path))
+        assert str(e.value) == (f"{path}: {what}; --provenance needs the folder of the "
+                                "records")

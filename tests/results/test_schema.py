@@ -444,3 +444,11 @@ def test_a_header_of_exactly_the_required_columns_in_another_separator_is_named(
     got = foreign_format(sep.join(REQUIRED).encode() + b"\n")
     assert got is not None and got.startswith(f"has its columns separated by {name}")
     assert foreign_format(sep.join(REQUIRED[:-1]).encode() + b"\n") is None
+
+
+def test_only_the_first_line_is_read_as_a_spreadsheets_header():
+    """A ``;`` header on the second line (the first a note ending in ``;``) is no
+    spreadsheet's save: the first line is the header, and it is none."""
+    from ezpz_amsc.results.schema import REQUIRED, foreign_format
+
+    assert foreign_format(b"exported by hand;\n" + ";".join(REQUIRED).encode() + b"\n") is None

@@ -403,15 +403,26 @@ def test_a_merge_conflict_is_named_with_its_line_range(tmp_path, diff3):
     assert checked.rows == 4  # the rows of both sides are rows: the markers are not
 
 
-def test_a_marker_naming_a_branch_with_a_comma_is_a_marker(tmp_path):
-    """git writes the branch after the marker: ``>>>>>>> fix,retry`` reads as two cells."""
+@pytest.mark.parametrize("branch", ["fix,retry", "fix,retry,2"])
+def test_a_marker_naming_a_branch_with_a_comma_is_a_marker(tmp_path, branch):
+    """git writes the branch after the marker: ``>>>>>>> fix,retry`` reads as two cells,
+    ``fix,retry,2`` as three."""
     p = tmp_path / "runs.csv"
     p.write_text(HEADER_LINE + "<<<<<<< HEAD,main\n" + _row_line(T2) + "=======\n"
-                 + _row_line(T3) + ">>>>>>> fix,retry\n")
+                 + _row_line(T3) + f">>>>>>> {branch}\n")
     checked = validate.check_results_file(p)
     assert checked.problems == [
         f"{p}:2-6: a git merge conflict (marker lines <<<<<<<, =======, >>>>>>>): {FIX}"]
     assert checked.conflicts == ["2-6"] and checked.rows == 2
+
+
+def test_a_line_that_only_starts_like_a_marker_is_a_row(tmp_path):
+    """``=======,x`` is no marker (the middle one is alone on its line): a short row."""
+    p = tmp_path / "runs.csv"
+    p.write_text(HEADER_LINE + "=======,x\n" + _row_line(T1))
+    checked = validate.check_results_file(p)
+    assert checked.problems == [f"{p}:2: 2 cells, header has {len(HEADER)}"]
+    assert (checked.conflicts, checked.rows) == ([], 2)
 
 
 def test_an_unended_conflict_and_a_stray_marker_are_named(tmp_path):
