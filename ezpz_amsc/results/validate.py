@@ -8,7 +8,7 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
@@ -86,9 +86,9 @@ class Checked:
     rows: int
     problems: list[str]
     # The header is not this tool's (the first problem, which is in no row).
-    header_differs: bool = False
-    more: int = 0  # problems found beyond those listed
-    conflicts: list[str] = field(default_factory=list)  # git's conflicts: "3-9"
+    header_differs: bool
+    more: int  # problems found beyond those listed
+    conflicts: list[str]  # git's conflicts: "3-9"
 
 
 def check_results_file(

@@ -429,10 +429,13 @@ def test_an_unended_conflict_and_a_stray_marker_are_named(tmp_path):
     p = tmp_path / "runs.csv"
     p.write_text(HEADER_LINE + "=======\n" + _row_line(T1) + "<<<<<<< HEAD\n" + _row_line(T2)
                  + "<<<<<<< again\n" + _row_line(T3))
-    assert validate.check_results_file(p).problems == [
+    checked = validate.check_results_file(p)
+    assert checked.problems == [
         f"{p}:2: a git merge conflict marker (=======) outside a conflict: delete the line",
         f"{p}:4: a git merge conflict starts here (<<<<<<<) and never ends (>>>>>>>): {FIX}",
         f"{p}:6: a git merge conflict starts here (<<<<<<<) and never ends (>>>>>>>): {FIX}"]
+    # the first runs up to the line before the second opening; the second to the end
+    assert checked.conflicts == ["4-5", "6-"]
 
 
 def test_a_line_like_a_marker_is_no_marker(tmp_path):
