@@ -459,6 +459,20 @@ def test_hook_on_a_retried_job_exports_the_last_attempt(tmp_path, monkeypatch, c
     assert again.exit_code == 0, again.stdout + again.stderr
 
 
+def test_hook_counts_as_its_own_only_records_up_to_1_s_before_it_started(tmp_path,
+                                                                          monkeypatch, caplog):
+    """The process start is known to the whole second: a record stamped up to 1 s before
+    it may be its own, one stamped earlier is an earlier launch's. Started 1.5 s after
+    the second attempt's first record, the hook exports the records from 0.5 s after it."""
+    run, _, second = retried_launch(tmp_path)
+    started = second[0]["timestamp"] + 1.5
+    own = [r for r in second if r["timestamp"] >= started - 1.0]
+    assert 0 < len(own) < len(second)
+    _hook_on(run, monkeypatch, caplog, started)
+    (row,) = parse_csv((run / "amsc.csv").read_text())
+    assert row["steps"] == str(len(own))
+
+
 def _paused_and_faster(tmp_path: Path) -> tuple[Path, list[dict]]:
     """The launch run (one process, 30 steps) with a 120 s pause after step 15 and its rate
     1.5x higher after it: the command line reads two attempts (a throughput change across
