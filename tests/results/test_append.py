@@ -1025,6 +1025,46 @@ def test_a_run_is_found_at_its_first_line_in_any_form(tmp_path, monkeypatch, blo
     assert {k: v[0] for k, v in want.items()} == line
 
 
+@pytest.mark.parametrize("nl", ["\n", "\r\n", "\r"])
+def test_every_block_size_finds_what_reading_every_record_finds(tmp_path, monkeypatch, nl):
+    """Whatever the block size, a run starting at, before or after a block's edge (quoted
+    or not, after any line end) is found at its first line, and nowhere else."""
+    rows = [_row(STAMPS[1], "x"), _row(STAMPS[0]), _row(STAMPS[2], "z"), _row(STAMPS[0], "q"),
+            _row(STAMPS[2], "y")]
+    text = render_csv(rows, header=True, newline=nl)
+    text = text.replace(f"{nl}{STAMPS[0]}", f'{nl}"{STAMPS[0]}"')  # quoted, as some write
+    data = text.encode()
+    out = tmp_path / "runs.csv"
+    out.write_bytes(data)
+    keys = [cells_key(_row(STAMPS[0])), cells_key(_row(STAMPS[2], "z")),
+            cells_key(_row(STAMPS[0], "q"))]
+    want = {k: v for k, v in _oracle(data).items() if k in keys}
+    assert len(want) == 3
+    for block in range(1, len(data) + 2):
+        monkeypatch.setattr(sink, "_SEARCH_BYTES", block)
+        assert _found(out, keys) == want, block
+
+
+@pytest.mark.parametrize("nl", ["\n", "\r\n"])
+def test_a_bare_conflict_marker_line_is_refused_by_the_append(tmp_path, nl):
+    """A conflict opened by ``<<<<<<<`` alone on its line (a hand-made one, no branch
+    named): the append refuses the file, as check names it."""
+    out = tmp_path / "runs.csv"
+    out.write_bytes(render_csv([_row(STAMPS[1])], header=True, newline=nl).encode()
+                    + f"<<<<<<<{nl}".encode()
+                    + render_csv([_row(STAMPS[2])], header=False, newline=nl).encode())
+    runs = sink.RunsInFile(out, [cells_key(_row(STAMPS[0]))])
+    runs.search()
+    fd = os.open(out, os.O_RDWR | os.O_APPEND)
+    try:
+        runs.locked(fd)
+        refusal = runs.conflict()
+    finally:
+        os.close(fd)
+    assert refusal is not None and "holds git merge conflict markers (from line 3)" in str(
+        refusal)
+
+
 def test_a_timestamp_elsewhere_in_a_line_is_no_run(tmp_path):
     out = tmp_path / "runs.csv"
     stamp = STAMPS[0]
