@@ -483,13 +483,10 @@ def iter_records(folder: str | os.PathLike[str]) -> Iterator[tuple[Path, dict[st
     link is reported, never followed.
     """
     p = Path(folder)
-    if not p.is_dir():
-        what = "not a folder" if p.exists() else "no such folder"
+    root = _open_root(p) if p.is_dir() else None
+    if root is None:  # (a folder removed between the two looks is no such folder)
+        what = "not a folder" if p.exists() and not p.is_dir() else "no such folder"
         raise AmscError(f"{p}: {what}; " + opt("provenance")
-                        + " needs the folder of the records")
-    root = _open_root(p)
-    if root is None:
-        raise AmscError(f"{p}: no such folder; " + opt("provenance")
                         + " needs the folder of the records")
     try:
         try:
