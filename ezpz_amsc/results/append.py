@@ -112,7 +112,7 @@ def _read_state(fd: int, path: Path) -> _FileState:
         if size:
             last = os.pread(fd, 1, size - 1)
     except OSError as e:
-        raise AmscError(f"{path}: cannot read results file: {reason(e)}") from None
+        raise _read_error(path, e) from None
     end = head.find(b"\n")
     head = head[:end + 1] if end != -1 else head
     if head in (b"", _BOM):  # empty, or only a byte-order mark: a new file
@@ -312,6 +312,10 @@ def _open_error(p: Path, e: OSError, creating: bool) -> AmscError:
         return permission_error(p, "rw")
     what = "create" if creating else "open"
     return AmscError(f"{p}: cannot {what} results file: {reason(e)}")
+
+
+def _read_error(p: Path, e: OSError) -> AmscError:
+    return AmscError(f"{p}: cannot read results file: {reason(e)}")
 
 
 def _wait_for_lock(fd: int, p: Path, deadline: float, timeout_sec: float) -> None:
@@ -563,7 +567,7 @@ class RunsInFile:
             if not self._confirm(search):
                 self._whole()  # edited in place: a line no longer holds its run
         except OSError as e:
-            raise AmscError(f"{self.path}: cannot read results file: {reason(e)}") from None
+            raise _read_error(self.path, e) from None
 
     def _whole(self) -> None:
         self.searched_whole_under_lock = True
@@ -602,7 +606,7 @@ class RunsInFile:
         try:
             return record_at(self.fd, offset)
         except OSError as e:
-            raise AmscError(f"{self.path}: cannot read results file: {reason(e)}") from None
+            raise _read_error(self.path, e) from None
 
 
 class AppendHooks(Protocol):

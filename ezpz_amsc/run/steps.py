@@ -206,7 +206,7 @@ class _Hasher:
         self._thread.join()
         e = self._error
         if isinstance(e, OSError):
-            raise AmscError(f"{path}: cannot read metrics file: {reason(e)}")
+            raise _read_error(path, e)
         if e is not None:  # never a digest of part of the file
             raise e
         return Digest(self._size, self._sha256.hexdigest())
@@ -266,6 +266,10 @@ _JSON_WS = " \t\n\r"
 _ORJSON_INT_LIMIT = float(2**63)
 
 
+def _read_error(path: Path, e: OSError) -> AmscError:
+    return AmscError(f"{path}: cannot read metrics file: {reason(e)}")
+
+
 def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
                max_line: int, keep_unranked: bool = False,
                digests: Digests | None = None, skim: bool = True) -> int:
@@ -319,7 +323,7 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
         raw = open_regular(path)  # a symlink to /proc/kmsg or a FIFO would block: refused
         size = os.fstat(raw.fileno()).st_size
     except OSError as e:
-        raise AmscError(f"{path}: cannot read metrics file: {reason(e)}") from None
+        raise _read_error(path, e) from None
     if digests is not None and path not in digests:
         if digests.admit(size):
             hasher = _Hasher(raw.fileno())
@@ -471,7 +475,7 @@ def _read_file(path: Path, out: Steps, want_rank: int | None, filter_rank: bool,
         except EOFError:
             cut_stream = read_all = True
         except OSError as e:
-            raise AmscError(f"{path}: cannot read metrics file: {reason(e)}") from None
+            raise _read_error(path, e) from None
         finally:
             if hasher is not None and not read_all:
                 hasher.stop()  # before the file closes: its descriptor number may be reused
