@@ -1133,23 +1133,6 @@ def test_counting_lines_past_the_files_end_is_an_error_not_a_wait(tmp_path):
         os.close(fd)
 
 
-def test_a_found_line_made_unreadable_before_the_lock_is_searched_again(tmp_path):
-    """The line a run was found at before the lock no longer reads as a record under it
-    (a quote opened and never closed, written in place): the whole file is searched
-    again, and the run is not there."""
-    out = tmp_path / "runs.csv"
-    _rows_file(out, 10, [_row(STAMPS[0])])
-    with open(out, "ab") as f:
-        f.write(render_csv([_row(STAMPS[1], "pad" + "x" * 5000)], header=False).encode())
-    key = cells_key(_row(STAMPS[0]))
-    runs = _searched(out, key)
-    data = out.read_bytes()
-    at = data.index(STAMPS[0].encode())
-    out.write_bytes(data[:at] + b'"' + data[at + 1:])
-    assert _found(out, [key], runs) == {}
-    assert runs.searched_whole_under_lock
-
-
 def _searched(out: Path, key) -> sink.RunsInFile:
     runs = sink.RunsInFile(out, [key])
     runs.search()
@@ -1209,9 +1192,11 @@ def test_under_the_lock_only_what_was_appended_is_searched(tmp_path, monkeypatch
                                "tail-edited": 201}[change]
 
 
-def test_a_line_edited_in_place_between_search_and_lock_is_read_again(tmp_path):
+@pytest.mark.parametrize("edit", ["another run", "unreadable"])
+def test_a_line_edited_in_place_between_search_and_lock_is_read_again(tmp_path, edit):
     """A run found before the lock whose line was changed in place (the same size, far from
-    the end) is confirmed under the lock, and the whole file searched again."""
+    the end) is confirmed under the lock, and the whole file searched again: the line now
+    holds another run, or no longer reads as a record (a quote opened and never closed)."""
     out = tmp_path / "runs.csv"
     _rows_file(out, 10, [_row(STAMPS[0])])
     with open(out, "ab") as f:
@@ -1219,8 +1204,10 @@ def test_a_line_edited_in_place_between_search_and_lock_is_read_again(tmp_path):
     key = cells_key(_row(STAMPS[0]))
     runs = _searched(out, key)
     data = out.read_bytes()
-    at = data.index(b"sweep/0")
-    out.write_bytes(data[:at] + b"sweep/1" + data[at + 7:])
+    stamp = STAMPS[0].encode()
+    old, new = (b"sweep/0", b"sweep/1") if edit == "another run" else (stamp, b'"' + stamp[1:])
+    at = data.index(old)
+    out.write_bytes(data[:at] + new + data[at + len(old):])
     assert _found(out, [key], runs) == {}
     assert runs.searched_whole_under_lock
 
