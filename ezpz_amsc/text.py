@@ -131,9 +131,37 @@ def wrap(text: str, first: str, rest: str, *, break_long_words: bool = False) ->
 
     Without ``break_long_words`` a word longer than a line (a path) stays whole.
     """
+    lines = _wrap_words(text, first, rest, break_long_words)
+    if lines is not None:
+        return lines
     return textwrap.wrap(text, WIDTH, initial_indent=first, subsequent_indent=rest,
                          break_long_words=break_long_words,
                          break_on_hyphens=False) or [first.rstrip()]
+
+
+def _wrap_words(text: str, first: str, rest: str, break_long_words: bool) -> list[str] | None:
+    """What ``textwrap`` makes of words between spaces, the fast way (a report lists
+    thousands of rows); None for other text. A word longer than its line is kept whole
+    here; one that would be broken (``break_long_words``) is left to ``textwrap``."""
+    if not text or not text.isprintable() or text[0] == " " or text[-1] == " ":
+        return None
+    if break_long_words and len(first) + len(text) > WIDTH:
+        narrowest = WIDTH - max(len(first), len(rest))
+        if max(map(len, text.split(" "))) > narrowest or " " * narrowest in text:
+            return None
+    lines, indent = [], first
+    while len(indent) + len(text) > WIDTH:
+        room = WIDTH - len(indent)
+        if room < 1:
+            return None
+        # The words that fit end at the last space within the line, or just past it.
+        end = room if text[room] == " " else text.rfind(" ", 0, room)
+        if end <= 0:
+            return None  # a word longer than the line
+        lines.append(indent + text[:end].rstrip(" "))
+        text, indent = text[end:].lstrip(" "), rest
+    lines.append(indent + text)
+    return lines
 
 
 def wrap_at_commas(label: str, text: str) -> list[str]:

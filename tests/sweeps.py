@@ -332,8 +332,8 @@ def _replaced_after_reading(monkeypatch, path: Path, data: bytes) -> None:
 
     real = data_module.check_results_file
 
-    def check_then_rewrite(p, on_row):
-        out = real(p, on_row)
+    def check_then_rewrite(p, on_row, on_clean=None):
+        out = real(p, on_row, on_clean=on_clean)
         if Path(p) == path:
             path.write_bytes(data)
         return out

@@ -4,11 +4,14 @@ numbers and tables."""
 from __future__ import annotations
 
 import io
+import textwrap
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ezpz_amsc.cli.output import use_colour
-from ezpz_amsc.text import Paint, number, printable, table, wrap
+from ezpz_amsc.text import WIDTH, Paint, number, printable, table, wrap
 
 # --- colour ----------------------------------------------------------------------------------
 
@@ -55,6 +58,21 @@ def test_wrap_keeps_long_and_hyphenated_words_whole():
     lines = wrap("y " * 33 + "--wall-time-sec-given", "", "")
     assert lines == [("y " * 33).rstrip(), "--wall-time-sec-given"]
     assert wrap("", "! ", "  ") == ["!"]
+
+
+@given(st.one_of(st.text(st.sampled_from("ab é:/-,\t\xa0"), max_size=300),
+                 st.lists(st.tuples(st.text("ab/é-", min_size=1, max_size=90),
+                                    st.sampled_from([" ", " ", "  ", "   "])), max_size=30)
+                 .map(lambda words: "".join(w + gap for w, gap in words).rstrip())),
+       st.sampled_from(["", "  ", "! ", "note: " * 3, "x" * 79, " " * 80]),
+       st.sampled_from(["", "    ", " " * 30, " " * 80]),
+       st.booleans())
+def test_wrap_is_what_textwrap_makes_of_the_text(text, first, rest, break_long_words):
+    # Words between single spaces take a shorter way than textwrap's; it must not show.
+    want = textwrap.wrap(text, WIDTH, initial_indent=first, subsequent_indent=rest,
+                         break_long_words=break_long_words, break_on_hyphens=False)
+    assert wrap(text, first, rest, break_long_words=break_long_words) == (
+        want or [first.rstrip()])
 
 
 @pytest.mark.parametrize(("x", "want"), [

@@ -9,11 +9,13 @@ drawn from it, so they cannot disagree. Throughputs keep the rows' 3 decimals;
 efficiency, spread and ratios are rounded to what the text shows before any
 flag compares them, so a flag never contradicts the number printed next to it.
 
-No numpy: a sweep is at most thousands of rows, and this runs in the CLI.
+A sweep is usually thousands of rows, read without numpy; a large file's measured
+repeats are parsed a block at a time with it (:mod:`ezpz_amsc.report.columns`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
 import os
@@ -27,6 +29,13 @@ from typing import Any, BinaryIO
 
 from ezpz_amsc.errors import AmscError
 from ezpz_amsc.fs.read import open_regular
+from ezpz_amsc.report.columns import (
+    GPUS_MISMATCH_PCT,
+    MIN_RATE,
+    RUNS_FROM_BYTES,
+    CleanRuns,
+    gpus_mismatch,
+)
 from ezpz_amsc.results.rows import read_records
 from ezpz_amsc.results.schema import (
     HEADER,
@@ -58,13 +67,7 @@ LOW_EFFICIENCY_BELOW = 0.70
 # Repeats of one point (same config, system, nodes, gpus) whose tokens/s
 # differ by more than this, relative to their median, do not measure one rate.
 SPREAD_ABOVE_PCT = 10.0
-# tokens/s/gpu x gpus against tokens/s of the same row. The exporter writes
-# one from the other (or both from ezpz, which divides by the ranks that ran),
-# so they agree to rounding; 2 % apart means the gpus cell is not the count
-# the throughput was measured with.
-GPUS_MISMATCH_PCT = 2.0
 
-MIN_RATE = 0.001  # the smallest positive throughput a row written at 3 decimals holds
 TPS = column("throughput_tokens_per_sec")
 TPS_PER_GPU = column("throughput_tokens_per_sec_per_gpu")
 MFU = column("mfu")
@@ -155,14 +158,18 @@ def read_sweep(paths: Sequence[str | os.PathLike[str]]) -> Sweep:
 def _read(paths: Sequence[str | os.PathLike[str]], indexed: bool) -> Sweep | None:
     """The sweep, or None when unindexed reading met a system spelled two ways."""
     sweep = Sweep(files=[str(p) for p in paths])
-    reading = _Reading(sweep, indexed)
+    reading = _Reading(sweep, indexed, runs=not indexed and _bytes(paths) >= RUNS_FROM_BYTES)
     try:
         for number, path in enumerate(paths):
             if Path(path).is_dir():
                 raise AmscError(f"{path}: is a directory; report needs results CSV files")
             found: Capped[tuple[int, str]] = Capped()  # bounded, as check's problems are
             take = functools.partial(reading.take, number, found)
-            checked = check_results_file(path, take)
+            runs = (None if reading.runs is None
+                    else functools.partial(reading.take_run, number, found))
+            checked = check_results_file(path, take, on_clean=runs)
+            if reading.runs is not None:
+                reading.file_runs(number, found)
             rows, problems = checked.rows, checked.problems
             if reading.seen is None and reading.spelled_twice:
                 return None
@@ -171,16 +178,28 @@ def _read(paths: Sequence[str | os.PathLike[str]], indexed: bool) -> Sweep | Non
             sweep.problems.extend(listed)
             sweep.problems.extend(more_problems(path, checked.more + found.more))
             sweep.problem_count += len(listed) + checked.more + found.more
+        reading.finish()
     finally:
         reading.close()
     return sweep
 
 
+def _bytes(paths: Sequence[str | os.PathLike[str]]) -> int:
+    """The size of the files (one that cannot be read is the reading's to report)."""
+    total = 0
+    for path in paths:
+        with contextlib.suppress(OSError):
+            total += os.stat(path).st_size
+    return total
+
+
 class _Reading:
     """The rows ``--check`` passes, filed into a sweep; a run seen in another row is a problem."""
 
-    def __init__(self, sweep: Sweep, indexed: bool) -> None:
+    def __init__(self, sweep: Sweep, indexed: bool, runs: bool) -> None:
         self.sweep = sweep
+        # Runs of clean rows filed many at a time (a large file read unindexed).
+        self.runs = CleanRuns() if runs else None
         # The run identity, with the system's case folded as the report groups systems,
         # across files (None: one file, read as long as each system has one spelling).
         self.seen = SeenRuns(self._identity_at) if indexed else None
@@ -192,7 +211,14 @@ class _Reading:
 
     def take(self, number: int, found: list[tuple[int, str]], line: int,
              row: list[str], offset: int) -> None:
-        """One row ``--check`` passed: a run seen before is a problem, else it is filed."""
+        """One row ``--check`` passed: a run seen before is a problem, else it is filed
+        (after the runs of clean rows before it)."""
+        if self.runs is not None:
+            self.file_runs(number, found)
+        self._take(number, found, line, row, offset)
+
+    def _take(self, number: int, found: list[tuple[int, str]], line: int,
+              row: list[str], offset: int) -> None:
         sweep = self.sweep
         where = line * len(sweep.files) + number
         if self.seen is not None:
@@ -222,9 +248,70 @@ class _Reading:
             system = row[_SYSTEM]
             if self._spelling.setdefault(system.casefold(), system) != system:
                 self.spelled_twice = True
-        problem = _sort_row(sweep, where, row, self._known)
+        problem = self._sort_row(where, row)
         if problem:
             found.append((line, f"{sweep.source(where)}: {problem}"))
+
+    def take_run(self, number: int, found: list[tuple[int, str]], texts: list[str],
+                 line: int, dropped: list[int]) -> None:
+        """A run of clean rows ``--check`` passed (but ``dropped``): kept, and filed with
+        those after it (:meth:`file_runs`)."""
+        assert self.runs is not None and self.seen is None  # no run identities kept here
+        if self.runs.add(texts, line, dropped):
+            self.file_runs(number, found)
+
+    def file_runs(self, number: int, found: list[tuple[int, str]]) -> None:
+        """File the runs kept: those of points filed before a block at a time, the others
+        by :meth:`_take`."""
+        assert self.runs is not None
+        files = len(self.sweep.files)
+        self.runs.file(lambda lines: lines * files + number,
+                       lambda text, line: self._take(number, found, line, text.split(","), 0))
+
+    def finish(self) -> None:
+        """What is left to file once every file is read."""
+        if self.runs is not None:
+            self.runs.finish()
+
+    def _sort_row(self, where: int, row: list[str]) -> str | None:
+        """File one row that ``--check`` passed; return why it is not used, if it is not.
+        A point a pass row was filed under is known from then on, by its cells as written."""
+        sweep = self.sweep
+        nodes, gpus = int(row[_NODES]), int(row[_GPUS])
+        if nodes > MAX_COUNT or gpus > MAX_COUNT:
+            name, count = ("nodes", nodes) if nodes > MAX_COUNT else ("gpus", gpus)
+            return f"{name} {count} is more than {MAX_COUNT:,}; row not used"
+        system = row[_SYSTEM]
+        folded = system.casefold()
+        counts = sweep.spellings.get(folded)
+        if counts is None:
+            counts = sweep.spellings[folded] = Counter()
+        counts[system] += 1
+        if row[_STATUS] == "fail":
+            sweep.failed.append({**_where(sweep.source(where), row, nodes, gpus),
+                                 "timestamp": row[_TIMESTAMP], "error": row[_ERROR]})
+            return None
+        tps, tps_per_gpu = _number(row[_TPS]), _number(row[_TPS_PER_GPU])
+        if tps is None or tps_per_gpu is None:
+            missing = [c for c, v in ((TPS, tps), (TPS_PER_GPU, tps_per_gpu)) if v is None]
+            sweep.without_throughput.append({**_where(sweep.source(where), row, nodes, gpus),
+                                             "missing": missing})
+            return None
+        if tps < MIN_RATE or tps_per_gpu < MIN_RATE:  # also keeps every efficiency finite
+            name, at = (TPS, _TPS) if tps < MIN_RATE else (TPS_PER_GPU, _TPS_PER_GPU)
+            return (f"{name} {row[at]!r} is below {MIN_RATE} (the smallest rate a row "
+                    "holds at 3 decimals); row not used")
+        key = (row[_CONFIG], folded, nodes, gpus)
+        point = sweep.measured.get(key)
+        if point is None:
+            point = sweep.measured[key] = Point()
+        self._known[(row[_CONFIG], system, row[_NODES], row[_GPUS])] = (point, gpus, counts,
+                                                                          system)
+        if self.runs is not None:
+            self.runs.known((system, row[_CONFIG], row[_NODES], row[_GPUS]), point, gpus, counts)
+        _measure(point, where, tps, tps_per_gpu, gpus, row[_MFU])
+        _beside(point, row)
+        return None
 
     def _identity_at(self, where: int, offset: int) -> RunKey | None:
         """The identity of the row at ``offset`` of the file of ``where``, read again."""
@@ -281,45 +368,6 @@ def _number(text: str) -> float | None:
     return float(text) if text else None  # --check has made sure it parses and is finite
 
 
-def _sort_row(sweep: Sweep, where: int, row: list[str],
-              known: dict[tuple[str, str, str, str], tuple[Point, int, Counter[str], str]]
-              ) -> str | None:
-    """File one row that ``--check`` passed; return why it is not used, if it is not.
-    A point a pass row was filed under goes into ``known``, by its cells as written."""
-    nodes, gpus = int(row[_NODES]), int(row[_GPUS])
-    if nodes > MAX_COUNT or gpus > MAX_COUNT:
-        name, count = ("nodes", nodes) if nodes > MAX_COUNT else ("gpus", gpus)
-        return f"{name} {count} is more than {MAX_COUNT:,}; row not used"
-    system = row[_SYSTEM]
-    folded = system.casefold()
-    counts = sweep.spellings.get(folded)
-    if counts is None:
-        counts = sweep.spellings[folded] = Counter()
-    counts[system] += 1
-    if row[_STATUS] == "fail":
-        sweep.failed.append({**_where(sweep.source(where), row, nodes, gpus),
-                             "timestamp": row[_TIMESTAMP], "error": row[_ERROR]})
-        return None
-    tps, tps_per_gpu = _number(row[_TPS]), _number(row[_TPS_PER_GPU])
-    if tps is None or tps_per_gpu is None:
-        missing = [c for c, v in ((TPS, tps), (TPS_PER_GPU, tps_per_gpu)) if v is None]
-        sweep.without_throughput.append({**_where(sweep.source(where), row, nodes, gpus),
-                                         "missing": missing})
-        return None
-    if tps < MIN_RATE or tps_per_gpu < MIN_RATE:  # also keeps every efficiency finite
-        name, at = (TPS, _TPS) if tps < MIN_RATE else (TPS_PER_GPU, _TPS_PER_GPU)
-        return (f"{name} {row[at]!r} is below {MIN_RATE} (the smallest rate a row "
-                "holds at 3 decimals); row not used")
-    key = (row[_CONFIG], folded, nodes, gpus)
-    point = sweep.measured.get(key)
-    if point is None:
-        point = sweep.measured[key] = Point()
-    known[(row[_CONFIG], system, row[_NODES], row[_GPUS])] = (point, gpus, counts, system)
-    _measure(point, where, tps, tps_per_gpu, gpus, row[_MFU])
-    _beside(point, row)
-    return None
-
-
 def _beside(point: Point, row: list[str]) -> None:
     """What ``compare`` reads of a measured repeat beside its rates: wall time, steps, when."""
     wall = _number(row[_WALL])
@@ -349,8 +397,8 @@ def _measure(point: Point, where: int, tps: float, tps_per_gpu: float, gpus: int
         point.mfu_zero += 1
     elif mfu is not None:
         point.mfu_pct.append(mfu)
-    ratio = round(tps_per_gpu * gpus / tps, 2)
-    if abs(round(ratio * 100) - 100) > GPUS_MISMATCH_PCT:  # whole percent: no float fuzz
+    ratio = gpus_mismatch(tps, tps_per_gpu, gpus)
+    if ratio is not None:
         point.mismatched.append((where, ratio))
 
 
@@ -405,25 +453,38 @@ def _merged_systems(sweep: Sweep) -> list[dict[str, Any]]:
 
 def spread_pct(values: Sequence[float]) -> float | None:
     """(max - min) / median, in percent; None for a single repeat."""
-    if len(values) < 2:
+    return _spread(sorted(values))
+
+
+def _spread(ordered: Sequence[float]) -> float | None:
+    """:func:`spread_pct` of values sorted."""
+    if len(ordered) < 2:
         return None
-    return (max(values) - min(values)) / statistics.median(values) * 100
+    return (ordered[-1] - ordered[0]) / _median(ordered) * 100
+
+
+def _median(ordered: Sequence[float]) -> float:
+    """``statistics.median`` of values sorted, by its arithmetic: sorting is most of what a
+    point's numbers cost, so each column is sorted once."""
+    n = len(ordered)
+    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
 
 
 def _point(sweep: Sweep, nodes: int, gpus: int, point: Point, sources: bool) -> dict[str, Any]:
-    tps, tps_per_gpu, mfu = point.tps, point.tps_per_gpu, point.mfu_pct
-    spread = spread_pct(tps)
+    tps, tps_per_gpu = sorted(point.tps), sorted(point.tps_per_gpu)
+    mfu = point.mfu_pct
+    spread = _spread(tps)
     return {
         "nodes": nodes, "gpus": gpus, "repeats": len(point),
-        "tokens_per_sec": round(statistics.median(tps), 3),
-        "tokens_per_sec_per_gpu": round(statistics.median(tps_per_gpu), 3),
+        "tokens_per_sec": round(_median(tps), 3),
+        "tokens_per_sec_per_gpu": round(_median(tps_per_gpu), 3),
         "efficiency": None,  # set by _group, against the baseline
         "mfu_pct": round(statistics.median(mfu), 1) if mfu else None,
         "mfu_repeats": len(mfu),
         "spread_pct": None if spread is None else round(spread, 1),
-        "tokens_per_sec_min": min(tps), "tokens_per_sec_max": max(tps),
-        "tokens_per_sec_per_gpu_min": min(tps_per_gpu),
-        "tokens_per_sec_per_gpu_max": max(tps_per_gpu),
+        "tokens_per_sec_min": tps[0], "tokens_per_sec_max": tps[-1],
+        "tokens_per_sec_per_gpu_min": tps_per_gpu[0],
+        "tokens_per_sec_per_gpu_max": tps_per_gpu[-1],
         "flagged": False,
         **({"sources": [sweep.source(where) for where in point.sources]} if sources else {}),
     }

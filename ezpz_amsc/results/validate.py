@@ -48,6 +48,8 @@ ZERO_MFU_PROBLEM = (f"mfu {{!r}} is zero, which is not a measurement ({MFU_ZERO_
 
 
 _T = TypeVar("_T")
+# The rows of a run of clean lines: (their texts, the first one's line, the indexes dropped).
+OnClean = Callable[[list[str], int, list[int]], None]
 
 
 class Capped(list[_T]):
@@ -95,6 +97,7 @@ def check_results_file(
     path: str | os.PathLike[str],
     on_row: Callable[[int, list[str], int], None] | None = None,
     on_cells: Callable[[int, list[str], int], None] | None = None,
+    on_clean: OnClean | None = None,
 ) -> Checked:
     """Read a results file the way the dashboard does: :class:`Checked`.
 
@@ -102,7 +105,13 @@ def check_results_file(
     reader (the report) sees exactly the rows ``--check`` passes; ``on_cells`` for
     every row that has a cell for each column, problems or not. ``cells`` are in
     :data:`HEADER`'s order, empty for a column the file lacks; ``offset`` is the byte
-    offset of the row's record. Only a regular file is read, a block at a time
+    offset of the row's record. ``on_clean(texts, line, dropped)`` (with ``on_row``,
+    without ``on_cells``) takes instead the rows of a run of consecutive lines that
+    each match the clean-row pattern (so their text split at the commas is the row,
+    in :data:`HEADER`'s order): ``texts`` the lines, from line number ``line``;
+    ``dropped`` the indexes into ``texts`` of the runs seen before (not passed). A run
+    is handed over before any later row, so the two callbacks together see the rows
+    in the file's order. Only a regular file is read, a block at a time
     (:mod:`ezpz_amsc.results.rows`): a FIFO or a device is refused, and a line past
     the cap is a problem, not a hang. Memory does not grow with the rows, but for the
     run identities (:class:`~ezpz_amsc.results.seen.SeenRuns`) and the problems.
@@ -122,7 +131,7 @@ def check_results_file(
     except OSError as e:
         raise AmscError(f"{p}: cannot read: {reason(e)}") from None
     with f:
-        check = _Check(p, f, on_row, on_cells)
+        check = _Check(p, f, on_row, on_cells, on_clean if on_cells is None else None)
         try:
             check.read()
         except OSError as e:
@@ -166,8 +175,10 @@ class _Check:
 
     def __init__(self, path: Path, f: BinaryIO,
                  on_row: Callable[[int, list[str], int], None] | None,
-                 on_cells: Callable[[int, list[str], int], None] | None) -> None:
+                 on_cells: Callable[[int, list[str], int], None] | None,
+                 on_clean: OnClean | None = None) -> None:
         self.path, self.f, self.on_row, self.on_cells = path, f, on_row, on_cells
+        self.on_clean = on_clean
         self.rows = 0
         self.problems: Capped[str] = Capped()
         self.conflicts: list[str] = []  # line ranges of git's conflicts
@@ -183,6 +194,9 @@ class _Check:
     def close(self) -> None:
         if self._again is not None:
             self._again.close()
+        # The runs seen point back here (to read a record again): without this the cycle
+        # would hold their tens of MB until the garbage collector runs.
+        self.seen = SeenRuns(self._key_at)
 
     def read(self) -> None:
         p = self.path
@@ -258,6 +272,9 @@ class _Check:
                 offset += 1 + len(text.encode() if wide else text)
                 line += 1
             return
+        if self.on_clean is not None:
+            self._runs(block, clean, self.on_clean)
+            return
         first, problems, on_row, on_cells = (self.seen.first, self.problems, self.on_row,
                                               self.on_cells)
         told, where, rows = on_row is not None or on_cells is not None, f"{self.path}:", 0
@@ -278,6 +295,32 @@ class _Check:
                     problems.append(f"{where}{line}: same run as line {seen_at}")
             offset += 1 + len(text.encode() if wide else text)
             line += 1
+        self.rows += rows
+
+    def _runs(self, block: Plain, clean: Callable[[str], re.Match[str] | None],
+              on_clean: OnClean) -> None:
+        """:meth:`_plain` for a reader of runs of clean rows: each run handed over whole."""
+        texts, line0, offset, wide = block.texts, block.line, block.offset, not block.ascii
+        first, problems, where = self.seen.first, self.problems, f"{self.path}:"
+        start, rows = 0, 0
+        dropped: list[int] = []  # the run so far: texts[start:], less these
+        for i, text in enumerate(texts):
+            m = clean(text)
+            if m is None:
+                if start < i:
+                    on_clean(texts[start:i], line0 + start, dropped)
+                    dropped = []
+                start = i + 1
+                self._row(line0 + i, offset, text.split(",") if text else [])
+            else:
+                rows += 1
+                seen_at = first(m[1], line0 + i, offset)
+                if seen_at is not None:
+                    dropped.append(i - start)
+                    problems.append(f"{where}{line0 + i}: same run as line {seen_at}")
+            offset += 1 + len(text.encode() if wide else text)
+        if start < len(texts):
+            on_clean(texts[start:], line0 + start, dropped)
         self.rows += rows
 
     def _row(self, line: int, offset: int, cells: list[str]) -> None:

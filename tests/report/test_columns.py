@@ -1,0 +1,258 @@
+"""The report's columns (report/columns.py): a large file's runs of clean rows filed a block
+at a time with numpy must give what filing them a row at a time gives, to the bit."""
+
+from __future__ import annotations
+
+import json
+import random
+from array import array
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ezpz_amsc.compare.study import sides_of
+from ezpz_amsc.report import columns, data
+from ezpz_amsc.report.columns import CleanRuns, _decimals, _integers, _stamps, gpus_mismatch
+from ezpz_amsc.report.data import Point, build_report, read_sweep
+from ezpz_amsc.results.schema import HEADER
+from ezpz_amsc.results.validate import check_results_file
+
+
+def _cells(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A buffer of comma-separated cells, and where each starts and ends."""
+    buf = np.frombuffer(text.encode(), np.uint8)
+    starts, ends, at = [], [], 0
+    for cell in text.split(","):
+        starts.append(at)
+        ends.append(at + len(cell.encode()))
+        at += len(cell.encode()) + 1
+    return buf, np.asarray(starts, np.int64), np.asarray(ends, np.int64)
+
+
+_number = st.from_regex(r"\A(?:[0-9]{1,20}(?:\.[0-9]{1,20})?|\.[0-9]{1,16})\Z")
+
+
+@given(st.lists(_number, min_size=1, max_size=12), st.lists(st.text("x,é7.", max_size=20)))
+def test_a_number_of_at_most_15_digits_is_what_float_reads(numbers, noise):
+    # Cells of other text around them (the rest of a row) must not leak into a number.
+    cells = [c for pair in zip(noise, numbers, strict=False) for c in pair] + numbers
+    cells = [c.replace(",", "") for c in cells]
+    buf, starts, ends = _cells(",".join(cells))
+    wanted = [i for i, c in enumerate(cells) if c in numbers]
+    values, exact = _decimals(np, buf, starts[wanted], ends[wanted])
+    for k, i in enumerate(wanted):
+        digits = sum(ch.isdigit() for ch in cells[i])
+        assert bool(exact[k]) is (digits <= 15)
+        if exact[k]:
+            assert values[k] == float(cells[i]), cells[i]
+
+
+@pytest.mark.parametrize(("cell", "value"), [
+    ("0", 0.0), ("7", 7.0), ("0.1", 0.1), (".5", 0.5), ("0007.50", 7.5), ("100", 100.0),
+    ("123456789012345", 123456789012345.0), ("12345678901234.5", 12345678901234.5),
+    (".123456789012345", 0.123456789012345), ("2002738.481", 2002738.481),
+    ("900719925474.099", 900719925474.099), (".000000000000001", 1e-15),
+    # 16 digits: read by float(), not here
+    ("0.123456789012345", None), ("9007199254740.993", None), ("1234567890123456", None)])
+def test_numbers_as_the_exporter_and_a_teammate_write_them(cell, value):
+    buf, starts, ends = _cells(f"pass,{cell},x")
+    values, exact = _decimals(np, buf, starts[1:2], ends[1:2])
+    assert bool(exact[0]) is (value is not None)
+    if value is not None:
+        assert values[0] == value
+
+
+def test_an_empty_cell_is_nan_and_a_long_one_is_not_exact():
+    buf, starts, ends = _cells(",1234567890123456,1.234567890123456,")
+    values, exact = _decimals(np, buf, starts, ends)
+    assert np.isnan(values[0]) and np.isnan(values[3])
+    assert exact.tolist() == [True, False, False, True]
+
+
+def test_steps_and_timestamps_are_read_whole():
+    buf, starts, ends = _cells("999999999999999999,1,10")
+    assert _integers(np, buf, starts, ends).tolist() == [999999999999999999, 1, 10]
+    line = "2026-02-28T23:59:60Z,x\n1999-12-31T00:00:09Z,y\n"
+    stamps = _stamps(np, np.frombuffer(line.encode(), np.uint8), np.asarray([0, 23]))
+    assert stamps.tolist() == [20260228235960, 19991231000009]
+    assert [columns._stamp_text(s) for s in stamps.tolist()] == [
+        "2026-02-28T23:59:60Z", "1999-12-31T00:00:09Z"]
+
+
+@pytest.mark.parametrize("ratio", [0.974, 0.975, 0.976, 0.98, 0.985, 1.015, 1.02, 1.0249,
+                                   1.025, 1.026, 1.5])
+def test_the_gpus_mismatch_is_judged_the_same_both_ways(tmp_path, monkeypatch, ratio):
+    p = tmp_path / "s.csv"
+    tpg = f"{100 * ratio:.3f}"
+    p.write_text(",".join(HEADER) + "\n" + _row(0) + "\n"
+                 + _row(1, throughput_tokens_per_sec_per_gpu=tpg) + "\n")
+    runs, rows = _both([p], monkeypatch)
+    assert runs == rows
+    (point,) = runs[1].values()
+    expected = gpus_mismatch(400.0, float(tpg), 4)
+    assert point["mismatched"] == ([] if expected is None else [(3, expected)])
+    # rounded as printed: 0.975 is 0.97 (flagged), 1.025 is 1.02 (not)
+    assert (expected is not None) is (ratio in (0.974, 0.975, 1.026, 1.5))
+
+
+def test_a_run_gives_each_point_its_repeats_in_order_past_32_bits():
+    runs = CleanRuns()
+    a, b = Point(), Point()
+    a.sources.append(5)
+    runs.known(("aurora", "c", "1", "4"), a, 4, Counter({"aurora": 1}))
+    runs.known(("aurora", "c", "2", "8"), b, 8, Counter())
+    texts = [_row(1, mfu="40.5", steps="100"),
+             _row(2, nodes="2", gpus="8", throughput_tokens_per_sec="800.000"),
+             _row(3, mfu="0.0", wall_time_sec="11.500", steps="100"),
+             _row(4, throughput_tokens_per_sec="440.000"),  # gpus 0.91x off
+             _row(5, system="polaris")]  # no point known: the long way
+    assert not runs.add(texts, 3, [])
+    slow: list[tuple[str, int]] = []
+    runs.file(lambda lines: lines * 2**31, lambda text, line: slow.append((text, line)))
+    assert slow == [(texts[4], 7)]
+    assert (a.sources.typecode, list(a.sources)) == ("q", [5, 3 * 2**31, 5 * 2**31, 6 * 2**31])
+    assert (b.sources.typecode, list(b.sources)) == ("q", [4 * 2**31])
+    assert (list(a.tps), list(a.tps_per_gpu)) == ([400.0, 400.0, 440.0], [100.0] * 3)
+    assert (list(a.mfu_pct), a.mfu_zero, list(a.wall)) == ([40.5], 1, [10.0, 11.5, 10.0])
+    assert a.steps == {"100": 2, "": 1} and b.steps == {"": 1}
+    assert a.mismatched == [(6 * 2**31, 0.91)] and b.mismatched == []
+    runs.finish()
+    assert (a.first, a.last) == ("2026-08-11T00:00:01Z", "2026-08-11T00:00:04Z")
+
+
+# --- check's runs of clean rows ------------------------------------------------------------
+
+def _row(n: int, **cells: str) -> str:
+    base = {"timestamp": f"2026-08-11T00:{n // 60:02d}:{n % 60:02d}Z", "system": "aurora",
+            "config": "c", "nodes": "1", "gpus": "4", "status": "pass",
+            "wall_time_sec": "10.000", "throughput_tokens_per_sec": "400.000",
+            "throughput_tokens_per_sec_per_gpu": "100.000", "mfu": "", "tflops": "",
+            "final_loss": "", "steps": "", "error": ""}
+    return ",".join({**base, **cells}[c] for c in HEADER)
+
+
+def test_check_hands_runs_over_in_the_files_order_with_what_it_dropped(tmp_path):
+    p = tmp_path / "r.csv"
+    lines = [_row(0), _row(1), _row(0), _row(2, mfu="0.0"), _row(3), "", _row(4)]
+    p.write_text(",".join(HEADER) + "\n" + "\n".join(lines) + "\n")
+    seen: list[tuple] = []
+    checked = check_results_file(
+        p, lambda line, cells, _offset: seen.append(("row", line, cells[0][-3:-1])),
+        on_clean=lambda texts, line, dropped: seen.append(
+            ("run", line, [t[17:19] for t in texts], dropped)))
+    assert seen == [
+        ("run", 2, ["00", "01", "00"], [2]),  # line 4 is line 2's run again: dropped
+        ("row", 5, "02"),  # mfu 0.0: read the long way (a problem, still used)
+        ("run", 6, ["03"], []),
+        ("run", 8, ["04"], []),  # line 7 is blank
+    ]
+    assert checked.rows == 6
+    assert checked.problems[0] == f"{p}:4: same run as line 2"
+
+
+def test_without_on_clean_or_with_on_cells_every_row_is_a_row(tmp_path):
+    p = tmp_path / "r.csv"
+    p.write_text(",".join(HEADER) + "\n" + _row(0) + "\n" + _row(1) + "\n")
+    runs: list[int] = []
+    rows: list[int] = []
+    check_results_file(p, lambda line, *_: rows.append(line), lambda *_: None,
+                       on_clean=lambda _t, line, _d: runs.append(line))
+    assert (runs, rows) == ([], [2, 3])
+
+
+# --- the report both ways ---------------------------------------------------------------
+
+def _both(paths: list[Path], monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
+    """The whole reading, filed a run at a time and a row at a time."""
+    out = []
+    for threshold in (0, 1 << 62):
+        monkeypatch.setattr(data, "RUNS_FROM_BYTES", threshold)
+        sweep = read_sweep(paths)
+        points = {k: {f: (list(v) if isinstance(v, array) else v)
+                      for f in Point.__slots__ for v in [getattr(p, f)]}
+                  for k, p in sweep.measured.items()}
+        sides = {k: vars(s) for k, s in sides_of(sweep).items()}
+        out.append((json.dumps(build_report(sweep), sort_keys=True), points, sides,
+                    {k: dict(c) for k, c in sweep.spellings.items()}))
+    return out
+
+
+def _messy_sweep(rng: random.Random, rows: int) -> list[str]:
+    """Rows of a few points in random order, most clean, some each way read the long way."""
+    points = [(s, c, n, g) for s in ("aurora", "polaris", "größe-✓") for c in ("a/b", "c")
+              for n, g in ((1, 4), (2, 8), (16, 64))]
+    lines = []
+    for i in range(rows):
+        system, config, nodes, gpus = rng.choice(points)
+        tpg = rng.choice(["100.000", "0.001", "0.000", "123456789012.345", "99.5",
+                          "1234567890123456.5", "0007.250", ""])
+        tps = f"{float(tpg or 0) * gpus * rng.choice([1, 1, 1, 0.975, 1.025, 0.98, 1.2]):.3f}"
+        cells = {"timestamp": f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T"
+                              f"{i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z",
+                 "system": system, "config": config, "nodes": str(nodes), "gpus": str(gpus),
+                 "status": rng.choice(["pass"] * 9 + ["fail"]),
+                 "throughput_tokens_per_sec": rng.choice([tps] * 5 + ["", "0.000"]),
+                 "throughput_tokens_per_sec_per_gpu": tpg,
+                 "mfu": rng.choice(["", "", "41.5", ".5", "100", "0.0", "12.3456789012345678"]),
+                 "wall_time_sec": rng.choice(["10.000", "3600.5", "00012"]),
+                 "steps": rng.choice(["", "", "100", "999999999999999999", "0100"])}
+        line = _row(0, **cells)
+        if rng.random() < 0.02:
+            line = line.replace(config, f'"{config}"', 1)  # quoted: not a plain line
+        lines.append(line)
+        if rng.random() < 0.01:
+            lines.append(rng.choice(["", "x,y", lines[rng.randrange(len(lines))]]))
+    return lines
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(6))
+def test_runs_filed_a_block_at_a_time_give_what_rows_give(tmp_path, monkeypatch, seed):
+    rng = random.Random(seed)
+    p = tmp_path / "s.csv"
+    lines = _messy_sweep(rng, 3000)
+    end = "\r\n" if seed == 5 else "\n"
+    p.write_text(",".join(HEADER) + end + end.join(lines) + end, encoding="utf-8")
+    runs, rows = _both([p], monkeypatch)
+    assert runs == rows
+    assert json.loads(runs[0])["rows"]["measured"] > 1000
+
+
+def test_a_point_read_the_long_way_between_runs_keeps_its_repeats_in_order(tmp_path,
+                                                                          monkeypatch):
+    p = tmp_path / "s.csv"
+    lines = [_row(0), _row(1, mfu="0.0"), _row(2, throughput_tokens_per_sec_per_gpu="99"),
+             _row(3, throughput_tokens_per_sec='"400"'), _row(4, steps="7")]
+    p.write_text(",".join(HEADER) + "\n" + "\n".join(lines) + "\n")
+    runs, rows = _both([p], monkeypatch)
+    assert runs == rows
+    (point,) = runs[1].values()
+    assert point["sources"] == [2, 3, 4, 5, 6]
+    assert point["tps_per_gpu"] == [100.0, 100.0, 99.0, 100.0, 100.0]
+    assert (point["mfu_zero"], point["steps"]) == (1, {"": 4, "7": 1})
+    assert (point["first"], point["last"]) == ("2026-08-11T00:00:00Z", "2026-08-11T00:00:04Z")
+
+
+@pytest.mark.parametrize(("threshold", "runs"), [(0, True), (-1, True), (1, False)])
+def test_files_from_the_threshold_up_are_read_in_runs(tmp_path, monkeypatch, threshold, runs):
+    p = tmp_path / "s.csv"
+    p.write_text(",".join(HEADER) + "\n" + _row(0) + "\n" + _row(1) + "\n")
+    q = tmp_path / "t.csv"
+    q.write_text(",".join(HEADER) + "\n" + _row(2) + "\n")
+    size = p.stat().st_size
+    monkeypatch.setattr(data, "RUNS_FROM_BYTES", size + threshold)
+    filed: list[int] = []
+    real = columns.CleanRuns.add
+    monkeypatch.setattr(columns.CleanRuns, "add",
+                        lambda self, texts, *a: filed.append(len(texts)) or real(self, texts, *a))
+    sweep = read_sweep([p])
+    assert bool(filed) is runs and filed in ([], [2])
+    assert [list(pt.sources) for pt in sweep.measured.values()] == [[2, 3]]
+    filed.clear()
+    monkeypatch.setattr(data, "RUNS_FROM_BYTES", 0)
+    read_sweep([p, q])  # several files: run identities are kept, a row at a time
+    assert filed == []
