@@ -20,12 +20,9 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Sequence
 from itertools import chain
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ezpz_amsc.results.schema import HEADER
-
-if TYPE_CHECKING:
-    from ezpz_amsc.report.data import Point
 
 # tokens/s/gpu x gpus against tokens/s of the same row. The exporter writes
 # one from the other (or both from ezpz, which divides by the ranks that ran),
@@ -42,6 +39,32 @@ RUNS_FROM_BYTES = 4 << 20
 RUN_ROWS = 1 << 14
 FIRST_RUN_ROWS = 1 << 10
 _NO_STAMP = 99999999999999 + 1  # above every YYYYMMDDhhmmss
+
+
+class Point:
+    """The measured repeats of one point (same config, system, nodes, gpus): ``pass`` rows
+    with both throughput cells, kept as columns of numbers, not as rows."""
+
+    __slots__ = ("tps", "tps_per_gpu", "mfu_pct", "mfu_zero", "sources", "mismatched",
+                 "wall", "steps", "first", "last")
+
+    def __init__(self) -> None:
+        self.tps = array("d")
+        self.tps_per_gpu = array("d")
+        self.mfu_pct = array("d")  # the repeats that measured mfu (0.0 is read as unknown)
+        self.mfu_zero = 0  # repeats whose mfu cell held 0.0: ezpz's "peak FLOPS unknown"
+        self.sources = array("I")  # where each repeat is (``Sweep.source``); 8 bytes if need be
+        # (where, tokens/s/gpu x gpus / tokens/s) of the repeats off by GPUS_MISMATCH_PCT
+        self.mismatched: list[tuple[int, float]] = []
+        # What ``compare`` shows or checks beside the rates: the wall times the repeats
+        # have, how many repeats logged each ``steps`` cell (as written; "" when empty),
+        # and the first and last timestamp (the schema's fixed format sorts as text).
+        self.wall = array("d")
+        self.steps: dict[str, int] = {}
+        self.first = self.last = ""
+
+    def __len__(self) -> int:
+        return len(self.tps)
 
 
 def gpus_mismatch(tps: float, tps_per_gpu: float, gpus: int) -> float | None:
@@ -89,6 +112,7 @@ class CleanRuns:
         # Each point's first and last timestamp of the rows filed here, as YYYYMMDDhhmmss
         self._lows = np.zeros(0, np.int64)
         self._highs = np.zeros(0, np.int64)  # 0: none
+        self._steps: list[tuple[Any, Any, Any]] = []  # per run: (point, steps value, rows)
         self._runs: list[tuple[list[str], int, list[int]]] = []  # kept, not yet filed
         self._kept = 0  # rows in them
         self._file_at = FIRST_RUN_ROWS  # rows kept: twice as many each time, to RUN_ROWS
@@ -187,7 +211,7 @@ class CleanRuns:
         wall_at = np.r_[0, np.cumsum(timed)]
         wall = wall[timed]
         wide = int(where.max()) > 0xFFFFFFFF  # line x files past 4,294,967,295
-        steps_of = self._steps_of(points, steps)
+        self._count_steps(points, steps)
         gpus = np.asarray(self._gpus, np.float64)[points]
         # Only the rows a ratio of 1.5 % off could flag are judged the exact way.
         suspects = np.flatnonzero(np.abs(tps_per_gpu * gpus / tps - 1) > 0.015).tolist()
@@ -212,8 +236,6 @@ class CleanRuns:
             point.mfu_zero += zero
             point.mfu_pct.frombytes(mfu_b[8 * mfu_lo:8 * mfu_hi])
             point.wall.frombytes(wall_b[8 * wall_lo:8 * wall_hi])
-            for step, count in steps_of.get(number, ()):
-                point.steps[step] = point.steps.get(step, 0) + count
             while s < len(suspects) and suspects[s] < hi:
                 i = suspects[s]
                 ratio = gpus_mismatch(float(tps[i]), float(tps_per_gpu[i]),
@@ -222,18 +244,13 @@ class CleanRuns:
                     point.mismatched.append((int(where[i]), ratio))
                 s += 1
 
-    def _steps_of(self, points: Any, steps: Any) -> dict[int, list[tuple[str, int]]]:
-        """Each point's steps cells, as written, with how many rows have each."""
+    def _count_steps(self, points: Any, steps: Any) -> None:
+        """Count the rows of each point's steps values (-1: empty), to be handed out last."""
         np = self.np
         values, codes = np.unique(steps, return_inverse=True)
         pairs, counts = np.unique(points.astype(np.int64) * len(values) + codes,
                                   return_counts=True)
-        texts = ["" if v < 0 else str(v) for v in values.tolist()]
-        out: dict[int, list[tuple[str, int]]] = {}
-        for pair, count in zip(pairs.tolist(), counts.tolist(), strict=True):
-            number, code = divmod(pair, len(values))
-            out.setdefault(number, []).append((texts[code], count))
-        return out
+        self._steps.append((pairs // len(values), values[pairs % len(values)], counts))
 
     def _when(self, points: Any, stamps: Any) -> None:
         """The first and last timestamp of each point, with these."""
@@ -246,13 +263,23 @@ class CleanRuns:
         np.maximum.at(self._highs, points, stamps)
 
     def finish(self) -> None:
-        """What is not handed out with each run: the first and last timestamps of the points,
-        and the rows of each spelling of a system."""
+        """What is not handed out with each run: the points' steps cells and first and last
+        timestamps, and the rows of each spelling of a system."""
         np = self.np
         for (spellings, system), rows in zip(self._spellings, self._rows_of_id.tolist(),
                                              strict=False):  # later numbers filed no row
             if rows:
                 spellings[system] += rows
+        if self._steps:
+            points, values, counts = (np.concatenate(c) for c in zip(*self._steps, strict=True))
+            values, codes = np.unique(values, return_inverse=True)
+            pairs, at = np.unique(points * len(values) + codes, return_inverse=True)
+            counts = np.bincount(at, weights=counts).astype(np.int64)  # below 2**53: exact
+            texts = ["" if v < 0 else str(v) for v in values.tolist()]
+            for pair, count in zip(pairs.tolist(), counts.tolist(), strict=True):
+                number, code = divmod(pair, len(values))
+                steps = self._points[number].steps
+                steps[texts[code]] = steps.get(texts[code], 0) + count
         filed = np.flatnonzero(self._highs)
         for number, low, high in zip(filed.tolist(), self._lows[filed].tolist(),
                                      self._highs[filed].tolist(), strict=True):

@@ -34,6 +34,7 @@ from ezpz_amsc.report.columns import (
     MIN_RATE,
     RUNS_FROM_BYTES,
     CleanRuns,
+    Point,
     gpus_mismatch,
 )
 from ezpz_amsc.results.rows import read_records
@@ -74,32 +75,6 @@ MFU = column("mfu")
 
 
 # --- reading ----------------------------------------------------------------------------------
-
-class Point:
-    """The measured repeats of one point (same config, system, nodes, gpus): ``pass`` rows
-    with both throughput cells, kept as columns of numbers, not as rows."""
-
-    __slots__ = ("tps", "tps_per_gpu", "mfu_pct", "mfu_zero", "sources", "mismatched",
-                 "wall", "steps", "first", "last")
-
-    def __init__(self) -> None:
-        self.tps = array("d")
-        self.tps_per_gpu = array("d")
-        self.mfu_pct = array("d")  # the repeats that measured mfu (0.0 is read as unknown)
-        self.mfu_zero = 0  # repeats whose mfu cell held 0.0: ezpz's "peak FLOPS unknown"
-        self.sources = array("I")  # where each repeat is (:meth:`Sweep.source`); 8 bytes if need be
-        # (where, tokens/s/gpu x gpus / tokens/s) of the repeats off by GPUS_MISMATCH_PCT
-        self.mismatched: list[tuple[int, float]] = []
-        # What ``compare`` shows or checks beside the rates: the wall times the repeats
-        # have, how many repeats logged each ``steps`` cell (as written; "" when empty),
-        # and the first and last timestamp (the schema's fixed format sorts as text).
-        self.wall = array("d")
-        self.steps: dict[str, int] = {}
-        self.first = self.last = ""
-
-    def __len__(self) -> int:
-        return len(self.tps)
-
 
 PointKey = tuple[str, str, int, int]  # config, system (case folded), nodes, gpus
 

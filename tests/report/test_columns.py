@@ -103,8 +103,9 @@ def test_a_run_gives_each_point_its_repeats_in_order_past_32_bits():
     runs = CleanRuns()
     a, b = Point(), Point()
     a.sources.append(5)
-    runs.known(("aurora", "c", "1", "4"), a, 4, Counter({"aurora": 1}))
-    runs.known(("aurora", "c", "2", "8"), b, 8, Counter())
+    spelled, other = Counter({"aurora": 1}), Counter()
+    runs.known(("aurora", "c", "1", "4"), a, 4, spelled)
+    runs.known(("aurora", "c", "2", "8"), b, 8, other)
     texts = [_row(1, mfu="40.5", steps="100"),
              _row(2, nodes="2", gpus="8", throughput_tokens_per_sec="800.000"),
              _row(3, mfu="0.0", wall_time_sec="11.500", steps="100"),
@@ -118,9 +119,11 @@ def test_a_run_gives_each_point_its_repeats_in_order_past_32_bits():
     assert (b.sources.typecode, list(b.sources)) == ("q", [4 * 2**31])
     assert (list(a.tps), list(a.tps_per_gpu)) == ([400.0, 400.0, 440.0], [100.0] * 3)
     assert (list(a.mfu_pct), a.mfu_zero, list(a.wall)) == ([40.5], 1, [10.0, 11.5, 10.0])
-    assert a.steps == {"100": 2, "": 1} and b.steps == {"": 1}
     assert a.mismatched == [(6 * 2**31, 0.91)] and b.mismatched == []
+    assert a.steps == b.steps == {} and a.first == ""  # counted, handed out last
     runs.finish()
+    assert a.steps == {"100": 2, "": 1} and b.steps == {"": 1}
+    assert (spelled, other) == ({"aurora": 4}, {"aurora": 1})
     assert (a.first, a.last) == ("2026-08-11T00:00:01Z", "2026-08-11T00:00:04Z")
 
 
