@@ -106,9 +106,10 @@ class CleanRuns:
         self._gpus: list[int] = []  # each point's gpus count
         self._spellings: list[tuple[Counter[str], str]] = []  # each number's system's
         self._rows_of_id = np.zeros(0, np.int64)  # rows filed here, per number
-        self._sorted: Any = None  # the joined cells, sorted, as fixed-width bytes
-        self._sorted_ids: Any = None
-        self._point_array: Any = None  # _point_of_id, as numpy
+        self._sorted = np.zeros(0, "S1")  # the joined cells looked up, sorted, fixed-width
+        self._sorted_ids = np.zeros(0, np.int64)  # their numbers
+        self._point_array = np.zeros(0, np.int32)  # each of those numbers' point
+        self._new: list[bytes] = []  # joined cells not yet looked up, numbered in order
         # Each point's first and last timestamp of the rows filed here, as YYYYMMDDhhmmss
         self._lows = np.zeros(0, np.int64)
         self._highs = np.zeros(0, np.int64)  # 0: none
@@ -134,7 +135,7 @@ class CleanRuns:
         self._ids[key] = len(self._point_of_id)
         self._point_of_id.append(number)
         self._spellings.append((spellings, cells[0]))
-        self._sorted = None
+        self._new.append(key)
 
     def add(self, texts: list[str], line: int, dropped: list[int]) -> bool:
         """Keep a run of clean rows from line ``line`` (but ``dropped``, indexes into
@@ -294,16 +295,10 @@ class CleanRuns:
         """Each row's number of its point's cells (-1: not one a row was filed under)."""
         np = self.np
         lengths = ends - starts
-        if not self._ids:
+        if self._new:
+            self._look_up_new()
+        if not len(self._sorted):
             return np.full(len(starts), -1, np.int64)
-        if self._sorted is None:
-            keys = np.array(list(self._ids), dtype=bytes)
-            order = np.argsort(keys)
-            self._sorted = keys[order]
-            self._sorted_ids = np.asarray(list(self._ids.values()), np.int64)[order]
-            self._point_array = np.asarray(self._point_of_id, np.int32)
-            grow = len(self._point_of_id) - len(self._rows_of_id)
-            self._rows_of_id = np.concatenate([self._rows_of_id, np.zeros(grow, np.int64)])
         width = self._sorted.dtype.itemsize
         fits = lengths <= width  # a longer one is no key known
         padded = np.concatenate((data, np.zeros(width, np.uint8)))
@@ -314,6 +309,24 @@ class CleanRuns:
         # No cell holds a NUL, so bytes padded with NULs compare as the cells do.
         found = fits & (self._sorted[pos] == wanted)
         return np.where(found, self._sorted_ids[pos], -1)
+
+    def _look_up_new(self) -> None:
+        """The cells known since the last lookup merged into the sorted ones (a copy, not a
+        sort of them all: a file of many points names new ones in every run)."""
+        np = self.np
+        new, first = self._new, len(self._sorted_ids)
+        self._new = []
+        keys = np.array(new, dtype=bytes)
+        width = max(keys.dtype.itemsize, self._sorted.dtype.itemsize)
+        old = self._sorted.astype(f"S{width}")
+        order = np.argsort(keys)
+        keys = keys.astype(f"S{width}")[order]
+        at = np.searchsorted(old, keys)
+        self._sorted = np.insert(old, at, keys)
+        self._sorted_ids = np.insert(self._sorted_ids, at, first + order)
+        self._point_array = np.concatenate(
+            [self._point_array, np.asarray(self._point_of_id[first:], np.int32)])
+        self._rows_of_id = np.concatenate([self._rows_of_id, np.zeros(len(new), np.int64)])
 
     def _parse(self, data: Any, starts: Any, ends: Any, wanted: Any) -> Any:
         """The decimal numbers between ``starts`` and ``ends`` (NaN where empty), exact; the
