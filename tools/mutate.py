@@ -56,7 +56,8 @@ PACKAGE = "ezpz_amsc"
 # The modules that compute, check or publish a number (a row cell, a report
 # figure, an accept/refuse decision, a note). One not there yet is skipped.
 DEFAULT_MODULES = ("run/reduce", "results/schema", "run/placement", "run/steps", "flow/export",
-                   "run/columns", "options", "run/crosschecks", "report/data", "report/text",
+                   "run/columns", "options", "run/crosschecks", "report/data", "report/columns",
+                   "report/text",
                    "fs/create", "fs/access", "fs/read", "results/append", "results/validate",
                    "flow/publish", "run/layout", "run/lines", "cli/explain", "text",
                    "records/record", "records/folder", "records/pairing",

@@ -127,6 +127,22 @@ def test_a_run_gives_each_point_its_repeats_in_order_past_32_bits():
     assert (a.first, a.last) == ("2026-08-11T00:00:01Z", "2026-08-11T00:00:04Z")
 
 
+def test_points_named_between_runs_are_found_whatever_the_length_of_their_cells():
+    # The cells looked up are kept sorted at the width of the longest: a point named later
+    # with longer (or shorter) cells must still be found, and no other taken for it.
+    runs = CleanRuns()
+    points: dict[str, Point] = {}
+    slow: list[str] = []
+    for k, system in enumerate(["b", "a" * 40, "bb", "a", "ccc", "a" * 39]):
+        points[system] = Point()
+        runs.known((system, "c", "1", "4"), points[system], 4, Counter())
+        runs.add([_row(k, system=name) for name in [*points, "ab", "a" * 41]], 2, [])
+        runs.file(lambda lines: lines, lambda text, _line: slow.append(text.split(",")[1]))
+    assert slow == ["ab", "a" * 41] * 6  # never named
+    assert {name: len(p) for name, p in points.items()} == {
+        "b": 6, "a" * 40: 5, "bb": 4, "a": 3, "ccc": 2, "a" * 39: 1}
+
+
 # --- check's runs of clean rows ------------------------------------------------------------
 
 def _row(n: int, **cells: str) -> str:
