@@ -38,6 +38,9 @@ RUNS_FROM_BYTES = 4 << 20
 # filed the long way, which the file's first rows are likely to be.
 RUN_ROWS = 1 << 14
 FIRST_RUN_ROWS = 1 << 10
+# Filed rows are handed out to their points once this many are kept (each hand-out costs
+# Python's time per point it gives rows to).
+HAND_OUT_ROWS = 1 << 17
 _NO_STAMP = 99999999999999 + 1  # above every YYYYMMDDhhmmss
 
 
@@ -115,6 +118,10 @@ class CleanRuns:
         self._highs = np.zeros(0, np.int64)  # 0: none
         self._steps: list[tuple[Any, Any, Any]] = []  # per run: (point, steps value, rows)
         self._runs: list[tuple[list[str], int, list[int]]] = []  # kept, not yet filed
+        # Per run filed: its rows' points and columns (where, tps, tps/gpu, mfu, wall time),
+        # not yet handed out: a point's rows are handed out many runs at a time.
+        self._filed: list[tuple[Any, ...]] = []
+        self._filed_rows = 0
         self._kept = 0  # rows in them
         self._file_at = FIRST_RUN_ROWS  # rows kept: twice as many each time, to RUN_ROWS
 
@@ -189,18 +196,29 @@ class CleanRuns:
         ids = ids[rows]
         self._rows_of_id += np.bincount(ids, minlength=len(self._rows_of_id))
         points = self._point_array[ids]
-        order = np.argsort(points, kind="stable")  # each point's rows in the file's order
-        rows, points = rows[order], points[order]
         s, e = cell(_STEPS)
-        steps = np.where(e[rows] > s[rows], _integers(np, data, s[rows], e[rows]), -1)
+        self._count_steps(points, np.where(e[rows] > s[rows],
+                                           _integers(np, data, s[rows], e[rows]), -1))
         self._when(points, _stamps(np, data, starts[rows]))
-        tps, tps_per_gpu, mfu, wall = (column[rows] for column in values)
-        self._hand_out(points, where_of(lines[rows]), tps, tps_per_gpu, mfu, wall, steps)
+        self._filed.append((points, where_of(lines[rows]),
+                            *(column[rows] for column in values)))
+        self._filed_rows += len(rows)
+        if self._filed_rows >= HAND_OUT_ROWS:
+            self.hand_out()
 
-    def _hand_out(self, points: Any, where: Any, tps: Any, tps_per_gpu: Any, mfu: Any,
-                  wall: Any, steps: Any) -> None:
-        """Give each point its rows: ``points`` (sorted) and the columns, in its order."""
+    def hand_out(self) -> None:
+        """Give each point the rows filed here since the last time, in the file's order (to
+        be called before a row of a point filed here is filed another way)."""
+        if not self._filed:
+            return
         np = self.np
+        columns = list(zip(*self._filed, strict=True))
+        self._filed, self._filed_rows = [], 0
+        points = np.concatenate(columns[0])
+        order = np.argsort(points, kind="stable")  # each point's rows in the file's order
+        points = points[order]
+        where, tps, tps_per_gpu, mfu, wall = (np.concatenate(c)[order] for c in columns[1:])
+        del columns
         n = len(points)
         firsts = np.flatnonzero(np.r_[True, points[1:] != points[:-1]])
         lasts = np.r_[firsts[1:], n]
@@ -212,14 +230,13 @@ class CleanRuns:
         wall_at = np.r_[0, np.cumsum(timed)]
         wall = wall[timed]
         wide = int(where.max()) > 0xFFFFFFFF  # line x files past 4,294,967,295
-        self._count_steps(points, steps)
         gpus = np.asarray(self._gpus, np.float64)[points]
         # Only the rows a ratio of 1.5 % off could flag are judged the exact way.
         suspects = np.flatnonzero(np.abs(tps_per_gpu * gpus / tps - 1) > 0.015).tolist()
-        # Each column's bytes once, sliced for each point (8 bytes a value, 4 a narrow source).
+        # Each column's bytes, sliced for each point (8 bytes a value, 4 a narrow source).
         tps_b, tps_per_gpu_b, mfu_b, wall_b, where_b = (
-            memoryview(column.tobytes()) for column in (tps, tps_per_gpu, mfu, wall, where))
-        narrow_b = None if wide else memoryview(where.astype(np.uint32).tobytes())
+            memoryview(column).cast("B") for column in (tps, tps_per_gpu, mfu, wall, where))
+        narrow_b = None if wide else memoryview(where.astype(np.uint32)).cast("B")
         s = 0
         for number, lo, hi, zero, mfu_lo, mfu_hi, wall_lo, wall_hi in zip(
                 points[firsts].tolist(), firsts.tolist(), lasts.tolist(), mfu_zero.tolist(),
@@ -267,6 +284,7 @@ class CleanRuns:
         """What is not handed out with each run: the points' steps cells and first and last
         timestamps, and the rows of each spelling of a system."""
         np = self.np
+        assert not self._filed and not self._runs  # all handed out
         for (spellings, system), rows in zip(self._spellings, self._rows_of_id.tolist(),
                                              strict=False):  # later numbers filed no row
             if rows:

@@ -233,11 +233,18 @@ class _Reading:
         those after it (:meth:`file_runs`)."""
         assert self.runs is not None and self.seen is None  # no run identities kept here
         if self.runs.add(texts, line, dropped):
-            self.file_runs(number, found)
+            self._file(number, found)  # handed out later, many runs at once
 
     def file_runs(self, number: int, found: list[tuple[int, str]]) -> None:
-        """File the runs kept: those of points filed before a block at a time, the others
-        by :meth:`_take`."""
+        """File the runs kept and hand their rows out to the points (before a row filed
+        another way, and at the end of a file)."""
+        assert self.runs is not None
+        self._file(number, found)
+        self.runs.hand_out()
+
+    def _file(self, number: int, found: list[tuple[int, str]]) -> None:
+        """File the runs kept: the rows of points filed before many at a time, the others by
+        :meth:`_take`."""
         assert self.runs is not None
         files = len(self.sweep.files)
         self.runs.file(lambda lines: lines * files + number,

@@ -115,6 +115,8 @@ def test_a_run_gives_each_point_its_repeats_in_order_past_32_bits():
     slow: list[tuple[str, int]] = []
     runs.file(lambda lines: lines * 2**31, lambda text, line: slow.append((text, line)))
     assert slow == [(texts[4], 7)]
+    assert len(a) == len(b) == 0  # filed, not yet handed out
+    runs.hand_out()
     assert (a.sources.typecode, list(a.sources)) == ("q", [5, 3 * 2**31, 5 * 2**31, 6 * 2**31])
     assert (b.sources.typecode, list(b.sources)) == ("q", [4 * 2**31])
     assert (list(a.tps), list(a.tps_per_gpu)) == ([400.0, 400.0, 440.0], [100.0] * 3)
@@ -138,6 +140,7 @@ def test_points_named_between_runs_are_found_whatever_the_length_of_their_cells(
         runs.known((system, "c", "1", "4"), points[system], 4, Counter())
         runs.add([_row(k, system=name) for name in [*points, "ab", "a" * 41]], 2, [])
         runs.file(lambda lines: lines, lambda text, _line: slow.append(text.split(",")[1]))
+        runs.hand_out()
     assert slow == ["ab", "a" * 41] * 6  # never named
     assert {name: len(p) for name, p in points.items()} == {
         "b": 6, "a" * 40: 5, "bb": 4, "a": 3, "ccc": 2, "a" * 39: 1}
