@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ezpz_amsc.cli.output import use_colour
-from ezpz_amsc.text import WIDTH, Paint, number, printable, table, wrap
+from ezpz_amsc.text import WIDTH, Paint, _wrap_words, number, printable, table, wrap
 
 # --- colour ----------------------------------------------------------------------------------
 
@@ -73,6 +73,24 @@ def test_wrap_is_what_textwrap_makes_of_the_text(text, first, rest, break_long_w
                          break_long_words=break_long_words, break_on_hyphens=False)
     assert wrap(text, first, rest, break_long_words=break_long_words) == (
         want or [first.rstrip()])
+
+
+@pytest.mark.parametrize(("text", "first", "rest", "long", "fast"), [
+    ("a:1  cfg on aurora, 2 nodes, " + "x" * 47 + " end", "  ", "      ", True, True),
+    ("w " * 50 + "w", "! ", "  ", False, True),
+    ("w " * 50 + "w", "", " " * 79, False, True),  # one column left: a word a line
+    ("a " + "x" * 81, "", "", False, False),  # a word longer than its line
+    ("a b " + "x" * 78, "", "   ", True, False),  # one textwrap would break
+    ("a " + "x" * 78, " ", "", True, True),  # fits the next line whole
+    ("a\tb", "", "", False, False), (" a", "", "", False, False), ("a ", "", "", False, False),
+    ("", "", "", False, False), ("a  b", "", "", True, True),
+])
+def test_words_between_spaces_are_wrapped_the_short_way(text, first, rest, long, fast):
+    lines = _wrap_words(text, first, rest, long)
+    assert (lines is not None) is fast
+    if fast:
+        assert lines == textwrap.wrap(text, WIDTH, initial_indent=first, subsequent_indent=rest,
+                                      break_long_words=long, break_on_hyphens=False)
 
 
 @pytest.mark.parametrize(("x", "want"), [

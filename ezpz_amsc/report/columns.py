@@ -16,6 +16,7 @@ longer cell is read by ``float()``.
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -41,7 +42,6 @@ FIRST_RUN_ROWS = 1 << 10
 # Filed rows are handed out to their points once this many are kept (each hand-out costs
 # Python's time per point it gives rows to).
 HAND_OUT_ROWS = 1 << 17
-_NO_STAMP = 99999999999999 + 1  # above every YYYYMMDDhhmmss
 
 
 class Point:
@@ -74,6 +74,8 @@ def gpus_mismatch(tps: float, tps_per_gpu: float, gpus: int) -> float | None:
     """tokens/s/gpu x gpus / tokens/s, rounded as printed, when it is off by more than
     :data:`GPUS_MISMATCH_PCT`; else None."""
     ratio = round(tps_per_gpu * gpus / tps, 2)
+    if not math.isfinite(ratio):  # tokens/s/gpu x gpus past the largest double
+        return ratio
     if abs(round(ratio * 100) - 100) > GPUS_MISMATCH_PCT:  # whole percent: no float fuzz
         return ratio
     return None
@@ -99,23 +101,14 @@ class CleanRuns:
     """
 
     def __init__(self) -> None:
-        import numpy as np
-
-        self.np = np
+        self.np: Any = None  # numpy, once a run is filed: a file of no clean row never loads it
         self._ids: dict[bytes, int] = {}  # a point's cells as written, joined: their number
         self._point_of_id: list[int] = []  # each number's point (an index into _points)
         self._points: list[Point] = []
         self._numbers: dict[int, int] = {}  # id() of each of _points: its index
         self._gpus: list[int] = []  # each point's gpus count
         self._spellings: list[tuple[Counter[str], str]] = []  # each number's system's
-        self._rows_of_id = np.zeros(0, np.int64)  # rows filed here, per number
-        self._sorted = np.zeros(0, "S1")  # the joined cells looked up, sorted, fixed-width
-        self._sorted_ids = np.zeros(0, np.int64)  # their numbers
-        self._point_array = np.zeros(0, np.int32)  # each of those numbers' point
         self._new: list[bytes] = []  # joined cells not yet looked up, numbered in order
-        # Each point's first and last timestamp of the rows filed here, as YYYYMMDDhhmmss
-        self._lows = np.zeros(0, np.int64)
-        self._highs = np.zeros(0, np.int64)  # 0: none
         self._steps: list[tuple[Any, Any, Any]] = []  # per run: (point, steps value, rows)
         self._runs: list[tuple[list[str], int, list[int]]] = []  # kept, not yet filed
         # Per run filed: its rows' points and columns (where, tps, tps/gpu, mfu, wall time),
@@ -124,6 +117,19 @@ class CleanRuns:
         self._filed_rows = 0
         self._kept = 0  # rows in them
         self._file_at = FIRST_RUN_ROWS  # rows kept: twice as many each time, to RUN_ROWS
+
+    def _start(self) -> None:
+        """numpy, and the columns kept with it."""
+        import numpy as np
+
+        self.np = np
+        self._rows_of_id = np.zeros(0, np.int64)  # rows filed here, per number
+        self._sorted = np.zeros(0, "S1")  # the joined cells looked up, sorted, fixed-width
+        self._sorted_ids = np.zeros(0, np.int64)  # their numbers
+        self._point_array = np.zeros(0, np.int32)  # each of those numbers' point
+        # Each point's first and last timestamp of the rows filed here, as YYYYMMDDhhmmss
+        self._lows = np.zeros(0, np.int64)
+        self._highs = np.zeros(0, np.int64)  # 0: none
 
     def known(self, cells: Sequence[str], point: Point, gpus: int,
               spellings: Counter[str]) -> None:
@@ -158,9 +164,11 @@ class CleanRuns:
         """File the runs kept: the rows of known points here, and ``slow(text, line)`` for
         each other row, in order (before these: they are of no known point, or add no
         repeat). ``where_of(lines)`` is where rows of those line numbers are kept."""
-        np = self.np
         if not self._runs:
             return
+        if self.np is None:
+            self._start()
+        np = self.np
         runs, self._runs, self._kept = self._runs, [], 0
         texts = list(chain.from_iterable(run[0] for run in runs))
         n = len(texts)
@@ -184,10 +192,9 @@ class CleanRuns:
         ids = self._lookup(data, cell(_SYSTEM)[0], cell(_GPUS)[1])
         ours = keep & (ids >= 0) & (data[cell(_STATUS)[0]] == ord("p"))
         spans = [cell(j) for j in (_TPS, _TPS_PER_GPU, _MFU, _WALL)]
-        ours &= (spans[0][1] > spans[0][0]) & (spans[1][1] > spans[1][0])  # both rates
         starts_4, ends_4 = (np.concatenate([span[k] for span in spans]) for k in (0, 1))
         values = self._parse(data, starts_4, ends_4, np.tile(ours, 4)).reshape(4, n)
-        ours &= (values[0] >= MIN_RATE) & (values[1] >= MIN_RATE)
+        ours &= (values[0] >= MIN_RATE) & (values[1] >= MIN_RATE)  # an empty one is NaN
         for i in np.flatnonzero(keep & ~ours).tolist():
             slow(texts[i], int(lines[i]))
         rows = np.flatnonzero(ours)
@@ -232,7 +239,8 @@ class CleanRuns:
         wide = int(where.max()) > 0xFFFFFFFF  # line x files past 4,294,967,295
         gpus = np.asarray(self._gpus, np.float64)[points]
         # Only the rows a ratio of 1.5 % off could flag are judged the exact way.
-        suspects = np.flatnonzero(np.abs(tps_per_gpu * gpus / tps - 1) > 0.015).tolist()
+        with np.errstate(over="ignore"):  # an infinite ratio is one of them
+            suspects = np.flatnonzero(np.abs(tps_per_gpu * gpus / tps - 1) > 0.015).tolist()
         # Each column's bytes, sliced for each point (8 bytes a value, 4 a narrow source).
         tps_b, tps_per_gpu_b, mfu_b, wall_b, where_b = (
             memoryview(column).cast("B") for column in (tps, tps_per_gpu, mfu, wall, where))
@@ -275,7 +283,8 @@ class CleanRuns:
         np = self.np
         grow = len(self._points) - len(self._lows)
         if grow > 0:
-            self._lows = np.concatenate([self._lows, np.full(grow, _NO_STAMP, np.int64)])
+            none = np.full(grow, np.iinfo(np.int64).max)  # above every YYYYMMDDhhmmss
+            self._lows = np.concatenate([self._lows, none])
             self._highs = np.concatenate([self._highs, np.zeros(grow, np.int64)])
         np.minimum.at(self._lows, points, stamps)
         np.maximum.at(self._highs, points, stamps)
@@ -283,8 +292,10 @@ class CleanRuns:
     def finish(self) -> None:
         """What is not handed out with each run: the points' steps cells and first and last
         timestamps, and the rows of each spelling of a system."""
-        np = self.np
         assert not self._filed and not self._runs  # all handed out
+        np = self.np
+        if np is None:  # no run filed
+            return
         for (spellings, system), rows in zip(self._spellings, self._rows_of_id.tolist(),
                                              strict=False):  # later numbers filed no row
             if rows:

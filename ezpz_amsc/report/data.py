@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import operator
 import os
 import statistics
@@ -543,8 +544,9 @@ def _point_flags(sweep: Sweep, p: dict[str, Any], base: dict[str, Any],
         flags.append(_flag("partial_mfu", f"mfu logged by {p['mfu_repeats']} of "
                            f"{p['repeats']} repeats; its median is over those only", **at))
     for where, ratio in runs[(p["nodes"], p["gpus"])].mismatched:
+        times = f"{ratio:.2f}x" if math.isfinite(ratio) else "past any number of times"
         flags.append(_flag("gpus_mismatch", f"{sweep.source(where)}: tokens/s/gpu x gpus is "
-                           f"{ratio:.2f}x tokens/s: gpus or a throughput is wrong", **at))
+                           f"{times} tokens/s: gpus or a throughput is wrong", **at))
     return flags
 
 

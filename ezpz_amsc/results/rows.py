@@ -86,7 +86,10 @@ class _Lines:
                 self.long = (start, self.line)
                 return
             started.append((start, self.line))
-            yield raw.decode("utf-8", "surrogateescape")
+            text = raw.decode("utf-8", "surrogateescape")
+            # A UTF-8 BOM, taken off before the csv module sees it: it would keep the quotes
+            # of a quoted first cell ("timestamp") as text.
+            yield text[1:] if not start and text.startswith(_BOM) else text
 
     def _first_of(self, raw: bytes, cap: int) -> bytes:
         """The first line of ``raw``, the rest put back to be read again; a CR that ends
@@ -131,8 +134,6 @@ def _records(lines: _Lines) -> Iterator[Record]:
             for cells in reader:
                 (start, first), last = started[0], started[-1][1]
                 started.clear()
-                if not start and cells and cells[0].startswith(_BOM):
-                    cells[0] = cells[0][1:]  # a UTF-8 BOM, decoded as U+FEFF
                 yield Record(start, first, last, cells)
         except csv.Error as e:
             start, first = lines.started[0] if lines.started else (lines.offset, lines.line)

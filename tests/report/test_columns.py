@@ -4,7 +4,11 @@ at a time with numpy must give what filing them a row at a time gives, to the bi
 from __future__ import annotations
 
 import json
+import math
 import random
+import subprocess
+import sys
+import warnings
 from array import array
 from collections import Counter
 from pathlib import Path
@@ -97,6 +101,47 @@ def test_the_gpus_mismatch_is_judged_the_same_both_ways(tmp_path, monkeypatch, r
     assert point["mismatched"] == ([] if expected is None else [(3, expected)])
     # rounded as printed: 0.975 is 0.97 (flagged), 1.025 is 1.02 (not)
     assert (expected is not None) is (ratio in (0.974, 0.975, 1.026, 1.5))
+
+
+def test_a_rate_past_the_largest_double_times_gpus_is_a_mismatch_not_a_crash(tmp_path,
+                                                                           monkeypatch):
+    p = tmp_path / "s.csv"
+    huge = "1" + "0" * 308 + ".000"  # 1e308 tokens/s/gpu: x 4 gpus is no double
+    p.write_text(",".join(HEADER) + "\n" + _row(0) + "\n"
+                 + _row(1, throughput_tokens_per_sec_per_gpu=huge) + "\n")
+    runs, rows = _both([p], monkeypatch)
+    assert runs == rows
+    (point,) = runs[1].values()
+    assert point["mismatched"] == [(3, math.inf)]
+    (flag,) = [f for f in json.loads(runs[0])["groups"][0]["flags"] if f["kind"] == "gpus_mismatch"]
+    assert flag["reason"] == (f"{p}:3: tokens/s/gpu x gpus is past any number of times "
+                              "tokens/s: gpus or a throughput is wrong")
+
+
+def test_a_ratio_past_the_largest_double_in_a_run_is_a_mismatch_and_no_warning(tmp_path,
+                                                                               monkeypatch):
+    p = tmp_path / "s.csv"  # a clean row: filed many at a time
+    big = {"nodes": "1000000", "gpus": "1000000", "throughput_tokens_per_sec": "0.001"}
+    p.write_text(",".join(HEADER) + "\n" + _row(0, **big) + "\n"
+                 + _row(1, **big, throughput_tokens_per_sec_per_gpu="9" * 300) + "\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "overflow encountered" would be one
+        runs, rows = _both([p], monkeypatch)
+    assert runs == rows
+    (point,) = runs[1].values()
+    assert point["mismatched"] == [(2, 1e11), (3, math.inf)]  # 100 x 1e6 / 0.001
+
+
+def test_a_large_file_without_a_clean_row_never_loads_numpy(tmp_path):
+    p = tmp_path / "s.csv"  # quoted cells: no clean row to file many at a time
+    p.write_text(",".join(HEADER) + "\n" + "\n".join(
+        _row(n, config='"c"') for n in range(3)) + "\n")
+    code = ("import sys; from ezpz_amsc.report import data; data.RUNS_FROM_BYTES = 0\n"
+            "sweep = data.read_sweep(sys.argv[1:])\n"
+            "print(sum(map(len, sweep.measured.values())), 'numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout == "3 False\n"
 
 
 def test_a_run_gives_each_point_its_repeats_in_order_past_32_bits():

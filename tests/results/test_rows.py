@@ -61,6 +61,9 @@ def test_a_bom_is_taken_off_the_first_cell_of_the_file_only():
     data = bom + b"h,x\n" + bom + b"a,1\n"
     assert _read(data) == [(0, 1, 1, ["h", "x"], None), (7, 2, 2, ["\ufeffa", "1"], None)]
     assert _read(b"\n" + bom + b"a\n") == [(0, 1, 1, [], None), (1, 2, 2, ["\ufeffa"], None)]
+    # before a quoted first cell (a spreadsheet's save): the quotes are the csv module's
+    assert _read(bom + b'"timestamp","a,b"\n1,2\n') == [
+        (0, 1, 1, ["timestamp", "a,b"], None), (21, 2, 2, ["1", "2"], None)]
 
 
 def test_bytes_that_are_not_utf8_are_kept_as_lone_surrogates():
