@@ -152,26 +152,68 @@ def test_a_run_gives_each_point_its_repeats_in_order_past_32_bits():
     runs.known(("aurora", "c", "1", "4"), a, 4, spelled)
     runs.known(("aurora", "c", "2", "8"), b, 8, other)
     texts = [_row(1, mfu="40.5", steps="100"),
-             _row(2, nodes="2", gpus="8", throughput_tokens_per_sec="800.000"),
+             _row(2, nodes="2", gpus="8", throughput_tokens_per_sec="880.000", mfu="33.25"),
              _row(3, mfu="0.0", wall_time_sec="11.500", steps="100"),
              _row(4, throughput_tokens_per_sec="440.000"),  # gpus 0.91x off
-             _row(5, system="polaris")]  # no point known: the long way
+             _row(5, system="polaris"),  # no point known: the long way
+             _row(6, throughput_tokens_per_sec="0.004", throughput_tokens_per_sec_per_gpu="0.001"),
+             _row(7, throughput_tokens_per_sec_per_gpu=""),  # the long way, which says so
+             _row(8, throughput_tokens_per_sec="0.000")]  # below the bound: the long way
     assert not runs.add(texts, 3, [])
     slow: list[tuple[str, int]] = []
     runs.file(lambda lines: lines * 2**31, lambda text, line: slow.append((text, line)))
-    assert slow == [(texts[4], 7)]
+    assert slow == [(texts[4], 7), (texts[6], 9), (texts[7], 10)]
     assert len(a) == len(b) == 0  # filed, not yet handed out
     runs.hand_out()
-    assert (a.sources.typecode, list(a.sources)) == ("q", [5, 3 * 2**31, 5 * 2**31, 6 * 2**31])
+    assert (a.sources.typecode, list(a.sources)) == (
+        "q", [5, 3 * 2**31, 5 * 2**31, 6 * 2**31, 8 * 2**31])
     assert (b.sources.typecode, list(b.sources)) == ("q", [4 * 2**31])
-    assert (list(a.tps), list(a.tps_per_gpu)) == ([400.0, 400.0, 440.0], [100.0] * 3)
-    assert (list(a.mfu_pct), a.mfu_zero, list(a.wall)) == ([40.5], 1, [10.0, 11.5, 10.0])
-    assert a.mismatched == [(6 * 2**31, 0.91)] and b.mismatched == []
+    assert (list(a.tps), list(a.tps_per_gpu)) == ([400.0, 400.0, 440.0, 0.004],
+                                                  [100.0, 100.0, 100.0, 0.001])
+    assert (list(a.mfu_pct), a.mfu_zero, list(a.wall)) == ([40.5], 1, [10.0, 11.5, 10.0, 10.0])
+    assert (list(b.tps), list(b.mfu_pct)) == ([880.0], [33.25])
+    # each its own point's: b's row comes right after a's last in the handed-out order
+    assert a.mismatched == [(6 * 2**31, 0.91)] and b.mismatched == [(4 * 2**31, 0.91)]
     assert a.steps == b.steps == {} and a.first == ""  # counted, handed out last
     runs.finish()
-    assert a.steps == {"100": 2, "": 1} and b.steps == {"": 1}
-    assert (spelled, other) == ({"aurora": 4}, {"aurora": 1})
-    assert (a.first, a.last) == ("2026-08-11T00:00:01Z", "2026-08-11T00:00:04Z")
+    assert a.steps == {"100": 2, "": 2} and b.steps == {"": 1}
+    assert (spelled, other) == ({"aurora": 5}, {"aurora": 1})
+    assert (a.first, a.last) == ("2026-08-11T00:00:01Z", "2026-08-11T00:00:06Z")
+
+
+@pytest.mark.parametrize(("where", "code"), [(2**32 - 1, "I"), (2**32, "q")])
+def test_sources_stay_four_bytes_to_the_last_number_that_fits(where, code):
+    runs = CleanRuns()
+    point = Point()
+    runs.known(("aurora", "c", "1", "4"), point, 4, Counter())
+    runs.add([_row(1)], 2, [])
+    runs.file(lambda lines: lines * 0 + where, lambda text, line: None)
+    runs.hand_out()
+    assert (point.sources.typecode, list(point.sources)) == (code, [where])
+
+
+def test_runs_are_filed_once_1024_rows_are_kept_then_twice_as_many_each_time():
+    runs = CleanRuns()
+    run = [_row(1)] * 256  # of no point known: every row the long way
+    full = []
+    for n in range(1, 189):
+        if runs.add(run, 2, []):
+            full.append(n)
+            runs.file(lambda lines: lines, lambda text, line: None)
+    # 1,024 rows, then 2,048, 4,096, 8,192 and 16,384 at most (256 a run)
+    assert full == [4, 12, 28, 60, 124, 188]
+
+
+def test_rows_dropped_from_runs_are_neither_filed_nor_read_the_long_way():
+    runs = CleanRuns()
+    point = Point()
+    runs.known(("aurora", "c", "1", "4"), point, 4, Counter())
+    runs.add([_row(1), _row(2, system="polaris"), _row(3)], 2, [1])
+    runs.add([_row(4, system="polaris"), _row(5), _row(6)], 5, [0, 2])
+    slow: list[int] = []
+    runs.file(lambda lines: lines, lambda text, line: slow.append(line))
+    runs.hand_out()
+    assert (slow, list(point.sources)) == ([], [2, 4, 6])
 
 
 def test_points_named_between_runs_are_found_whatever_the_length_of_their_cells():
