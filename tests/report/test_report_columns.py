@@ -156,7 +156,7 @@ def test_a_run_gives_each_point_its_repeats_in_order_past_32_bits():
              _row(3, mfu="0.0", wall_time_sec="11.500", steps="100"),
              _row(4, throughput_tokens_per_sec="440.000"),  # gpus 0.91x off
              _row(5, system="polaris"),  # no point known: the long way
-             _row(6, throughput_tokens_per_sec="0.004", throughput_tokens_per_sec_per_gpu="0.001"),
+             _row(6, throughput_tokens_per_sec="0.001", throughput_tokens_per_sec_per_gpu="0.001"),
              _row(7, throughput_tokens_per_sec_per_gpu=""),  # the long way, which says so
              _row(8, throughput_tokens_per_sec="0.000")]  # below the bound: the long way
     assert not runs.add(texts, 3, [])
@@ -168,12 +168,13 @@ def test_a_run_gives_each_point_its_repeats_in_order_past_32_bits():
     assert (a.sources.typecode, list(a.sources)) == (
         "q", [5, 3 * 2**31, 5 * 2**31, 6 * 2**31, 8 * 2**31])
     assert (b.sources.typecode, list(b.sources)) == ("q", [4 * 2**31])
-    assert (list(a.tps), list(a.tps_per_gpu)) == ([400.0, 400.0, 440.0, 0.004],
+    assert (list(a.tps), list(a.tps_per_gpu)) == ([400.0, 400.0, 440.0, 0.001],
                                                   [100.0, 100.0, 100.0, 0.001])
     assert (list(a.mfu_pct), a.mfu_zero, list(a.wall)) == ([40.5], 1, [10.0, 11.5, 10.0, 10.0])
     assert (list(b.tps), list(b.mfu_pct)) == ([880.0], [33.25])
     # each its own point's: b's row comes right after a's last in the handed-out order
-    assert a.mismatched == [(6 * 2**31, 0.91)] and b.mismatched == [(4 * 2**31, 0.91)]
+    assert a.mismatched == [(6 * 2**31, 0.91), (8 * 2**31, 4.0)]  # both rates at the bound
+    assert b.mismatched == [(4 * 2**31, 0.91)]
     assert a.steps == b.steps == {} and a.first == ""  # counted, handed out last
     runs.finish()
     assert a.steps == {"100": 2, "": 2} and b.steps == {"": 1}
@@ -209,11 +210,11 @@ def test_rows_dropped_from_runs_are_neither_filed_nor_read_the_long_way():
     point = Point()
     runs.known(("aurora", "c", "1", "4"), point, 4, Counter())
     runs.add([_row(1), _row(2, system="polaris"), _row(3)], 2, [1])
-    runs.add([_row(4, system="polaris"), _row(5), _row(6)], 5, [0, 2])
+    runs.add([_row(4, system="polaris"), _row(5), _row(6)], 5, [0])
     slow: list[int] = []
     runs.file(lambda lines: lines, lambda text, line: slow.append(line))
     runs.hand_out()
-    assert (slow, list(point.sources)) == ([], [2, 4, 6])
+    assert (slow, list(point.sources)) == ([], [2, 4, 6, 7])
 
 
 def test_points_named_between_runs_are_found_whatever_the_length_of_their_cells():
