@@ -84,6 +84,10 @@ def test_wrap_is_what_textwrap_makes_of_the_text(text, first, rest, break_long_w
     ("a " + "x" * 78, " ", "", True, True),  # fits the next line whole
     ("a\tb", "", "", False, False), (" a", "", "", False, False), ("a ", "", "", False, False),
     ("", "", "", False, False), ("a  b", "", "", True, True),
+    # longer than the first line (textwrap breaks it), though not than the next
+    ("a " + "y" * 75, "x" * 10, "", True, False),
+    ("a " + "y" * 70, "x" * 10, "", True, True),  # as long as the first line: whole
+    ("y" * 80, "", "   ", True, True),  # fits its line exactly: nothing to break
 ])
 def test_words_between_spaces_are_wrapped_the_short_way(text, first, rest, long, fast):
     lines = _wrap_words(text, first, rest, long)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import statistics
 import subprocess
 import sys
 import warnings
@@ -232,6 +233,29 @@ def test_points_named_between_runs_are_found_whatever_the_length_of_their_cells(
     assert slow == ["ab", "a" * 41] * 6  # never named
     assert {name: len(p) for name, p in points.items()} == {
         "b": 6, "a" * 40: 5, "bb": 4, "a": 3, "ccc": 2, "a" * 39: 1}
+
+
+@given(st.lists(st.floats(min_value=0.001, max_value=1e15), min_size=1,
+                max_size=12))
+def test_a_median_of_values_sorted_is_statistics_median(values):
+    assert data._median(sorted(values)) == statistics.median(values)
+    assert data._spread(sorted(values)) == data.spread_pct(values)
+
+
+def test_runs_seen_before_are_found_by_their_offsets_in_a_file_of_wide_characters(
+        tmp_path, monkeypatch):
+    # check reads a run seen before again at its byte offset: in a run of lines of
+    # several-byte characters, after a line read the long way, the offsets must be bytes.
+    p = tmp_path / "s.csv"
+    lines = [_row(0, system="größe"), _row(1, config='"c"'), _row(2, system="größe"),
+             _row(3, system="größe"), _row(2, system="größe"), _row(4, system="größe")]
+    p.write_text(",".join(HEADER) + "\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    runs, rows = _both([p], monkeypatch)
+    assert runs == rows
+    rep = json.loads(runs[0])
+    assert rep["problems"] == [f"{p}:6: same run as line 4"]
+    assert [pt["sources"] for g in rep["groups"] for pt in g["points"]] == [
+        [f"{p}:3"], [f"{p}:{n}" for n in (2, 4, 5, 7)]]  # aurora, then größe
 
 
 # --- check's runs of clean rows ------------------------------------------------------------
