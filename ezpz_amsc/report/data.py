@@ -314,6 +314,8 @@ class _Reading:
     def close(self) -> None:
         for f, _ in self._again.values():
             f.close()
+        if self.seen is not None:
+            self.seen.release()
 
 
 # Where the cells the report reads are in a row (cells in HEADER's order).

@@ -19,6 +19,10 @@ _FIRST_SLOTS = 1 << 10  # a power of two: a digest's first slot is its low bits
 _digest = hash  # of a str: 64 bits of SipHash, keyed anew in each process
 
 
+def _released(_where: int, _offset: int) -> RunKey | None:
+    raise RuntimeError("the runs seen were released")
+
+
 class SeenRuns:
     """Where each run identity was first seen (the duplicate rule of ``check`` and ``report``).
 
@@ -67,6 +71,12 @@ class SeenRuns:
         if 2 * len(digests) > mask:
             self._grow()
         return None
+
+    def release(self) -> None:
+        """Let go of ``key_at``, which refers back to the reader that holds this index: that
+        cycle would keep the runs (tens of MB a million rows) until the garbage collector
+        runs. Nothing is looked up afterwards."""
+        self._key_at = _released
 
     def _widen(self, where: int, offset: int) -> None:
         """Lines and offsets in 8 bytes from now on (``where`` and ``offset`` appended)."""

@@ -194,9 +194,7 @@ class _Check:
     def close(self) -> None:
         if self._again is not None:
             self._again.close()
-        # The runs seen point back here (to read a record again): without this the cycle
-        # would hold their tens of MB until the garbage collector runs.
-        self.seen = SeenRuns(self._key_at)
+        self.seen.release()
 
     def read(self) -> None:
         p = self.path

@@ -3,6 +3,9 @@ against the file whenever a digest matches, in 4-byte columns while they fit."""
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import pytest
 
 from ezpz_amsc.results import seen as seen_module
@@ -66,3 +69,27 @@ def test_thousands_of_runs_grow_the_table_and_lose_none():
     assert all(runs.first(str(i), i + 2, i) is None for i in range(5000))
     assert [runs.first(str(i), 0, 0) for i in (0, 1234, 4999)] == [2, 1236, 5001]
     assert len(runs) == 5000
+
+
+@pytest.mark.parametrize("released", [False, True])
+def test_a_released_index_lets_its_reader_go_without_the_garbage_collector(released):
+    class Reader:
+        def key_at(self, _where: int, _offset: int) -> tuple[str, ...] | None:
+            return ("a",)
+
+    reader = Reader()
+    reader.seen = SeenRuns(reader.key_at)  # the reader holds its index, which points back
+    reader.seen.first("a", 2, 0)
+    seen, gone = reader.seen, weakref.ref(reader)
+    if released:
+        seen.release()
+    gc.disable()
+    try:
+        del reader
+        assert (gone() is None) is released  # freed at once, or only by the collector
+    finally:
+        gc.enable()
+        gc.collect()
+    if released:  # nothing is looked up afterwards: a match would say so, not guess
+        with pytest.raises(RuntimeError, match="the runs seen were released"):
+            seen.first("a", 3, 10)

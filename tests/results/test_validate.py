@@ -42,6 +42,9 @@ class ExactRuns:
             self.first_at[key] = where
         return seen
 
+    def release(self):
+        pass  # holds no reader
+
 
 def _exact_blocks(f, offset=0, line=1):
     yield from read_records(f, offset, line)
