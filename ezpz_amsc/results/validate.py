@@ -290,7 +290,7 @@ class _Check:
                     if on_row is not None and seen_at is None:
                         on_row(line, cells, offset)
                 if seen_at is not None:
-                    problems.append(f"{where}{line}: same run as line {seen_at}")
+                    problems.append(_same_run(where, line, seen_at))
             offset += 1 + len(text.encode() if wide else text)
             line += 1
         self.rows += rows
@@ -315,7 +315,7 @@ class _Check:
                 seen_at = first(m[1], line0 + i, offset)
                 if seen_at is not None:
                     dropped.append(i - start)
-                    problems.append(f"{where}{line0 + i}: same run as line {seen_at}")
+                    problems.append(_same_run(where, line0 + i, seen_at))
             offset += 1 + len(text.encode() if wide else text)
         if start < len(texts):
             on_clean(texts[start:], line0 + start, dropped)
@@ -350,7 +350,7 @@ class _Check:
         key = tuple(cells[i] for i in self.key_index)
         first_seen = self.seen.first(",".join(key), line, offset, key)
         if first_seen is not None:
-            found.append(f"{p}:{line}: same run as line {first_seen}")
+            found.append(_same_run(f"{p}:", line, first_seen))
         self.problems.extend(found)
         if zero_mfu(row):  # readable, but it would publish a made-up number
             self.problems.append(f"{p}:{line}: {ZERO_MFU_PROBLEM.format(row['mfu'])}")
@@ -373,6 +373,11 @@ class _Check:
 
 
 _CLEAN_ROW = _clean_row_pattern()
+
+
+def _same_run(where: str, line: int, first: int) -> str:
+    """The problem of a run seen before: ``where`` is ``PATH:``."""
+    return f"{where}{line}: same run as line {first}"
 
 
 def _csv_in(folder: Path) -> str:
